@@ -1,0 +1,3 @@
+//! `provkit-aap`: see the crate README.
+#![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]

@@ -1,0 +1,2 @@
+//! Standalone fake AAP server (work in progress).
+fn main() {}

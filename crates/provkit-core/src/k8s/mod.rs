@@ -1,0 +1,1 @@
+//! Kubernetes-facing types (work in progress).

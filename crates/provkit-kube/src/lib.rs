@@ -1,3 +1,23 @@
-//! `provkit-kube`: see the crate README.
+//! `provkit-kube`: kube-rs integration for the provkit provisioning lifecycle.
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod events;
+pub mod flush;
+pub mod leader;
+pub mod management;
+pub mod resource;
+pub mod stale_check;
+pub mod status;
+pub mod time;
+
+#[doc(inline)]
+pub use flush::{StatusSession, StatusWriteConfig, StatusWriteError};
+#[doc(inline)]
+pub use management::{Management, ManagementHook, ManagementStatePolicy};
+#[doc(inline)]
+pub use resource::ProvisionedResource;
+#[doc(inline)]
+pub use stale_check::{OnStaleCheckError, api_server_has_non_terminal_provision_job};
+#[doc(inline)]
+pub use status::ProvisioningStatus;

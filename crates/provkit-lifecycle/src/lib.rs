@@ -1,3 +1,56 @@
-//! `provkit-lifecycle`: see the crate README.
+//! `provkit-lifecycle`: the provisioning lifecycle engine.
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod decide;
+mod engine;
+pub mod engine_error;
+pub mod error;
+pub mod hooks;
+pub mod idempotency;
+pub mod launch_context;
+pub mod outcome;
+pub mod policy;
+pub mod provider;
+pub mod resource;
+
+#[doc(inline)]
+pub use decide::{Action, Backoff, LegacyJobs};
+#[doc(inline)]
+pub use engine::Lifecycle;
+#[doc(inline)]
+pub use engine_error::LifecycleError;
+#[doc(inline)]
+pub use error::{
+    BoxError, GoDuration, LaunchCertainty, ProviderError, RateLimitError, find_not_found,
+    find_rate_limit,
+};
+#[doc(inline)]
+pub use hooks::{
+    DeprovisionHooks, ProvisionHooks, StaleCacheCheck, StatusFlush, stale_check_fn,
+    status_flush_fn,
+};
+#[doc(inline)]
+pub use idempotency::{FoundJob, IdempotencyKey, IdempotencySupport};
+#[doc(inline)]
+pub use launch_context::{
+    BackendConnection, LaunchContext, ResolvedStorageClass, SecretText, TierDefinition,
+    TierQosLimits,
+};
+#[doc(inline)]
+pub use outcome::{
+    DeprovisionOutcome, DeprovisionStep, FinalizerDecision, FlushReport, Outcome,
+    ProvisionOutcome, ProvisionStep,
+};
+#[doc(inline)]
+pub use policy::{Jitter, LifecyclePolicy, LookupBeforeLaunch};
+#[cfg(feature = "mock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
+#[doc(inline)]
+pub use provider::MockProvisioningProvider;
+#[doc(inline)]
+pub use provider::{
+    DeprovisionAction, DeprovisionResult, ProvisionResult, ProvisionStatus, ProvisioningProvider,
+};
+#[doc(inline)]
+pub use resource::ResourceView;

@@ -1,1 +1,21 @@
-//! Work in progress.
+//! In-memory machine providers, [`MachineInfo`](provkit_machines::MachineInfo) builders and the
+//! conformance suites of `provkit-machines`' two traits.
+//!
+//! - [`InMemoryMachineSetProvider`]: a `MachineSetProvider` over a vector of machines, with a
+//!   call log and a scripted stale-snapshot mode (reproduces the duplicate-replacement bug the
+//!   executor's uncached re-check exists for).
+//! - [`MachineInfoBuilder`] with the upstream archetypes (updated, pending, outdated,
+//!   outdated-not-ready, deleting).
+//! - [`FakeCloudProvider`]: a `CloudProvider` keyed by machine UID with knobs for validation,
+//!   error injection, eventual consistency, asynchronous deletion and address delays.
+//! - [`conformance`]: `pub async fn`s taking `&dyn Trait`, run by the fakes, every decorator
+//!   and downstream implementations.
+
+mod builders;
+pub mod conformance;
+mod fake_cloud;
+mod in_memory_set;
+
+pub use builders::{MachineInfoBuilder, machine_gvr, node_gvr};
+pub use fake_cloud::{FakeCloudConfig, FakeCloudProvider, Method};
+pub use in_memory_set::{Call, InMemoryMachineSetProvider};

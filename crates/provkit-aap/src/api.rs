@@ -1,0 +1,61 @@
+//! [`AapApi`]: the operations [`AapProvider`](crate::AapProvider) needs, as a dyn-compatible
+//! trait so the provider can run against a mock (feature `mock`) or any other implementation.
+
+use chrono::{DateTime, Utc};
+
+use crate::client::AapClient;
+use crate::error::Result;
+use crate::types::{CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template, TemplateKind};
+
+/// The AAP operations the provider uses. Implemented by [`AapClient`].
+#[cfg_attr(feature = "mock", mockall::automock)]
+#[async_trait::async_trait]
+pub trait AapApi: Send + Sync {
+    /// Looks a launchable template up by name (see [`AapClient::get_template`]).
+    async fn get_template(&self, name: &str) -> Result<Template>;
+    /// Launches a template (never retried; see [`AapClient::launch`]).
+    async fn launch(&self, template: &Template, request: &LaunchRequest) -> Result<Launched>;
+    /// A job's or workflow job's detail.
+    async fn get_unified(&self, kind: JobKind, id: u64) -> Result<Job>;
+    /// Cancels a job or workflow job (202 / 405 distinguished).
+    async fn cancel(&self, kind: JobKind, id: u64) -> Result<CancelOutcome>;
+    /// The kind of unified job `id`, if it exists.
+    async fn find_job_kind(&self, id: u64) -> Result<Option<JobKind>>;
+    /// Jobs of `kind` created by template `template_id` (of `template_kind`) after `since`, newest
+    /// first, with their `extra_vars`.
+    async fn jobs_created_since(
+        &self,
+        kind: JobKind,
+        template_kind: TemplateKind,
+        template_id: u64,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<Job>>;
+}
+
+#[async_trait::async_trait]
+impl AapApi for AapClient {
+    async fn get_template(&self, name: &str) -> Result<Template> {
+        AapClient::get_template(self, name).await
+    }
+    async fn launch(&self, template: &Template, request: &LaunchRequest) -> Result<Launched> {
+        AapClient::launch(self, template, request).await
+    }
+    async fn get_unified(&self, kind: JobKind, id: u64) -> Result<Job> {
+        AapClient::get_unified(self, kind, id).await
+    }
+    async fn cancel(&self, kind: JobKind, id: u64) -> Result<CancelOutcome> {
+        AapClient::cancel(self, kind, id).await
+    }
+    async fn find_job_kind(&self, id: u64) -> Result<Option<JobKind>> {
+        AapClient::find_job_kind(self, id).await
+    }
+    async fn jobs_created_since(
+        &self,
+        kind: JobKind,
+        template_kind: TemplateKind,
+        template_id: u64,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<Job>> {
+        AapClient::jobs_created_since(self, kind, template_kind, template_id, since).await
+    }
+}

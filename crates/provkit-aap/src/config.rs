@@ -1,0 +1,398 @@
+//! [`AapClientBuilder`]: credentials, timeouts, TLS, proxy, retries, rate limit; `from_env`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use secrecy::SecretString;
+use url::Url;
+
+use crate::auth::{Authenticator, Credentials};
+use crate::client::{AapClient, Inner};
+use crate::error::{Error, Result};
+use crate::rate_limit::{RateLimit, RateLimiter};
+use crate::retry::RetryConfig;
+use crate::tls::{TlsSettings, client_config};
+
+/// Where the controller API lives under the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ApiRoot {
+    /// A known base path such as `/api/v2/` or `/api/controller/v2/`.
+    Fixed(String),
+    /// Discover from this API index path (normally `/api/`).
+    Discover(String),
+}
+
+fn normalize_base(path: &str) -> String {
+    let trimmed = path.trim_matches('/');
+    if trimmed.is_empty() { "/".to_owned() } else { format!("/{trimmed}/") }
+}
+
+/// Splits a configured URL into its origin and API root.
+///
+/// - `https://host` or `https://host/api/` → discovery through `/api/`;
+/// - `https://host/api/controller` (the Go operator's `OSAC_AAP_URL` form) → `/api/controller/v2/`;
+/// - a path ending in a version segment (`/api/v2`, `/api/controller/v2/`) → used as is;
+/// - any other path prefix `P` → discovery through `P/api/`.
+pub(crate) fn split_url(url: &Url) -> Result<(String, ApiRoot)> {
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(Error::Config { message: format!("AAP URL must be http(s)://host[...], got {:?}", url.as_str()), source: None });
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(Error::Config {
+            message: "credentials in the AAP URL are not supported; use token or basic_auth".into(),
+            source: None,
+        });
+    }
+    let origin = url.origin().ascii_serialization();
+    let segments: Vec<&str> = url.path().split('/').filter(|s| !s.is_empty()).collect();
+    let path = normalize_base(&segments.join("/"));
+    let last = segments.last().copied().unwrap_or_default();
+    let is_version = last.len() > 1 && last.starts_with('v') && last[1..].bytes().all(|b| b.is_ascii_digit());
+    let root = if is_version {
+        ApiRoot::Fixed(path)
+    } else if segments.ends_with(&["api", "controller"]) {
+        ApiRoot::Fixed(format!("{path}v2/"))
+    } else if last == "api" {
+        ApiRoot::Discover(path)
+    } else if segments.is_empty() {
+        ApiRoot::Discover("/api/".into())
+    } else {
+        ApiRoot::Discover(format!("{path}api/"))
+    };
+    Ok((origin, root))
+}
+
+/// Builds an [`AapClient`].
+///
+/// ```no_run
+/// # async fn run() -> Result<(), provkit_aap::Error> {
+/// use std::time::Duration;
+/// use provkit_aap::{AapClient, RateLimit, RetryConfig};
+/// let client = AapClient::builder("https://aap.example.com")
+///     .token("my-token")
+///     .timeout(Duration::from_secs(30))
+///     .retry(RetryConfig::default().max_retries(3))
+///     .rate_limit(RateLimit::new(10.0, 20))
+///     .build()?;
+/// let template = client.get_template("osac-create-virtual-network").await?;
+/// # let _ = template; Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use]
+pub struct AapClientBuilder {
+    url: String,
+    base_path: Option<String>,
+    credentials: Credentials,
+    connect_timeout: Duration,
+    timeout: Duration,
+    tls: TlsSettings,
+    proxy_from_env: bool,
+    proxy: Option<String>,
+    user_agent: String,
+    retry: RetryConfig,
+    rate_limit: Option<RateLimit>,
+    token_reload_interval: Duration,
+    max_body_bytes: usize,
+    max_stdout_bytes: usize,
+    max_list_items: usize,
+    organization: Option<String>,
+}
+
+impl AapClientBuilder {
+    pub(crate) fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            base_path: None,
+            credentials: Credentials::None,
+            connect_timeout: Duration::from_secs(10),
+            timeout: Duration::from_secs(30),
+            tls: TlsSettings { system_roots: true, ..TlsSettings::default() },
+            proxy_from_env: true,
+            proxy: None,
+            user_agent: concat!("provkit-aap/", env!("CARGO_PKG_VERSION")).to_owned(),
+            retry: RetryConfig::default(),
+            rate_limit: None,
+            token_reload_interval: Duration::from_secs(1),
+            max_body_bytes: 16 * 1024 * 1024,
+            max_stdout_bytes: 64 * 1024 * 1024,
+            max_list_items: 10_000,
+            organization: None,
+        }
+    }
+
+    /// Bearer token (`Authorization: Bearer …`).
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.credentials = Credentials::Token(SecretString::from(token.into()));
+        self
+    }
+
+    /// Bearer token read from a file and re-read when the file changes (checked at most every
+    /// [`token_reload_interval`](Self::token_reload_interval), and again after any 401).
+    pub fn token_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.credentials = Credentials::TokenFile(path.into());
+        self
+    }
+
+    /// HTTP Basic credentials.
+    pub fn basic_auth(mut self, username: impl Into<String>, password: impl Into<String>) -> Self {
+        self.credentials =
+            Credentials::Basic { username: username.into(), password: SecretString::from(password.into()) };
+        self
+    }
+
+    /// Any [`Credentials`].
+    pub fn credentials(mut self, credentials: Credentials) -> Self {
+        self.credentials = credentials;
+        self
+    }
+
+    /// Use this API base path (`/api/v2/`, `/api/controller/v2/`) instead of discovery.
+    pub fn base_path(mut self, path: impl AsRef<str>) -> Self {
+        self.base_path = Some(normalize_base(path.as_ref()));
+        self
+    }
+
+    /// TCP/TLS connect timeout (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Whole-request timeout (default 30 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Trust this CA bundle (PEM) in addition to the system roots.
+    pub fn ca_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls.extra_ca_pem.push(pem.into());
+        self
+    }
+
+    /// Whether to trust the system's CA roots (default true).
+    pub fn system_roots(mut self, on: bool) -> Self {
+        self.tls.system_roots = on;
+        self
+    }
+
+    /// **Insecure**: accept any server certificate. An explicit opt-in for labs only.
+    pub fn danger_accept_invalid_certs(mut self, on: bool) -> Self {
+        self.tls.insecure_skip_verify = on;
+        self
+    }
+
+    /// Use `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` from the environment (default true).
+    pub fn proxy_from_env(mut self, on: bool) -> Self {
+        self.proxy_from_env = on;
+        self
+    }
+
+    /// Send every request through this proxy URL.
+    pub fn proxy(mut self, url: impl Into<String>) -> Self {
+        self.proxy = Some(url.into());
+        self
+    }
+
+    /// `User-Agent` header.
+    pub fn user_agent(mut self, agent: impl Into<String>) -> Self {
+        self.user_agent = agent.into();
+        self
+    }
+
+    /// Retry policy for idempotent calls (launches are never retried).
+    pub fn retry(mut self, retry: RetryConfig) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Client-side request-rate limit (token bucket) shared by every request of this client.
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.rate_limit = Some(limit);
+        self
+    }
+
+    /// How often a token file is checked for changes (default 1 s; zero = every request).
+    pub fn token_reload_interval(mut self, interval: Duration) -> Self {
+        self.token_reload_interval = interval;
+        self
+    }
+
+    /// Cap on JSON response bodies (default 16 MiB).
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// Cap on job stdout downloads (default 64 MiB).
+    pub fn max_stdout_bytes(mut self, bytes: usize) -> Self {
+        self.max_stdout_bytes = bytes;
+        self
+    }
+
+    /// Cap on items collected from a paginated list (default 10 000).
+    pub fn max_list_items(mut self, items: usize) -> Self {
+        self.max_list_items = items;
+        self
+    }
+
+    /// Default organization (name) for template lookups by name.
+    pub fn organization(mut self, name: impl Into<String>) -> Self {
+        self.organization = Some(name.into());
+        self
+    }
+
+    /// Builds the client. No request is made; the API root is discovered on first use.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for an invalid URL, proxy, CA PEM or header value.
+    pub fn build(self) -> Result<AapClient> {
+        let url = Url::parse(self.url.trim()).map_err(|e| Error::Config {
+            message: format!("invalid AAP URL {:?}", self.url),
+            source: Some(Box::new(e)),
+        })?;
+        let (origin, mut root) = split_url(&url)?;
+        if let Some(base) = self.base_path {
+            root = ApiRoot::Fixed(base);
+        }
+        let auth = Authenticator::new(&self.credentials, self.token_reload_interval)?;
+        let tls = client_config(&self.tls)?;
+        let mut http = reqwest::Client::builder()
+            .use_preconfigured_tls(tls)
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(self.connect_timeout)
+            .timeout(self.timeout)
+            .user_agent(self.user_agent)
+            .tcp_nodelay(true);
+        if !self.proxy_from_env {
+            http = http.no_proxy();
+        }
+        if let Some(proxy) = &self.proxy {
+            let proxy = reqwest::Proxy::all(proxy.as_str())
+                .map_err(|e| Error::Config { message: "invalid proxy URL".into(), source: Some(Box::new(e)) })?;
+            http = http.proxy(proxy);
+        }
+        let http = http
+            .build()
+            .map_err(|e| Error::Config { message: "cannot build the HTTP client".into(), source: Some(Box::new(e)) })?;
+        Ok(AapClient::from_inner(Arc::new(Inner::new(
+            http,
+            origin,
+            root,
+            auth,
+            self.retry,
+            self.rate_limit.map(RateLimiter::new),
+            self.max_body_bytes,
+            self.max_stdout_bytes,
+            self.max_list_items,
+            self.organization,
+        ))))
+    }
+}
+
+fn parse_bool(name: &str, value: &str) -> Result<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" | "y" | "t" => Ok(true),
+        "0" | "false" | "no" | "off" | "n" | "f" | "" => Ok(false),
+        other => Err(Error::Config { message: format!("{name}={other:?} is not a boolean"), source: None }),
+    }
+}
+
+/// Builds a client builder from environment-like lookups (see [`AapClient::from_env`]).
+pub(crate) fn builder_from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<AapClientBuilder> {
+    let get = |key: &str| get(key).filter(|v| !v.trim().is_empty());
+    let host = get("AAP_HOSTNAME").or_else(|| get("AAP_HOST")).or_else(|| get("OSAC_AAP_URL")).ok_or_else(|| {
+        Error::Config { message: "set AAP_HOSTNAME (or AAP_HOST, or OSAC_AAP_URL) to the AAP URL".into(), source: None }
+    })?;
+    let host = if host.contains("://") { host } else { format!("https://{host}") };
+    let mut builder = AapClientBuilder::new(host);
+    if let Some(token) = get("AAP_TOKEN").or_else(|| get("OSAC_AAP_TOKEN")) {
+        builder = builder.token(token);
+    } else if let Some(path) = get("AAP_TOKEN_FILE") {
+        builder = builder.token_file(path);
+    } else if let Some(user) = get("AAP_USERNAME") {
+        builder = builder.basic_auth(user, get("AAP_PASSWORD").unwrap_or_default());
+    }
+    let mut insecure = false;
+    if let Some(v) = get("AAP_VALIDATE_CERTS") {
+        insecure |= !parse_bool("AAP_VALIDATE_CERTS", &v)?;
+    }
+    for key in ["AAP_INSECURE_SKIP_VERIFY", "OSAC_AAP_INSECURE_SKIP_VERIFY"] {
+        if let Some(v) = get(key) {
+            insecure |= parse_bool(key, &v)?;
+        }
+    }
+    builder = builder.danger_accept_invalid_certs(insecure);
+    if let Some(v) = get("AAP_REQUEST_TIMEOUT").or_else(|| get("AAP_TIMEOUT")) {
+        let secs: f64 = v.trim().parse().map_err(|_| Error::Config {
+            message: format!("AAP_REQUEST_TIMEOUT={v:?} is not a number of seconds"),
+            source: None,
+        })?;
+        let timeout = Duration::try_from_secs_f64(secs)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| Error::Config { message: format!("AAP_REQUEST_TIMEOUT={v:?} must be positive"), source: None })?;
+        builder = builder.timeout(timeout);
+    }
+    Ok(builder)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn url_forms() {
+        let cases = [
+            ("https://aap.example.com", "https://aap.example.com", ApiRoot::Discover("/api/".into())),
+            ("https://aap.example.com/", "https://aap.example.com", ApiRoot::Discover("/api/".into())),
+            ("https://aap.example.com/api", "https://aap.example.com", ApiRoot::Discover("/api/".into())),
+            ("https://aap.example.com/api/", "https://aap.example.com", ApiRoot::Discover("/api/".into())),
+            ("https://aap.example.com/api/controller", "https://aap.example.com", ApiRoot::Fixed("/api/controller/v2/".into())),
+            ("http://osac-aap/api/controller/", "http://osac-aap", ApiRoot::Fixed("/api/controller/v2/".into())),
+            ("https://h:8443/api/v2", "https://h:8443", ApiRoot::Fixed("/api/v2/".into())),
+            ("https://h/api/controller/v2/", "https://h", ApiRoot::Fixed("/api/controller/v2/".into())),
+            ("https://h/awx", "https://h", ApiRoot::Discover("/awx/api/".into())),
+        ];
+        for (raw, origin, root) in cases {
+            let (o, r) = split_url(&Url::parse(raw).unwrap()).unwrap();
+            assert_eq!((o.as_str(), r), (origin, root), "{raw}");
+        }
+        assert!(split_url(&Url::parse("https://user:pw@h/").unwrap()).is_err());
+        assert!(split_url(&Url::parse("ftp://h/").unwrap()).is_err());
+    }
+
+    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn env_variables() {
+        let b = builder_from_lookup(lookup(&[("AAP_HOSTNAME", "aap.example.com"), ("AAP_TOKEN", "t0k3n"), ("AAP_VALIDATE_CERTS", "false"), ("AAP_REQUEST_TIMEOUT", "12.5")])).unwrap();
+        assert_eq!(b.url, "https://aap.example.com");
+        assert!(matches!(b.credentials, Credentials::Token(_)));
+        assert!(b.tls.insecure_skip_verify);
+        assert_eq!(b.timeout, Duration::from_millis(12_500));
+        assert!(!format!("{b:?}").contains("t0k3n"));
+
+        let go = builder_from_lookup(lookup(&[("OSAC_AAP_URL", "http://osac-aap/api/controller"), ("OSAC_AAP_TOKEN", "x"), ("OSAC_AAP_INSECURE_SKIP_VERIFY", "true")])).unwrap();
+        assert_eq!(go.url, "http://osac-aap/api/controller");
+        assert!(go.tls.insecure_skip_verify);
+        assert!(matches!(go.credentials, Credentials::Token(_)));
+
+        let basic = builder_from_lookup(lookup(&[("AAP_HOST", "https://h"), ("AAP_USERNAME", "admin"), ("AAP_PASSWORD", "pw")])).unwrap();
+        assert!(matches!(basic.credentials, Credentials::Basic { .. }));
+        assert!(!basic.tls.insecure_skip_verify);
+        assert_eq!(basic.timeout, Duration::from_secs(30));
+
+        let preferred = builder_from_lookup(lookup(&[("AAP_HOSTNAME", "a"), ("AAP_HOST", "b"), ("OSAC_AAP_URL", "c")])).unwrap();
+        assert_eq!(preferred.url, "https://a");
+
+        assert!(builder_from_lookup(lookup(&[])).is_err());
+        assert!(builder_from_lookup(lookup(&[("AAP_HOSTNAME", "h"), ("AAP_VALIDATE_CERTS", "maybe")])).is_err());
+        assert!(builder_from_lookup(lookup(&[("AAP_HOSTNAME", "h"), ("AAP_REQUEST_TIMEOUT", "-1")])).is_err());
+    }
+}

@@ -1,0 +1,348 @@
+//! The client's typed errors.
+//!
+//! Every HTTP error carries a [`RequestContext`]: method, root-relative path (never the host's
+//! credentials or headers), status and the server's `X-API-Request-Id` when present. Bodies are
+//! summarised, never dumped: JSON `detail` and field errors are rendered, HTML pages reduced to
+//! their title, everything capped.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What was asked and what came back, attached to every HTTP error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestContext {
+    /// HTTP method.
+    pub method: http::Method,
+    /// Root-relative path and query (no host, no credentials).
+    pub path: String,
+    /// Response status, when a response arrived.
+    pub status: Option<http::StatusCode>,
+    /// The server's `X-API-Request-Id`, when present.
+    pub request_id: Option<String>,
+}
+
+impl RequestContext {
+    pub(crate) fn new(method: http::Method, path: impl Into<String>) -> Self {
+        Self { method, path: path.into(), status: None, request_id: None }
+    }
+}
+
+impl fmt::Display for RequestContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.method, self.path)?;
+        if let Some(status) = self.status {
+            write!(f, " -> {}", status.as_u16())?;
+        }
+        if let Some(id) = &self.request_id {
+            write!(f, " (request id {id})")?;
+        }
+        Ok(())
+    }
+}
+
+/// One candidate of an ambiguous template lookup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TemplateCandidate {
+    /// Template id.
+    pub id: u64,
+    /// `job_template` or `workflow_job_template`.
+    pub kind: String,
+    /// Organization name, when the server reported it.
+    pub organization: Option<String>,
+}
+
+impl fmt::Display for TemplateCandidate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.kind, self.id)?;
+        if let Some(org) = &self.organization {
+            write!(f, " in organization {org:?}")?;
+        }
+        Ok(())
+    }
+}
+
+fn fmt_candidates(list: &[TemplateCandidate]) -> String {
+    list.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}
+
+fn fmt_detail(detail: &Option<String>) -> String {
+    detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default()
+}
+
+fn fmt_field_errors(fields: &BTreeMap<String, Vec<String>>) -> String {
+    fields
+        .iter()
+        .map(|(field, errors)| format!("{field}: {}", errors.join(" ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn fmt_retry_after(after: &Option<Duration>) -> String {
+    after.map(|d| format!(", retry after {d:?}")).unwrap_or_default()
+}
+
+fn fmt_hint(hint: &Option<String>) -> String {
+    hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default()
+}
+
+/// Errors of the AAP client.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// 401: no, invalid or expired credentials.
+    #[error(
+        "{ctx}: unauthorized: the token is missing, invalid or expired (AAP 2.5+ gateway tokens expire; mint a new one) or the username/password is wrong{}",
+        fmt_detail(detail)
+    )]
+    Unauthorized {
+        /// Request context.
+        ctx: Box<RequestContext>,
+        /// The server's `detail`.
+        detail: Option<String>,
+    },
+    /// 403: authenticated but not permitted (e.g. no execute permission, read-scoped token).
+    #[error("{ctx}: forbidden: the credentials are valid but not permitted to do this{}", fmt_detail(detail))]
+    Forbidden {
+        /// Request context.
+        ctx: Box<RequestContext>,
+        /// The server's `detail`.
+        detail: Option<String>,
+    },
+    /// 404.
+    #[error("{ctx}: not found{}{}", fmt_detail(detail), fmt_hint(hint))]
+    NotFound {
+        /// Request context.
+        ctx: Box<RequestContext>,
+        /// The server's `detail`.
+        detail: Option<String>,
+        /// Why it may be a configuration problem (e.g. `/api/v2/` on an AAP 2.5+ gateway).
+        hint: Option<String>,
+    },
+    /// 405 (e.g. cancelling a finished job).
+    #[error("{ctx}: method not allowed{}", fmt_detail(detail))]
+    MethodNotAllowed {
+        /// Request context.
+        ctx: Box<RequestContext>,
+        /// The server's `detail`.
+        detail: Option<String>,
+    },
+    /// 429 (from a proxy or gateway in front of AAP).
+    #[error("{ctx}: rate limited{}", fmt_retry_after(retry_after))]
+    RateLimited {
+        /// Request context.
+        ctx: Box<RequestContext>,
+        /// The parsed `Retry-After` (seconds or HTTP-date).
+        retry_after: Option<Duration>,
+    },
+    /// 5xx.
+    #[error("{ctx}: server error: {summary}{}", fmt_retry_after(retry_after))]
+    Server {
+        /// Request context.
+        ctx: Box<RequestContext>,
+        /// Body summary (JSON detail, HTML title, or truncated text).
+        summary: String,
+        /// A `Retry-After` sent with a 503.
+        retry_after: Option<Duration>,
+    },
+    /// 400 with the server's validation errors.
+    #[error("{ctx}: bad request: {}{}", fmt_field_errors(fields), fmt_detail(detail))]
+    BadRequest {
+        /// Request context.
+        ctx: Box<RequestContext>,
+        /// `detail` / `error` text, if any.
+        detail: Option<String>,
+        /// Field name → messages (`__all__` for non-field errors).
+        fields: BTreeMap<String, Vec<String>>,
+    },
+    /// The controller is migrating its database (302 to `/migrations_notran/` or an HTML page
+    /// instead of JSON).
+    #[error("{ctx}: the AAP server is upgrading or migrating its database; try again later")]
+    Migrating {
+        /// Request context.
+        ctx: Box<RequestContext>,
+    },
+    /// A redirect the client refuses to follow (a `POST` is never re-sent as a `GET`).
+    #[error("{ctx}: unexpected redirect to {location:?}; not followed")]
+    Redirect {
+        /// Request context.
+        ctx: Box<RequestContext>,
+        /// The `Location` header.
+        location: Option<String>,
+    },
+    /// Any other unexpected status (409, 413, 415, …).
+    #[error("{ctx}: unexpected status: {summary}")]
+    Status {
+        /// Request context.
+        ctx: Box<RequestContext>,
+        /// Body summary.
+        summary: String,
+    },
+    /// The request timed out.
+    #[error("{ctx}: timed out")]
+    Timeout {
+        /// Request context.
+        ctx: Box<RequestContext>,
+        /// Underlying error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// Connection-level failure (refused, reset, TLS).
+    #[error("{ctx}: transport error{}", if *connect { " (could not connect)" } else { "" })]
+    Transport {
+        /// Request context.
+        ctx: Box<RequestContext>,
+        /// True when no connection was established (the request certainly was not sent).
+        connect: bool,
+        /// Underlying error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The response body could not be decoded.
+    #[error("{ctx}: could not decode the response: {message}")]
+    Decode {
+        /// Request context.
+        ctx: Box<RequestContext>,
+        /// What was wrong (a truncated summary of the body, never the whole body).
+        message: String,
+        /// Underlying JSON error, if any.
+        #[source]
+        source: Option<serde_json::Error>,
+    },
+    /// The response body exceeded the configured cap.
+    #[error("{ctx}: response body larger than the {limit}-byte cap")]
+    BodyTooLarge {
+        /// Request context.
+        ctx: Box<RequestContext>,
+        /// The cap.
+        limit: usize,
+    },
+    /// No template with that name.
+    #[error("template {name:?} not found{}", organization.as_deref().map(|o| format!(" in organization {o:?}")).unwrap_or_default())]
+    TemplateNotFound {
+        /// Template name.
+        name: String,
+        /// Organization filter, if any.
+        organization: Option<String>,
+    },
+    /// Several templates match the name.
+    #[error("template name {name:?} is ambiguous: {}; set an organization to choose", fmt_candidates(candidates))]
+    AmbiguousTemplate {
+        /// Template name.
+        name: String,
+        /// The matches.
+        candidates: Vec<TemplateCandidate>,
+    },
+    /// API root discovery failed.
+    #[error("API discovery at {url} failed: {message}")]
+    Discovery {
+        /// The URL probed.
+        url: String,
+        /// What was wrong.
+        message: String,
+        /// The underlying error.
+        #[source]
+        source: Option<Box<Error>>,
+    },
+    /// Invalid client configuration.
+    #[error("invalid AAP client configuration: {message}")]
+    Config {
+        /// What is wrong.
+        message: String,
+        /// Underlying error, if any.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// The token file could not be read.
+    #[error("cannot read the AAP token file {path}")]
+    TokenFile {
+        /// File path.
+        path: std::path::PathBuf,
+        /// Underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The request context of an HTTP-level error.
+    pub fn context(&self) -> Option<&RequestContext> {
+        match self {
+            Self::Unauthorized { ctx, .. }
+            | Self::Forbidden { ctx, .. }
+            | Self::NotFound { ctx, .. }
+            | Self::MethodNotAllowed { ctx, .. }
+            | Self::RateLimited { ctx, .. }
+            | Self::Server { ctx, .. }
+            | Self::BadRequest { ctx, .. }
+            | Self::Migrating { ctx }
+            | Self::Redirect { ctx, .. }
+            | Self::Status { ctx, .. }
+            | Self::Timeout { ctx, .. }
+            | Self::Transport { ctx, .. }
+            | Self::Decode { ctx, .. }
+            | Self::BodyTooLarge { ctx, .. } => Some(ctx),
+            Self::Discovery { source: Some(inner), .. } => inner.context(),
+            _ => None,
+        }
+    }
+
+    /// HTTP status, when a response arrived.
+    pub fn status(&self) -> Option<http::StatusCode> {
+        self.context().and_then(|c| c.status)
+    }
+
+    /// The server's `X-API-Request-Id`, when present.
+    pub fn request_id(&self) -> Option<&str> {
+        self.context().and_then(|c| c.request_id.as_deref())
+    }
+
+    /// 404 (or a template that does not exist).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::NotFound { .. } | Self::TemplateNotFound { .. })
+    }
+
+    /// 405.
+    pub fn is_method_not_allowed(&self) -> bool {
+        matches!(self, Self::MethodNotAllowed { .. })
+    }
+
+    /// 401 / 403.
+    pub fn is_auth(&self) -> bool {
+        matches!(self, Self::Unauthorized { .. } | Self::Forbidden { .. })
+    }
+
+    /// The `Retry-After` the server sent, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::RateLimited { retry_after, .. } | Self::Server { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// Transient: worth retrying an **idempotent** request (429, 502, 503, 504, timeouts,
+    /// connection errors).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::RateLimited { .. } | Self::Timeout { .. } | Self::Transport { .. } => true,
+            Self::Server { ctx, .. } => matches!(ctx.status.map(|s| s.as_u16()), Some(502..=504)),
+            _ => false,
+        }
+    }
+
+    /// For a non-idempotent request (a launch): true when the server may have acted although no
+    /// usable answer came back (timeout, reset after connecting, 5xx, undecodable 2xx). False
+    /// when the request was certainly refused or never sent.
+    pub fn is_outcome_unknown(&self) -> bool {
+        match self {
+            Self::Timeout { .. } | Self::Decode { .. } | Self::BodyTooLarge { .. } => true,
+            Self::Transport { connect, .. } => !connect,
+            Self::Server { .. } => true,
+            Self::Status { ctx, .. } => ctx.status.is_some_and(|s| s.is_success()),
+            _ => false,
+        }
+    }
+}

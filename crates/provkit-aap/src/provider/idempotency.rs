@@ -1,0 +1,24 @@
+//! Recognising the job a launch attempt created, by the key it carries in extra_vars.
+
+use serde_json::Value;
+
+use super::extra_vars::IDEMPOTENCY_KEY_VAR;
+use crate::types::Job;
+
+/// The newest job (highest id) whose extra_vars carry `key` under [`IDEMPOTENCY_KEY_VAR`].
+///
+/// ```
+/// use provkit_aap::{Job, JobKind};
+/// use provkit_aap::provider::find_marked_job;
+/// let jobs: Vec<Job> = [
+///     serde_json::json!({"id": 12, "extra_vars": "{\"provkit_idempotency_key\": \"other\"}"}),
+///     serde_json::json!({"id": 11, "extra_vars": "{\"provkit_idempotency_key\": \"k1\"}"}),
+/// ].iter().filter_map(|v| Job::from_value(v, JobKind::Job)).collect();
+/// assert_eq!(find_marked_job(&jobs, "k1").map(|j| j.id), Some(11));
+/// assert!(find_marked_job(&jobs, "k2").is_none());
+/// ```
+pub fn find_marked_job<'a>(jobs: &'a [Job], key: &str) -> Option<&'a Job> {
+    jobs.iter()
+        .filter(|job| job.extra_vars.get(IDEMPOTENCY_KEY_VAR).and_then(Value::as_str) == Some(key))
+        .max_by_key(|job| job.id)
+}

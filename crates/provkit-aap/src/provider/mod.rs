@@ -1,0 +1,436 @@
+//! [`AapProvider`]: a [`ProvisioningProvider`] that launches AAP job or workflow templates.
+//!
+//! - Template names: explicit and/or `{prefix}-{create|delete}-{kind}` ([`TemplateNames`]).
+//! - extra_vars: the EDA envelope ([`build_extra_vars`]), `metadata.managedFields` removed, the
+//!   whole launch body capped ([`AapProviderBuilder::max_payload_bytes`]).
+//! - Status mapping of spec §4.4 ([`map_status`]); workflow jobs are polled and cancelled at
+//!   `/workflow_jobs/` while the job id stays the bare number Go writes. The kind of each id is
+//!   remembered: free for jobs this process launched, one `unified_jobs/?id=` request otherwise.
+//! - Exactly-once launches: the idempotency key goes into extra_vars as
+//!   [`IDEMPOTENCY_KEY_VAR`]; [`find_job_by_idempotency_key`](ProvisioningProvider::find_job_by_idempotency_key)
+//!   lists the template's jobs created since the attempt began and matches the key client-side.
+//! - Deprovision: cancel a running provision job first (spec §4.5).
+
+mod extra_vars;
+mod idempotency;
+mod naming;
+mod status;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use provkit_core::{Clock, JobState, JobStatus, JobType, SystemClock, find_latest_job_by_type};
+use provkit_lifecycle::{
+    DeprovisionResult, FoundJob, IdempotencyKey, IdempotencySupport, LaunchContext, ProviderError, ProvisionResult,
+    ProvisionStatus, ProvisioningProvider, ResourceView,
+};
+
+pub use extra_vars::{ExtraVarsError, IDEMPOTENCY_KEY_VAR, build_extra_vars, payload};
+pub use idempotency::find_marked_job;
+pub use naming::{NamingError, TemplateAction, TemplateNames, kebab_case};
+pub use status::{map_status, provision_status};
+
+use crate::api::AapApi;
+use crate::client::AapClient;
+use crate::error::Error;
+use crate::types::{CancelOutcome, JobKind, LaunchRequest, Launched, Template, TemplateKind};
+
+/// Default cap on the launch body (1 MiB: below common gateway/ingress body limits).
+pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 1024 * 1024;
+
+/// Builds an [`AapProvider`].
+#[must_use]
+pub struct AapProviderBuilder {
+    api: Arc<dyn AapApi>,
+    names: TemplateNames,
+    clock: Arc<dyn Clock>,
+    max_payload_bytes: usize,
+    lookup_window: Duration,
+    clock_skew: Duration,
+}
+
+impl fmt::Debug for AapProviderBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AapProviderBuilder").field("names", &self.names).finish_non_exhaustive()
+    }
+}
+
+impl AapProviderBuilder {
+    /// Replaces the template naming rules.
+    pub fn templates(mut self, names: TemplateNames) -> Self {
+        self.names = names;
+        self
+    }
+
+    /// Explicit provision template (wins over the prefix).
+    pub fn provision_template(mut self, name: impl Into<String>) -> Self {
+        self.names = self.names.provision(name);
+        self
+    }
+
+    /// Explicit deprovision template (wins over the prefix).
+    pub fn deprovision_template(mut self, name: impl Into<String>) -> Self {
+        self.names = self.names.deprovision(name);
+        self
+    }
+
+    /// Template prefix (`{prefix}-{create|delete}-{kind}`).
+    pub fn template_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.names = self.names.prefix(prefix);
+        self
+    }
+
+    /// Adds a kind → template-suffix override (`ClusterOrder` → `hosted-cluster` is built in).
+    pub fn kind_suffix(mut self, kind: impl Into<String>, suffix: impl Into<String>) -> Self {
+        self.names = self.names.kind_suffix(kind, suffix);
+        self
+    }
+
+    /// The wall clock (default [`SystemClock`]) used to date launch attempts.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Refuse launch bodies above this size before any request (default 1 MiB).
+    pub fn max_payload_bytes(mut self, bytes: usize) -> Self {
+        self.max_payload_bytes = bytes;
+        self
+    }
+
+    /// How far back an idempotency lookup searches when this process did not see the attempt
+    /// start (default 24 h; never before the resource's `creationTimestamp`).
+    pub fn lookup_window(mut self, window: Duration) -> Self {
+        self.lookup_window = window;
+        self
+    }
+
+    /// Allowance for clock skew between this host and AAP in lookups (default 5 min).
+    pub fn clock_skew(mut self, skew: Duration) -> Self {
+        self.clock_skew = skew;
+        self
+    }
+
+    /// Builds the provider.
+    pub fn build(self) -> AapProvider {
+        AapProvider {
+            api: self.api,
+            names: self.names,
+            clock: self.clock,
+            max_payload_bytes: self.max_payload_bytes,
+            lookup_window: self.lookup_window,
+            clock_skew: self.clock_skew,
+            kinds: RwLock::new(HashMap::new()),
+            attempts: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// The AAP [`ProvisioningProvider`].
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use provkit_aap::{AapClient, AapProvider};
+/// use provkit_lifecycle::{LaunchContext, ProvisioningProvider, ResourceView};
+/// let client = AapClient::builder("https://aap.example.com").token("t").build()?;
+/// let provider = AapProvider::builder(client).template_prefix("osac").build();
+/// let resource = ResourceView::new("VirtualNetwork", "net-a", Some("tenant".into()), "uid-1",
+///     serde_json::json!({"kind": "VirtualNetwork", "metadata": {"name": "net-a"}, "spec": {}}));
+/// let result = provider.trigger_provision(&resource, &LaunchContext::new()).await?; // osac-create-virtual-network
+/// println!("launched job {}", result.job_id);
+/// # Ok(()) }
+/// ```
+pub struct AapProvider {
+    api: Arc<dyn AapApi>,
+    names: TemplateNames,
+    clock: Arc<dyn Clock>,
+    max_payload_bytes: usize,
+    lookup_window: Duration,
+    clock_skew: Duration,
+    kinds: RwLock<HashMap<u64, JobKind>>,
+    attempts: Mutex<HashMap<String, DateTime<Utc>>>,
+}
+
+impl fmt::Debug for AapProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AapProvider")
+            .field("names", &self.names)
+            .field("max_payload_bytes", &self.max_payload_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Something that can serve as the provider's AAP API.
+pub trait IntoAapApi {
+    /// Converts into a shared API handle.
+    fn into_api(self) -> Arc<dyn AapApi>;
+}
+
+impl IntoAapApi for AapClient {
+    fn into_api(self) -> Arc<dyn AapApi> {
+        Arc::new(self)
+    }
+}
+
+impl IntoAapApi for Arc<dyn AapApi> {
+    fn into_api(self) -> Arc<dyn AapApi> {
+        self
+    }
+}
+
+fn certain(message: String, err: Error) -> ProviderError {
+    ProviderError::launch_not_made(message, Some(Box::new(err)))
+}
+
+fn launch_error(kind: TemplateKind, err: Error) -> ProviderError {
+    let what = match kind {
+        TemplateKind::JobTemplate => "job template",
+        TemplateKind::WorkflowJobTemplate => "workflow template",
+    };
+    let message = format!("failed to launch {what}: {err}");
+    if matches!(err, Error::RateLimited { .. }) {
+        return ProviderError::rate_limited(err.retry_after().unwrap_or(Duration::from_secs(10)));
+    }
+    if err.is_outcome_unknown() {
+        ProviderError::outcome_unknown(message, Some(Box::new(err)))
+    } else {
+        certain(message, err)
+    }
+}
+
+fn query_error(context: &str, what: String, err: Error) -> ProviderError {
+    if err.is_not_found() {
+        ProviderError::not_found_with_source(what, err)
+    } else if let Error::RateLimited { retry_after, .. } = err {
+        ProviderError::rate_limited(retry_after.unwrap_or(Duration::from_secs(10)))
+    } else {
+        ProviderError::other_with_source(context.to_owned(), err)
+    }
+}
+
+impl AapProvider {
+    /// Starts a builder (no template names configured yet).
+    pub fn builder(api: impl IntoAapApi) -> AapProviderBuilder {
+        AapProviderBuilder {
+            api: api.into_api(),
+            names: TemplateNames::default(),
+            clock: Arc::new(SystemClock),
+            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
+            lookup_window: Duration::from_secs(24 * 3600),
+            clock_skew: Duration::from_secs(300),
+        }
+    }
+
+    /// Go's `NewAAPProvider`: explicit template names.
+    pub fn with_templates(api: impl IntoAapApi, provision: impl Into<String>, deprovision: impl Into<String>) -> Self {
+        Self::builder(api).templates(TemplateNames::explicit(provision, deprovision)).build()
+    }
+
+    /// Go's `NewAAPProviderWithPrefix`: names derived from a prefix.
+    pub fn with_prefix(api: impl IntoAapApi, prefix: impl Into<String>) -> Self {
+        Self::builder(api).templates(TemplateNames::with_prefix(prefix)).build()
+    }
+
+    /// The naming rules.
+    pub fn template_names(&self) -> &TemplateNames {
+        &self.names
+    }
+
+    fn template_name(&self, action: TemplateAction, resource: &ResourceView) -> Result<String, ProviderError> {
+        self.names.resolve(action, &resource.kind).map_err(|e| ProviderError::launch_not_made(e.to_string(), None))
+    }
+
+    async fn template(&self, name: &str) -> Result<Template, ProviderError> {
+        self.api.get_template(name).await.map_err(|err| match err {
+            Error::RateLimited { retry_after, .. } => ProviderError::rate_limited(retry_after.unwrap_or(Duration::from_secs(10))),
+            err => certain(format!("failed to get template: {err}"), err),
+        })
+    }
+
+    fn remember_kind(&self, id: u64, kind: JobKind) {
+        self.kinds.write().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id, kind);
+    }
+
+    async fn launch(&self, name: &str, resource: &ResourceView, ctx: &LaunchContext) -> Result<Launched, ProviderError> {
+        let template = self.template(name).await?;
+        let vars = build_extra_vars(&resource.json, ctx)
+            .map_err(|e| ProviderError::launch_not_made(format!("failed to extract extra vars: {e}"), Some(Box::new(e))))?;
+        let request = LaunchRequest::new(vars);
+        let size = serde_json::to_vec(&request).map(|b| b.len()).unwrap_or(usize::MAX);
+        if size > self.max_payload_bytes {
+            return Err(ProviderError::launch_not_made(
+                format!(
+                    "launch payload for {} is {size} bytes, above the {}-byte limit; nothing was sent to AAP",
+                    resource.display_name(),
+                    self.max_payload_bytes
+                ),
+                None,
+            ));
+        }
+        if let Some(key) = &ctx.idempotency_key {
+            let now = self.clock.now();
+            let mut attempts = self.attempts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let horizon = now - chrono::Duration::from_std(self.lookup_window).unwrap_or(chrono::Duration::days(1));
+            attempts.retain(|_, at| *at > horizon);
+            attempts.entry(key.as_str().to_owned()).or_insert(now);
+        }
+        let launched = self.api.launch(&template, &request).await.map_err(|e| launch_error(template.kind, e))?;
+        self.remember_kind(launched.id, launched.kind);
+        Ok(launched)
+    }
+
+    fn parse_id(job_id: &str) -> Result<u64, ProviderError> {
+        job_id.trim().parse::<u64>().map_err(|_| ProviderError::not_found(format!("AAP job {job_id:?} (not a numeric AAP job id)")))
+    }
+
+    /// The kind of job `id`: remembered, or resolved with one `unified_jobs/?id=` request.
+    async fn kind_of(&self, id: u64) -> Result<JobKind, ProviderError> {
+        if let Some(kind) = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(&id) {
+            return Ok(*kind);
+        }
+        match self.api.find_job_kind(id).await {
+            Ok(Some(kind)) => {
+                self.remember_kind(id, kind);
+                Ok(kind)
+            }
+            Ok(None) => Err(ProviderError::not_found(format!("failed to get job: AAP job {id}"))),
+            Err(err) => Err(query_error("failed to get job", format!("failed to get job: AAP job {id}"), err)),
+        }
+    }
+
+    async fn status(&self, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
+        let id = Self::parse_id(job_id)?;
+        let kind = self.kind_of(id).await?;
+        let job = self
+            .api
+            .get_unified(kind, id)
+            .await
+            .map_err(|e| query_error("failed to get job", format!("failed to get job: AAP {} {id}", kind.as_str()), e))?;
+        Ok(provision_status(job_id, &job))
+    }
+
+    async fn since(&self, resource: &ResourceView, key: &IdempotencyKey) -> DateTime<Utc> {
+        let skew = chrono::Duration::from_std(self.clock_skew).unwrap_or(chrono::Duration::minutes(5));
+        let remembered = self.attempts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(key.as_str()).copied();
+        if let Some(at) = remembered {
+            return at - skew;
+        }
+        let window = chrono::Duration::from_std(self.lookup_window).unwrap_or(chrono::Duration::days(1));
+        let mut since = self.clock.now() - window;
+        let created = resource
+            .json
+            .pointer("/metadata/creationTimestamp")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+            .map(|t| t.with_timezone(&Utc));
+        if let Some(created) = created {
+            since = since.max(created);
+        }
+        since - skew
+    }
+}
+
+#[async_trait::async_trait]
+impl ProvisioningProvider for AapProvider {
+    fn name(&self) -> &str {
+        "aap"
+    }
+
+    async fn trigger_provision(&self, resource: &ResourceView, ctx: &LaunchContext) -> Result<ProvisionResult, ProviderError> {
+        let name = self.template_name(TemplateAction::Create, resource)?;
+        let launched = self.launch(&name, resource, ctx).await?;
+        Ok(ProvisionResult::new(launched.id.to_string(), JobState::Pending, "Provisioning job triggered"))
+    }
+
+    async fn provision_status(&self, _resource: &ResourceView, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
+        self.status(job_id).await
+    }
+
+    async fn trigger_deprovision(
+        &self,
+        resource: &ResourceView,
+        jobs: &[JobStatus],
+        ctx: &LaunchContext,
+    ) -> Result<DeprovisionResult, ProviderError> {
+        let mut provision_status = None;
+        if let Some(latest) = find_latest_job_by_type(jobs, &JobType::Provision) {
+            match self.status(&latest.job_id).await {
+                Err(err) if err.is_not_found() => {}
+                Err(err) => return Err(ProviderError::other_with_source("failed to get provision job status", err)),
+                Ok(st) if st.state.is_terminal() => provision_status = Some(st),
+                Ok(st) => {
+                    let id = Self::parse_id(&latest.job_id)?;
+                    let kind = self.kind_of(id).await?;
+                    match self.api.cancel(kind, id).await {
+                        Ok(CancelOutcome::Accepted) => {
+                            tracing::info!(job_id = id, "cancel of the running provision job accepted; waiting for it to stop");
+                            return Ok(DeprovisionResult::waiting(true).with_provision_job_status(st));
+                        }
+                        Ok(CancelOutcome::AlreadyFinished) => provision_status = Some(st),
+                        Err(err) if err.is_not_found() => provision_status = Some(st),
+                        Err(err) => {
+                            return Err(ProviderError::other_with_source(
+                                "failed to cancel provision job",
+                                ProviderError::other_with_source("failed to cancel job", err),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        let name = self.template_name(TemplateAction::Delete, resource)?;
+        let launched = self.launch(&name, resource, ctx).await?;
+        let mut result = DeprovisionResult::triggered(launched.id.to_string(), true);
+        if let Some(st) = provision_status {
+            result = result.with_provision_job_status(st);
+        }
+        Ok(result)
+    }
+
+    async fn deprovision_status(&self, _resource: &ResourceView, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
+        self.status(job_id).await
+    }
+
+    fn idempotency_support(&self) -> IdempotencySupport {
+        IdempotencySupport::Lookup
+    }
+
+    async fn find_job_by_idempotency_key(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+        key: &IdempotencyKey,
+    ) -> Result<Option<FoundJob>, ProviderError> {
+        let action = match job_type {
+            JobType::Provision => TemplateAction::Create,
+            JobType::Deprovision => TemplateAction::Delete,
+            JobType::Other(_) => return Ok(None),
+        };
+        let name = self.template_name(action, resource)?;
+        let template = self.template(&name).await.map_err(|e| ProviderError::other_with_source("idempotency lookup", e))?;
+        let since = self.since(resource, key).await;
+        let list = |kind: JobKind| async move {
+            self.api
+                .jobs_created_since(kind, template.kind, template.id, since)
+                .await
+                .map_err(|e| query_error("idempotency lookup: failed to list jobs", format!("jobs of template {}", template.id), e))
+        };
+        let jobs = list(template.kind.job_kind()).await?;
+        let Some(job) = find_marked_job(&jobs, key.as_str()) else { return Ok(None) };
+        // A sliced job template's children carry the key too; the launch created their workflow job.
+        let job = if job.kind == JobKind::Job && template.kind == TemplateKind::JobTemplate && job.launch_type.as_deref() == Some("workflow") {
+            let parents = list(JobKind::WorkflowJob).await?;
+            match find_marked_job(&parents, key.as_str()) {
+                Some(parent) => parent.clone(),
+                None => job.clone(),
+            }
+        } else {
+            job.clone()
+        };
+        self.remember_kind(job.id, job.kind);
+        Ok(Some(FoundJob::new(job.id.to_string(), map_status(job.status.as_str()), job.status.as_str())))
+    }
+}

@@ -1,0 +1,155 @@
+//! One request: rate limit, auth header, capped body read, error mapping, retries, tracing.
+
+use std::time::SystemTime;
+
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use http::Method;
+use tokio::time::Instant;
+use tracing::Instrument as _;
+
+use crate::client::Inner;
+use crate::error::{Error, RequestContext, Result};
+use crate::response::{RawResponse, classify};
+
+/// Error bodies are read up to this many bytes (then summarised).
+const ERROR_BODY_CAP: usize = 64 * 1024;
+
+/// The request id header AAP sets on every response.
+pub(crate) const REQUEST_ID: &str = "x-api-request-id";
+
+/// A request to make.
+#[derive(Debug)]
+pub(crate) struct Call {
+    pub(crate) method: Method,
+    /// Root-relative path and query.
+    pub(crate) path: String,
+    pub(crate) body: Option<Vec<u8>>,
+    /// Safe to repeat (GET, cancel): retried on transient failures.
+    pub(crate) idempotent: bool,
+    /// Send the `Authorization` header.
+    pub(crate) authenticated: bool,
+    /// Success-body cap.
+    pub(crate) cap: usize,
+    /// Accept header.
+    pub(crate) accept: &'static str,
+}
+
+impl Call {
+    pub(crate) fn get(path: String, cap: usize) -> Self {
+        Self { method: Method::GET, path, body: None, idempotent: true, authenticated: true, cap, accept: "application/json" }
+    }
+
+    pub(crate) fn post(path: String, body: Vec<u8>, idempotent: bool, cap: usize) -> Self {
+        Self { method: Method::POST, path, body: Some(body), idempotent, authenticated: true, cap, accept: "application/json" }
+    }
+}
+
+fn reqwest_error(ctx: RequestContext, source: reqwest::Error) -> Error {
+    let ctx = Box::new(ctx);
+    if source.is_connect() {
+        Error::Transport { ctx, connect: true, source }
+    } else if source.is_timeout() {
+        Error::Timeout { ctx, source }
+    } else {
+        Error::Transport { ctx, connect: false, source }
+    }
+}
+
+impl Inner {
+    /// Sends `call`, retrying idempotent calls on transient failures; returns 2xx responses only.
+    pub(crate) async fn execute(&self, call: &Call) -> Result<RawResponse> {
+        let started = Instant::now();
+        let mut retries = 0u32;
+        let mut refreshed_token = false;
+        loop {
+            let span = tracing::debug_span!(
+                "aap.request",
+                otel.kind = "client",
+                http.method = %call.method,
+                http.path = %call.path,
+                http.status_code = tracing::field::Empty,
+                aap.request_id = tracing::field::Empty,
+                attempt = retries + 1,
+            );
+            let result = self.attempt(call).instrument(span.clone()).await;
+            let err = match result {
+                Ok(resp) => return Ok(resp),
+                Err(err) => err,
+            };
+            if let Some(ctx) = err.context() {
+                if let Some(status) = ctx.status {
+                    span.record("http.status_code", status.as_u16());
+                }
+                if let Some(id) = &ctx.request_id {
+                    span.record("aap.request_id", id.as_str());
+                }
+            }
+            // A 401 rejects the request before anything happens, so one more try with a rotated
+            // token file is safe even for a launch.
+            if matches!(err, Error::Unauthorized { .. }) && !refreshed_token && self.auth.refresh_after_unauthorized() {
+                refreshed_token = true;
+                tracing::info!(path = %call.path, "AAP token file changed after a 401; retrying once");
+                continue;
+            }
+            if !(call.idempotent && err.is_retryable() && retries < self.retry.max_retries) {
+                return Err(self.with_hint(err).await);
+            }
+            let delay = self.retry.delay(retries, err.retry_after(), fastrand::f64());
+            if err.retry_after().is_some_and(|after| after > self.retry.max_backoff)
+                || started.elapsed() + delay > self.retry.max_elapsed
+            {
+                return Err(err);
+            }
+            tracing::warn!(error = %err, retry_in = ?delay, retry = retries + 1, "transient AAP error; retrying");
+            tokio::time::sleep(delay).await;
+            retries += 1;
+        }
+    }
+
+    async fn attempt(&self, call: &Call) -> Result<RawResponse> {
+        if let Some(limiter) = &self.limiter {
+            limiter.acquire().await;
+        }
+        let mut ctx = RequestContext::new(call.method.clone(), call.path.clone());
+        let url = format!("{}{}", self.origin, call.path);
+        let mut req = self.http.request(call.method.clone(), url).header(ACCEPT, call.accept);
+        if call.authenticated {
+            if let Some(header) = self.auth.header()? {
+                req = req.header(AUTHORIZATION, header);
+            }
+        }
+        if let Some(body) = &call.body {
+            req = req.header(CONTENT_TYPE, "application/json").body(body.clone());
+        }
+        let mut resp = req.send().await.map_err(|e| reqwest_error(ctx.clone(), e))?;
+        let status = resp.status();
+        ctx.status = Some(status);
+        let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        ctx.request_id = header(REQUEST_ID);
+        let content_type = header(CONTENT_TYPE.as_str());
+        let location = header(LOCATION.as_str());
+        let retry_after = header(RETRY_AFTER.as_str());
+        let success = status.is_success();
+        let cap = if success { call.cap } else { ERROR_BODY_CAP };
+        let mut body = Vec::new();
+        loop {
+            let chunk = match resp.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(e) => return Err(reqwest_error(ctx, e)),
+            };
+            let room = cap.saturating_sub(body.len());
+            if chunk.len() > room {
+                if success {
+                    return Err(Error::BodyTooLarge { ctx: Box::new(ctx), limit: cap });
+                }
+                body.extend_from_slice(&chunk[..room]);
+                break;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        tracing::debug!(status = status.as_u16(), request_id = ctx.request_id.as_deref(), "AAP response");
+        let raw = RawResponse { status, content_type, location, retry_after, body, ctx };
+        if success { Ok(raw) } else { Err(classify(&raw, SystemTime::now())) }
+    }
+}

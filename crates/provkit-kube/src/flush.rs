@@ -1,0 +1,416 @@
+//! Conflict-safe status writes: the **status flush** right after a trigger and the
+//! end-of-reconcile status write.
+//!
+//! # The choice: merge patch + `resourceVersion` precondition, merging job lists on conflict
+//!
+//! Every write is a JSON merge patch on the `status` subresource that carries
+//! `metadata.resourceVersion`. The API server rejects it with **409 Conflict** if anybody else
+//! wrote the object since we read it. On a conflict the session re-reads the object from the
+//! API server (uncached), merges the server's job list with ours **by `jobID`**, and retries
+//! with the new `resourceVersion`, up to [`StatusWriteConfig::max_attempts`] times.
+//!
+//! Why not server-side apply: a JSON merge patch replaces arrays wholesale, and so does SSA for
+//! an atomic list. With SSA and `force`, a stale copy of `provisioningJobs` would silently
+//! replace a concurrent writer's jobs — the duplicate-launch incident (osac-provisioning.md §8,
+//! MGMT-24300) this write exists to prevent. Making the list an SSA list-map keyed by `jobID`
+//! would require a key on every entry (Go accepts `""`) and a CRD schema change for existing
+//! Go-managed resources. The precondition makes the lost update impossible instead, and works
+//! with the CRDs as they are.
+//!
+//! # Merge rule (on conflict, and before every write)
+//! Start from the server's list (the other writer's jobs and order are kept). For each of our
+//! jobs: a job with the same non-empty `jobID` is replaced by ours, unless the server's copy
+//! is terminal and ours is not (a job never leaves a terminal state); a job the server does
+//! not have is appended (respecting the history cap), except one older than every server job
+//! while the server list is full — the other writer trimmed it.
+//!
+//! Fields outside the job list: the flush sends only `provisioningJobs` and
+//! `desiredConfigVersion`, so a concurrent writer's other status fields survive. The full
+//! write sends our whole status (our other fields win, as in Go's `RetryOnConflict` + copy).
+
+use std::num::{NonZeroU32, NonZeroUsize};
+use std::sync::Mutex;
+
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use provkit_core::{JobStatus, append_job};
+use serde_json::{Value, json};
+use tracing::{debug, warn};
+
+use crate::resource::ProvisionedResource;
+
+/// Settings of a [`StatusSession`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StatusWriteConfig {
+    /// Patch attempts before giving up on repeated conflicts (default 5).
+    pub max_attempts: NonZeroU32,
+    /// The history cap applied when merging (default 10, Go `DefaultMaxJobHistory`).
+    pub max_history: NonZeroUsize,
+}
+
+impl Default for StatusWriteConfig {
+    fn default() -> Self {
+        Self {
+            max_attempts: NonZeroU32::new(5).unwrap_or(NonZeroU32::MIN),
+            max_history: NonZeroUsize::new(10).unwrap_or(NonZeroUsize::MIN),
+        }
+    }
+}
+
+impl StatusWriteConfig {
+    /// With another history cap.
+    #[must_use]
+    pub fn with_max_history(mut self, max_history: NonZeroUsize) -> Self {
+        self.max_history = max_history;
+        self
+    }
+
+    /// With another attempt limit.
+    #[must_use]
+    pub fn with_max_attempts(mut self, max_attempts: NonZeroU32) -> Self {
+        self.max_attempts = max_attempts;
+        self
+    }
+}
+
+/// A status write that failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StatusWriteError {
+    /// The object has no `metadata.name`.
+    #[error("object has no name")]
+    UnnamedObject,
+    /// The status could not be serialized.
+    #[error("failed to serialize the status of {name}")]
+    Serialize {
+        /// Object name.
+        name: String,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The patch request failed with something other than a conflict.
+    #[error("status patch of {name} failed")]
+    Patch {
+        /// Object name.
+        name: String,
+        /// The kube error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Re-reading the object after a conflict failed.
+    #[error("re-reading {name} after a status conflict failed")]
+    Reread {
+        /// Object name.
+        name: String,
+        /// The kube error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The object disappeared while we tried to write its status.
+    #[error("{name} no longer exists")]
+    Gone {
+        /// Object name.
+        name: String,
+    },
+    /// Every attempt hit a conflict.
+    #[error("status patch of {name} still conflicted after {attempts} attempts")]
+    Conflicts {
+        /// Object name.
+        name: String,
+        /// Attempts made.
+        attempts: u32,
+    },
+}
+
+impl StatusWriteError {
+    /// Whether retrying the whole reconcile later may succeed (conflicts and API errors).
+    #[must_use]
+    pub fn is_retryable(&self) -> bool {
+        !matches!(self, Self::UnnamedObject | Self::Serialize { .. } | Self::Gone { .. })
+    }
+}
+
+#[derive(Debug)]
+struct Known {
+    resource_version: Option<String>,
+    server_jobs: Vec<JobStatus>,
+}
+
+/// One reconcile's view of what the API server holds for an object: its last known
+/// `resourceVersion` and job list. Created from the object the reconcile started with; every
+/// successful write or conflict re-read updates it, so the flush and the end-of-reconcile
+/// write chain their preconditions and never drop a job another writer persisted.
+///
+/// Methods take `&self`, so the flush can be called from a lifecycle callback while the
+/// reconcile keeps the session.
+#[derive(Debug)]
+pub struct StatusSession<K: ProvisionedResource> {
+    api: Api<K>,
+    name: String,
+    config: StatusWriteConfig,
+    known: Mutex<Known>,
+}
+
+impl<K: ProvisionedResource> StatusSession<K> {
+    /// A session for `obj` (the copy the reconcile started with, e.g. from the cache).
+    ///
+    /// # Errors
+    /// [`StatusWriteError::UnnamedObject`].
+    pub fn new(api: Api<K>, obj: &K, config: StatusWriteConfig) -> Result<Self, StatusWriteError> {
+        let name = obj.meta().name.clone().ok_or(StatusWriteError::UnnamedObject)?;
+        Ok(Self {
+            api,
+            name,
+            config,
+            known: Mutex::new(Known {
+                resource_version: obj.meta().resource_version.clone(),
+                server_jobs: obj.provisioning_jobs().to_vec(),
+            }),
+        })
+    }
+
+    /// The `resourceVersion` of the last write or read.
+    #[must_use]
+    pub fn resource_version(&self) -> Option<String> {
+        self.lock().resource_version.clone()
+    }
+
+    /// The job list as last persisted (or read).
+    #[must_use]
+    pub fn server_jobs(&self) -> Vec<JobStatus> {
+        self.lock().server_jobs.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
+        self.known.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The status flush: persists `jobs` (merged with the server's) and `desired_config_version`
+    /// right after a trigger. Returns the job list that was persisted.
+    ///
+    /// Request body: `{"metadata":{"resourceVersion":…},"status":{"provisioningJobs":[…],"desiredConfigVersion":…}}`
+    /// (the status part from [`ProvisionedResource::provisioning_status_patch`]).
+    ///
+    /// # Errors
+    /// [`StatusWriteError`]; a 409 is retried after a re-read.
+    pub async fn flush_jobs(
+        &self,
+        jobs: &[JobStatus],
+        desired_config_version: &str,
+    ) -> Result<Vec<JobStatus>, StatusWriteError> {
+        let desired = desired_config_version.to_owned();
+        let ours = jobs.to_vec();
+        let (_, persisted) = self
+            .write_loop(|server_jobs| {
+                let merged = merge_job_histories(server_jobs, &ours, self.config.max_history);
+                let status = crate::ProvisioningStatus {
+                    provisioning_jobs: merged.clone(),
+                    desired_config_version: desired.clone(),
+                    conditions: Vec::new(),
+                };
+                Ok((K::provisioning_status_patch(&status), merged))
+            })
+            .await?;
+        Ok(persisted)
+    }
+
+    /// The end-of-reconcile write: persists `obj`'s whole status, with its job list merged with
+    /// the server's. Returns the object as the API server stored it.
+    ///
+    /// # Errors
+    /// [`StatusWriteError`]; a 409 is retried after a re-read.
+    pub async fn write_status(&self, obj: &K) -> Result<K, StatusWriteError> {
+        let ours = obj.provisioning_jobs().to_vec();
+        let (written, _) = self
+            .write_loop(|server_jobs| {
+                let merged = merge_job_histories(server_jobs, &ours, self.config.max_history);
+                let mut copy = obj.clone();
+                copy.provisioning_status_mut().provisioning_jobs = merged.clone();
+                let value = serde_json::to_value(&copy).map_err(|source| StatusWriteError::Serialize {
+                    name: self.name.clone(),
+                    source,
+                })?;
+                let status = value.get("status").cloned().unwrap_or(Value::Null);
+                Ok((status, merged))
+            })
+            .await?;
+        Ok(written)
+    }
+
+    async fn write_loop(
+        &self,
+        build: impl Fn(&[JobStatus]) -> Result<(Value, Vec<JobStatus>), StatusWriteError>,
+    ) -> Result<(K, Vec<JobStatus>), StatusWriteError> {
+        let attempts = self.config.max_attempts.get();
+        for attempt in 1..=attempts {
+            let (rv, server_jobs) = {
+                let k = self.lock();
+                (k.resource_version.clone(), k.server_jobs.clone())
+            };
+            let Some(rv) = rv else {
+                // Never write without a precondition: read first.
+                self.reread().await?;
+                continue;
+            };
+            let (status, merged) = build(&server_jobs)?;
+            let body = json!({ "metadata": { "resourceVersion": rv }, "status": status });
+            match self
+                .api
+                .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&body))
+                .await
+            {
+                Ok(written) => {
+                    let mut k = self.lock();
+                    k.resource_version = written.meta().resource_version.clone();
+                    k.server_jobs = merged.clone();
+                    return Ok((written, merged));
+                }
+                Err(kube::Error::Api(status)) if status.is_conflict() => {
+                    debug!(object.name = %self.name, attempt, "status write conflicted; re-reading");
+                    self.reread().await?;
+                }
+                Err(kube::Error::Api(status)) if status.is_not_found() => {
+                    return Err(StatusWriteError::Gone { name: self.name.clone() });
+                }
+                Err(source) => {
+                    return Err(StatusWriteError::Patch { name: self.name.clone(), source });
+                }
+            }
+        }
+        warn!(object.name = %self.name, attempts, "status write gave up after repeated conflicts");
+        Err(StatusWriteError::Conflicts { name: self.name.clone(), attempts })
+    }
+
+    async fn reread(&self) -> Result<(), StatusWriteError> {
+        let fresh = self
+            .api
+            .get_opt(&self.name)
+            .await
+            .map_err(|source| StatusWriteError::Reread { name: self.name.clone(), source })?
+            .ok_or_else(|| StatusWriteError::Gone { name: self.name.clone() })?;
+        let mut k = self.lock();
+        k.resource_version = fresh.meta().resource_version.clone();
+        k.server_jobs = fresh.provisioning_jobs().to_vec();
+        Ok(())
+    }
+}
+
+/// Merges two job histories by `jobID` (see the [module docs](self) for the rule).
+///
+/// ```
+/// use chrono::{TimeZone, Utc};
+/// use provkit_core::{JobState, JobStatus, JobType};
+/// use provkit_kube::flush::merge_job_histories;
+/// use std::num::NonZeroUsize;
+///
+/// let t = |m| Utc.with_ymd_and_hms(2026, 1, 1, 0, m, 0).unwrap();
+/// let theirs = vec![JobStatus::new("1", JobType::Provision, JobState::Succeeded, t(0)),
+///                   JobStatus::new("2", JobType::Provision, JobState::Running, t(1))];
+/// let ours = vec![JobStatus::new("1", JobType::Provision, JobState::Succeeded, t(0)),
+///                 JobStatus::new("3", JobType::Provision, JobState::Pending, t(2))];
+/// let merged = merge_job_histories(&theirs, &ours, NonZeroUsize::new(10).unwrap());
+/// let ids: Vec<_> = merged.iter().map(|j| j.job_id.as_str()).collect();
+/// assert_eq!(ids, ["1", "2", "3"]);
+/// ```
+#[must_use]
+pub fn merge_job_histories(
+    theirs: &[JobStatus],
+    ours: &[JobStatus],
+    max_history: NonZeroUsize,
+) -> Vec<JobStatus> {
+    let mut merged = theirs.to_vec();
+    let full = theirs.len() >= max_history.get();
+    let oldest_theirs = theirs.iter().filter_map(|j| j.timestamp).min();
+    for job in ours {
+        let same = merged.iter_mut().find(|j| {
+            if job.job_id.is_empty() {
+                *j == job
+            } else {
+                j.job_id == job.job_id && j.job_type == job.job_type
+            }
+        });
+        match same {
+            Some(existing) => {
+                let regresses = existing.state.is_terminal() && !job.state.is_terminal();
+                if !regresses {
+                    existing.clone_from(job);
+                }
+            }
+            None => {
+                let trimmed_by_them = full
+                    && matches!((job.timestamp, oldest_theirs), (Some(t), Some(o)) if t < o);
+                if !trimmed_by_them {
+                    append_job(&mut merged, job.clone(), max_history);
+                }
+            }
+        }
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use chrono::{TimeZone, Utc};
+    use provkit_core::{JobState, JobType};
+
+    fn job(id: &str, state: JobState, minute: u32) -> JobStatus {
+        JobStatus::new(
+            id,
+            JobType::Provision,
+            state,
+            Utc.with_ymd_and_hms(2026, 1, 1, 0, minute, 0).unwrap(),
+        )
+    }
+
+    fn ids(jobs: &[JobStatus]) -> Vec<&str> {
+        jobs.iter().map(|j| j.job_id.as_str()).collect()
+    }
+
+    fn cap(n: usize) -> NonZeroUsize {
+        NonZeroUsize::new(n).unwrap()
+    }
+
+    #[test]
+    fn union_keeps_their_order_and_appends_ours() {
+        let theirs = vec![job("1", JobState::Succeeded, 0), job("9", JobState::Running, 5)];
+        let ours = vec![job("1", JobState::Succeeded, 0), job("2", JobState::Pending, 6)];
+        assert_eq!(ids(&merge_job_histories(&theirs, &ours, cap(10))), ["1", "9", "2"]);
+    }
+
+    #[test]
+    fn ours_wins_for_same_id_unless_it_would_leave_a_terminal_state() {
+        let theirs = vec![job("1", JobState::Running, 0), job("2", JobState::Failed, 1)];
+        let ours = vec![job("1", JobState::Succeeded, 0), job("2", JobState::Running, 1)];
+        let m = merge_job_histories(&theirs, &ours, cap(10));
+        assert_eq!(m[0].state, JobState::Succeeded);
+        assert_eq!(m[1].state, JobState::Failed);
+    }
+
+    #[test]
+    fn a_job_the_other_writer_trimmed_is_not_resurrected() {
+        let theirs: Vec<_> = (1..=3).map(|i| job(&i.to_string(), JobState::Succeeded, i)).collect();
+        let ours = vec![job("0", JobState::Succeeded, 0), job("4", JobState::Pending, 4)];
+        assert_eq!(ids(&merge_job_histories(&theirs, &ours, cap(3))), ["2", "3", "4"]);
+    }
+
+    #[test]
+    fn same_id_different_type_are_distinct() {
+        let theirs = vec![job("1", JobState::Succeeded, 0)];
+        let mut d = job("1", JobState::Pending, 1);
+        d.job_type = JobType::Deprovision;
+        let m = merge_job_histories(&theirs, std::slice::from_ref(&d), cap(10));
+        assert_eq!(m.len(), 2);
+    }
+
+    #[test]
+    fn merging_is_idempotent() {
+        let theirs = vec![job("1", JobState::Succeeded, 0)];
+        let ours = vec![job("1", JobState::Succeeded, 0), job("2", JobState::Pending, 1)];
+        let once = merge_job_histories(&theirs, &ours, cap(10));
+        assert_eq!(merge_job_histories(&once, &ours, cap(10)), once);
+    }
+}

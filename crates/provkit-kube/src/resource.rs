@@ -1,0 +1,77 @@
+//! [`ProvisionedResource`]: what a CRD type implements to be provisioned by provkit.
+
+use std::fmt::Debug;
+
+use kube::Resource;
+use serde::{Serialize, de::DeserializeOwned};
+
+use crate::status::ProvisioningStatus;
+
+/// A typed Kubernetes object (usually a `kube::CustomResource`) whose status carries a
+/// [`ProvisioningStatus`].
+///
+/// Three small methods: where the config version is hashed from, and where the
+/// provisioning status lives.
+///
+/// ```
+/// use kube::CustomResource;
+/// use provkit_kube::{ProvisionedResource, ProvisioningStatus};
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+/// #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced, status = "WidgetStatus")]
+/// pub struct WidgetSpec { size: u32 }
+///
+/// #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+/// pub struct WidgetStatus {
+///     #[serde(flatten)]
+///     provisioning: ProvisioningStatus,
+/// }
+///
+/// impl ProvisionedResource for Widget {
+///     fn config_source(&self) -> impl Serialize + '_ { &self.spec }
+///     fn provisioning_status(&self) -> Option<&ProvisioningStatus> {
+///         self.status.as_ref().map(|s| &s.provisioning)
+///     }
+///     fn provisioning_status_mut(&mut self) -> &mut ProvisioningStatus {
+///         &mut self.status.get_or_insert_with(Default::default).provisioning
+///     }
+/// }
+/// # fn main() {}
+/// ```
+pub trait ProvisionedResource:
+    Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + Send + Sync + 'static
+{
+    /// The value the desired config version is hashed from (Go: `resource.Spec`, or a wrapper
+    /// such as `{Spec, ImplementationStrategy}`). For Go-compatible hashes its JSON must be
+    /// byte-identical to Go's (see `provkit_core::compute_desired_config_version`).
+    fn config_source(&self) -> impl Serialize + '_;
+
+    /// The provisioning status, if the object has a status.
+    fn provisioning_status(&self) -> Option<&ProvisioningStatus>;
+
+    /// The provisioning status, created (empty) if the object has none yet.
+    fn provisioning_status_mut(&mut self) -> &mut ProvisioningStatus;
+
+    /// The merge-patch fragment under `status` that persists the job history and the desired
+    /// config version. The default assumes [`ProvisioningStatus`] is flattened into the
+    /// status (`status.provisioningJobs`, `status.desiredConfigVersion`); override it if you
+    /// nest it elsewhere.
+    fn provisioning_status_patch(status: &ProvisioningStatus) -> serde_json::Value {
+        serde_json::json!({
+            "provisioningJobs": status.provisioning_jobs,
+            "desiredConfigVersion": if status.desired_config_version.is_empty() {
+                serde_json::Value::Null
+            } else {
+                serde_json::Value::String(status.desired_config_version.clone())
+            },
+        })
+    }
+
+    /// The job history (empty when there is no status).
+    fn provisioning_jobs(&self) -> &[provkit_core::JobStatus] {
+        self.provisioning_status()
+            .map_or(&[], |s| s.provisioning_jobs.as_slice())
+    }
+}

@@ -1,0 +1,9 @@
+//! provkit-kube integration tests: one binary, a module per area, all against a
+//! `tower_test` mocked API server (no cluster).
+#![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
+
+mod fixtures;
+mod flush;
+mod leader;
+mod schema;
+mod stale_check;

@@ -1,0 +1,284 @@
+//! Deprovisioning flows: trigger (cancel-first comes from the provider), poll, blocking-failure retry.
+
+use provkit_core::{
+    JobState, JobStatus, JobType, append_job, find_job_by_id, find_latest_job_by_type, has_job_id,
+    update_job,
+};
+
+use super::Lifecycle;
+use super::launch::flush;
+use crate::decide::{backoff_remaining, compute_deprovision_backoff};
+use crate::engine_error::LifecycleError;
+use crate::error::LaunchCertainty;
+use crate::hooks::DeprovisionHooks;
+use crate::idempotency::{FoundJob, IdempotencyKey};
+use crate::launch_context::LaunchContext;
+use crate::outcome::{DeprovisionOutcome, DeprovisionStep};
+use crate::provider::{DeprovisionAction, DeprovisionResult};
+use crate::resource::ResourceView;
+
+/// The message of a freshly triggered deprovision job (as Go).
+pub(crate) const DEPROVISION_TRIGGERED: &str = "Deprovision job triggered";
+
+impl Lifecycle {
+    /// One deletion reconcile (Go's `RunDeprovisioningLifecycle`): trigger teardown when there is no
+    /// deprovision job yet, otherwise poll the latest one.
+    ///
+    /// # Guarantees
+    /// - [`DeprovisionOutcome::may_remove_finalizer`] is true only when the provider skipped teardown
+    ///   or the latest deprovision job succeeded (or failed without `blockDeletionOnFailure`).
+    /// - A failed or canceled deprovision job with `blockDeletionOnFailure` is retried after the
+    ///   deprovision backoff (2 → 30 min) until one succeeds; the finalizer stays until then.
+    /// - A deprovision job the provider no longer knows becomes `Failed` (then retried if it blocks).
+    /// - A rate limit never allows finalizer removal, whatever its retry-after.
+    ///
+    /// # Errors
+    /// [`LifecycleError::TriggerDeprovision`], [`LifecycleError::EmptyJobId`],
+    /// [`LifecycleError::IdempotencyLookup`]; keep the finalizer then.
+    pub async fn run_deprovisioning_lifecycle(
+        &self,
+        resource: &ResourceView,
+        jobs: &mut Vec<JobStatus>,
+        ctx: &LaunchContext,
+        hooks: &DeprovisionHooks<'_>,
+    ) -> Result<DeprovisionOutcome, LifecycleError> {
+        let latest = find_latest_job_by_type(jobs, &JobType::Deprovision).cloned();
+        match latest {
+            Some(job) if has_job_id(Some(&job)) => {
+                self.poll_deprovision_job(resource, jobs, job, ctx, hooks).await
+            }
+            _ => self.trigger_deprovision_job(resource, jobs, ctx, hooks).await,
+        }
+    }
+
+    /// Go's `TriggerDeprovisionJob`: ask the provider to tear down and record what it did.
+    ///
+    /// # Errors
+    /// As [`run_deprovisioning_lifecycle`](Self::run_deprovisioning_lifecycle).
+    pub async fn trigger_deprovision_job(
+        &self,
+        resource: &ResourceView,
+        jobs: &mut Vec<JobStatus>,
+        ctx: &LaunchContext,
+        hooks: &DeprovisionHooks<'_>,
+    ) -> Result<DeprovisionOutcome, LifecycleError> {
+        let predecessor = find_latest_job_by_type(jobs, &JobType::Deprovision);
+        let key = IdempotencyKey::for_attempt(&resource.uid, &JobType::Deprovision, "", predecessor);
+
+        if self.should_lookup_before_launch(&key)
+            && let Some(found) = self.lookup(resource, &JobType::Deprovision, &key).await? {
+                return Ok(self.record_recovered_deprovision(jobs, found, &key, hooks).await);
+            }
+
+        let call_ctx = ctx.clone().with_idempotency_key(key.clone());
+        let result = match self.provider.trigger_deprovision(resource, jobs, &call_ctx).await {
+            Ok(result) => result,
+            Err(e) => {
+                if let Some(retry_after) = e.retry_after() {
+                    return Ok(DeprovisionOutcome::keep(
+                        DeprovisionStep::RateLimited { retry_after },
+                        self.policy.floor(retry_after),
+                    ));
+                }
+                let certainty = e.launch_certainty();
+                if certainty == LaunchCertainty::Unknown
+                    && let Some(found) =
+                        self.recover_after_unknown(resource, &JobType::Deprovision, &key).await
+                    {
+                        return Ok(self.record_recovered_deprovision(jobs, found, &key, hooks).await);
+                    }
+                return Err(LifecycleError::TriggerDeprovision { key, certainty, source: e });
+            }
+        };
+
+        match result.action {
+            DeprovisionAction::Skipped => {
+                self.resolve(&key);
+                Ok(DeprovisionOutcome::remove(DeprovisionStep::Skipped))
+            }
+            DeprovisionAction::Waiting => {
+                self.resolve(&key);
+                let changed = update_provision_job_from_result(jobs, &result);
+                let mut out =
+                    DeprovisionOutcome::keep(DeprovisionStep::Waiting, self.policy.poll_requeue());
+                out.history_changed = changed;
+                Ok(out)
+            }
+            DeprovisionAction::Triggered => {
+                let changed = update_provision_job_from_result(jobs, &result);
+                let Some(job_id) = result.job_id.clone().filter(|id| !id.trim().is_empty()) else {
+                    self.remember_unknown(&key);
+                    return Err(LifecycleError::EmptyJobId {
+                        provider: self.provider.name().to_owned(),
+                        job_type: JobType::Deprovision,
+                        key,
+                    });
+                };
+                self.resolve(&key);
+                let mut job = JobStatus::new(
+                    job_id.clone(),
+                    JobType::Deprovision,
+                    JobState::Pending,
+                    self.clock.now(),
+                );
+                job.message = DEPROVISION_TRIGGERED.to_owned();
+                job.block_deletion_on_failure = result.block_deletion_on_failure;
+                append_job(jobs, job, self.policy.max_history);
+                tracing::info!(job_id = %job_id, key = %key, "deprovision job launched");
+                let mut out = DeprovisionOutcome::keep(
+                    DeprovisionStep::Launched { job_id },
+                    self.policy.poll_requeue(),
+                );
+                let _ = changed;
+                out.history_changed = true;
+                out.flush = flush(hooks.status_flush, jobs).await;
+                Ok(out)
+            }
+        }
+    }
+
+    /// Go's `PollDeprovisionJob`.
+    ///
+    /// # Errors
+    /// Only from a blocking-failure retry (which triggers again).
+    pub async fn poll_deprovision_job(
+        &self,
+        resource: &ResourceView,
+        jobs: &mut Vec<JobStatus>,
+        latest: JobStatus,
+        ctx: &LaunchContext,
+        hooks: &DeprovisionHooks<'_>,
+    ) -> Result<DeprovisionOutcome, LifecycleError> {
+        if latest.state.is_terminal() {
+            return self.after_terminal_deprovision(resource, jobs, latest, ctx, hooks, false).await;
+        }
+        let job_id = latest.job_id.clone();
+        let status = match self.provider.deprovision_status(resource, &job_id).await {
+            Ok(status) => status,
+            Err(e) if e.is_not_found() && self.policy.purged_jobs_fail => {
+                let mut job = latest;
+                job.state = JobState::Failed;
+                job.message = format!(
+                    "deprovision job {job_id} no longer exists in provider {}: {e}",
+                    self.provider.name()
+                );
+                update_job(jobs, &job);
+                tracing::warn!(job_id = %job_id, "deprovision job purged by the provider; marked Failed");
+                let mut out = self.after_terminal_deprovision(resource, jobs, job, ctx, hooks, true).await?;
+                if matches!(out.step, DeprovisionStep::Finished { .. } | DeprovisionStep::BackingOff { .. }) {
+                    out.step = DeprovisionStep::PurgedJobFailed { job_id };
+                }
+                out.history_changed = true;
+                return Ok(out);
+            }
+            Err(e) => {
+                let mut job = latest;
+                job.message = format!("Failed to get deprovision status: {e}");
+                let changed = update_job(jobs, &job);
+                let mut out = DeprovisionOutcome::keep(
+                    DeprovisionStep::StatusReadFailed { job_id },
+                    self.policy.poll_requeue(),
+                );
+                out.history_changed = changed;
+                return Ok(out);
+            }
+        };
+        let mut job = latest;
+        let mut changed = false;
+        if status.state != job.state || status.message != job.message {
+            job.state = status.state.clone();
+            job.message = status.message_with_details();
+            changed = update_job(jobs, &job);
+        }
+        if !status.state.is_terminal() {
+            let mut out = DeprovisionOutcome::keep(
+                DeprovisionStep::Polled { job_id, state: status.state },
+                self.policy.poll_requeue(),
+            );
+            out.history_changed = changed;
+            return Ok(out);
+        }
+        let mut out = self.after_terminal_deprovision(resource, jobs, job, ctx, hooks, changed).await?;
+        out.history_changed |= changed;
+        Ok(out)
+    }
+
+    /// A terminal deprovision job: done, or (failed with `blockDeletionOnFailure`) the backoff retry.
+    async fn after_terminal_deprovision(
+        &self,
+        resource: &ResourceView,
+        jobs: &mut Vec<JobStatus>,
+        job: JobStatus,
+        ctx: &LaunchContext,
+        hooks: &DeprovisionHooks<'_>,
+        changed: bool,
+    ) -> Result<DeprovisionOutcome, LifecycleError> {
+        if job.state.is_successful() || !job.block_deletion_on_failure {
+            let mut out = DeprovisionOutcome::remove(DeprovisionStep::Finished {
+                job_id: job.job_id,
+                state: job.state,
+            });
+            out.history_changed = changed;
+            return Ok(out);
+        }
+        // Go's handleDeprovisionBackoff.
+        let backoff = compute_deprovision_backoff(jobs, self.policy.backoff);
+        if let Some(remaining) = backoff_remaining(backoff, job.timestamp, self.clock.now()) {
+            let mut out = DeprovisionOutcome::keep(
+                DeprovisionStep::BackingOff { remaining },
+                self.policy.backoff_requeue(remaining),
+            );
+            out.history_changed = changed;
+            return Ok(out);
+        }
+        tracing::info!(job_id = %job.job_id, "retrying failed deprovision that blocks deletion");
+        self.trigger_deprovision_job(resource, jobs, ctx, hooks).await
+    }
+
+    async fn record_recovered_deprovision(
+        &self,
+        jobs: &mut Vec<JobStatus>,
+        found: FoundJob,
+        key: &IdempotencyKey,
+        hooks: &DeprovisionHooks<'_>,
+    ) -> DeprovisionOutcome {
+        self.resolve(key);
+        let job_id = found.job_id.clone();
+        let mut out = DeprovisionOutcome::keep(
+            DeprovisionStep::Recovered { job_id: job_id.clone() },
+            self.policy.poll_requeue(),
+        );
+        if find_job_by_id(jobs, &job_id).is_some() {
+            return out;
+        }
+        let mut job = JobStatus::new(job_id, JobType::Deprovision, found.state, self.clock.now());
+        job.message = if found.message.is_empty() {
+            format!("Deprovision job recovered by idempotency key {key}")
+        } else {
+            found.message
+        };
+        // The provider's flag is unknown for a recovered job: block (the safe choice).
+        job.block_deletion_on_failure = true;
+        append_job(jobs, job, self.policy.max_history);
+        out.history_changed = true;
+        out.flush = flush(hooks.status_flush, jobs).await;
+        out
+    }
+}
+
+/// Go's `updateProvisionJobFromDeprovisionResult`: copy the provider's view of the latest provision
+/// job (for example `Canceled` after a cancel-first) into the history. Returns whether it changed.
+fn update_provision_job_from_result(jobs: &mut [JobStatus], result: &DeprovisionResult) -> bool {
+    let Some(status) = &result.provision_job_status else {
+        return false;
+    };
+    let Some(mut job) = find_latest_job_by_type(jobs, &JobType::Provision).cloned() else {
+        return false;
+    };
+    if job.state == status.state && job.message == status.message_with_details() {
+        return false;
+    }
+    job.state = status.state.clone();
+    job.message = status.message_with_details();
+    update_job(jobs, &job)
+}

@@ -1,0 +1,186 @@
+//! The engine's tunables, with Go's values as defaults.
+
+use std::num::NonZeroUsize;
+use std::time::Duration;
+
+use crate::decide::{Backoff, DEFAULT_STATUS_POLL_INTERVAL, LegacyJobs};
+
+/// Random extra delay added to requeue durations, so that a fleet of resources changed at the same time
+/// does not poll or retry in lockstep.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+#[non_exhaustive]
+pub enum Jitter {
+    /// No jitter (Go's behaviour; the default).
+    #[default]
+    None,
+    /// Add a uniformly random `0 ..= max_fraction × d` to a delay `d` (values are clamped to `0..=1`).
+    /// Jitter only ever *delays*: the engine never retries before the backoff has elapsed.
+    Proportional {
+        /// The largest fraction of the delay that may be added.
+        max_fraction: f64,
+    },
+}
+
+impl Jitter {
+    /// `d` plus the jitter, drawing randomness from `unit` (a function returning values in `[0, 1)`).
+    pub fn apply_with(&self, d: Duration, unit: impl FnOnce() -> f64) -> Duration {
+        match *self {
+            Self::None => d,
+            Self::Proportional { max_fraction } => {
+                let fraction = if max_fraction.is_finite() { max_fraction.clamp(0.0, 1.0) } else { 0.0 };
+                let r = unit();
+                let r = if r.is_finite() { r.clamp(0.0, 1.0) } else { 0.0 };
+                d.saturating_add(d.mul_f64(fraction * r))
+            }
+        }
+    }
+
+    /// `d` plus the jitter, with randomness from `fastrand`.
+    pub fn apply(&self, d: Duration) -> Duration {
+        self.apply_with(d, fastrand::f64)
+    }
+}
+
+/// When the engine asks the provider to find a job by idempotency key before launching.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum LookupBeforeLaunch {
+    /// **Default.** Before every launch if the provider reports
+    /// [`CheapLookup`](crate::IdempotencySupport::CheapLookup); otherwise only for attempts whose
+    /// previous launch this engine saw end with an unknown outcome.
+    #[default]
+    ProviderDefault,
+    /// Before every launch whenever the provider supports lookups at all (covers controller crashes
+    /// between launch and status flush, at the price of one lookup per launch).
+    Always,
+    /// Only after an unknown outcome this engine observed.
+    AfterUnknownOutcome,
+}
+
+/// The engine's tunables. `Default` gives Go's values and the fixed behaviours.
+///
+/// ```
+/// use std::time::Duration;
+/// use provkit_lifecycle::{Jitter, LifecyclePolicy};
+///
+/// let mut policy = LifecyclePolicy::default();
+/// assert_eq!(policy.backoff.base, Duration::from_secs(120));
+/// assert_eq!(policy.backoff.max, Duration::from_secs(1800));
+/// assert_eq!(policy.poll_interval, Duration::from_secs(30));
+/// assert_eq!(policy.max_history.get(), 10);
+/// policy.poll_jitter = Jitter::Proportional { max_fraction: 0.2 };
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct LifecyclePolicy {
+    /// Backoff bounds for failed jobs (2 min .. 30 min).
+    pub backoff: Backoff,
+    /// How often a running job is polled (30 s).
+    pub poll_interval: Duration,
+    /// The history cap shared by provision and deprovision jobs (10).
+    pub max_history: NonZeroUsize,
+    /// Jitter added to backoff waits.
+    pub backoff_jitter: Jitter,
+    /// Jitter added to poll intervals.
+    pub poll_jitter: Jitter,
+    /// Legacy-job handling (default: adopt; [`LegacyJobs::SkipForever`] keeps Go's behaviour).
+    pub legacy_jobs: LegacyJobs,
+    /// Run the stale-cache check before a **backoff retry** too, not only before a plain trigger
+    /// (default true; Go checks only before a plain trigger, so a reconcile on a stale copy could retry
+    /// twice).
+    pub stale_check_before_backoff_retry: bool,
+    /// Treat the cache as stale when the API server's latest provision job is a different (even
+    /// terminal) job than the cached latest one (default true; Go only looks for non-terminal jobs).
+    pub stale_check_newer_terminal_job: bool,
+    /// When the stale-cache check itself fails: `true` (default, as Go) proceeds with the launch;
+    /// `false` requeues after the poll interval instead.
+    pub stale_check_fail_open: bool,
+    /// When to look a job up by idempotency key before launching.
+    pub lookup_before_launch: LookupBeforeLaunch,
+    /// A job the provider no longer knows (not-found while polling) becomes `Failed` (default true;
+    /// Go polls it forever).
+    pub purged_jobs_fail: bool,
+    /// After a poll observes `Failed`/`Canceled`, requeue after the remaining backoff (default true;
+    /// Go returns no requeue and relies on the status-write event).
+    pub requeue_after_failed_poll: bool,
+    /// The smallest timed requeue the engine returns (1 s); a zero retry-after of a rate limit becomes
+    /// this, so it never turns into "done".
+    pub min_requeue: Duration,
+}
+
+impl Default for LifecyclePolicy {
+    fn default() -> Self {
+        Self {
+            backoff: Backoff::default(),
+            poll_interval: DEFAULT_STATUS_POLL_INTERVAL,
+            max_history: provkit_core::DEFAULT_MAX_JOB_HISTORY,
+            backoff_jitter: Jitter::None,
+            poll_jitter: Jitter::None,
+            legacy_jobs: LegacyJobs::Adopt,
+            stale_check_before_backoff_retry: true,
+            stale_check_newer_terminal_job: true,
+            stale_check_fail_open: true,
+            lookup_before_launch: LookupBeforeLaunch::ProviderDefault,
+            purged_jobs_fail: true,
+            requeue_after_failed_poll: true,
+            min_requeue: Duration::from_secs(1),
+        }
+    }
+}
+
+impl LifecyclePolicy {
+    /// Go's exact behaviour for the switches that changed (legacy jobs skipped forever, stale check only
+    /// for non-terminal jobs and only before plain triggers, purged jobs polled forever, no requeue after
+    /// a failed poll). The history cap never evicting the latest provision job (provkit-core) is not
+    /// switchable.
+    pub fn go_compatible() -> Self {
+        Self {
+            legacy_jobs: LegacyJobs::SkipForever,
+            stale_check_before_backoff_retry: false,
+            stale_check_newer_terminal_job: false,
+            purged_jobs_fail: false,
+            requeue_after_failed_poll: false,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the poll interval.
+    #[must_use]
+    pub fn with_poll_interval(mut self, poll_interval: Duration) -> Self {
+        self.poll_interval = poll_interval;
+        self
+    }
+
+    /// Sets the history cap.
+    #[must_use]
+    pub fn with_max_history(mut self, max_history: NonZeroUsize) -> Self {
+        self.max_history = max_history;
+        self
+    }
+
+    /// Sets the backoff bounds.
+    #[must_use]
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Sets the legacy-job handling.
+    #[must_use]
+    pub fn with_legacy_jobs(mut self, legacy_jobs: LegacyJobs) -> Self {
+        self.legacy_jobs = legacy_jobs;
+        self
+    }
+
+    pub(crate) fn poll_requeue(&self) -> Duration {
+        self.poll_jitter.apply(self.poll_interval).max(self.min_requeue)
+    }
+
+    pub(crate) fn backoff_requeue(&self, wait: Duration) -> Duration {
+        self.backoff_jitter.apply(wait).max(self.min_requeue)
+    }
+
+    pub(crate) fn floor(&self, d: Duration) -> Duration {
+        d.max(self.min_requeue)
+    }
+}

@@ -24,12 +24,10 @@ pub(crate) enum Step {
 
 /// Interprets an API index document (pure).
 pub(crate) fn interpret_index(origin: &str, doc: &Value, allow_follow: bool) -> std::result::Result<Step, String> {
-    if allow_follow {
-        if let Some(controller) = doc.pointer("/apis/controller").and_then(Value::as_str) {
-            let path = root_relative(origin, controller)
-                .ok_or_else(|| format!("the gateway's controller link {controller:?} is not on this host"))?;
-            return Ok(Step::Follow(path));
-        }
+    if allow_follow && let Some(controller) = doc.pointer("/apis/controller").and_then(Value::as_str) {
+        let path = root_relative(origin, controller)
+            .ok_or_else(|| format!("the gateway's controller link {controller:?} is not on this host"))?;
+        return Ok(Step::Follow(path));
     }
     let version = doc
         .get("current_version")

@@ -131,9 +131,11 @@ mod tests {
         }
     }
 
+    type PathCase<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+
     #[test]
     fn paths_always_end_with_slash_before_query() {
-        let cases: &[(&str, &[&str], &[(&str, &str)], &str)] = &[
+        let cases: &[PathCase<'_>] = &[
             ("/api/v2/", &["ping"], &[], "/api/v2/ping/"),
             ("/api/v2", &["jobs", "7", "cancel"], &[], "/api/v2/jobs/7/cancel/"),
             (

@@ -35,7 +35,7 @@ impl RawResponse {
             return Err(html_instead_of_json(self));
         }
         serde_json::from_slice(&self.body).map_err(|source| Error::Decode {
-            ctx: self.ctx.clone(),
+            ctx: Box::new(self.ctx.clone()),
             message: format!("{source}; body starts with {:?}", truncate(&String::from_utf8_lossy(&self.body), 120)),
             source: Some(source),
         })
@@ -200,10 +200,12 @@ mod tests {
         }
     }
 
+    type Check = fn(&Error) -> bool;
+
     #[test]
     fn status_mapping_table() {
         let json = "application/json";
-        let cases: Vec<(u16, &str, fn(&Error) -> bool)> = vec![
+        let cases: Vec<(u16, &str, Check)> = vec![
             (401, r#"{"detail":"Authentication credentials were not provided."}"#, |e| matches!(e, Error::Unauthorized { .. })),
             (403, r#"{"detail":"You do not have permission to perform this action."}"#, |e| matches!(e, Error::Forbidden { .. })),
             (404, r#"{"detail":"Not found."}"#, |e| e.is_not_found()),

@@ -113,10 +113,8 @@ impl Inner {
         let mut ctx = RequestContext::new(call.method.clone(), call.path.clone());
         let url = format!("{}{}", self.origin, call.path);
         let mut req = self.http.request(call.method.clone(), url).header(ACCEPT, call.accept);
-        if call.authenticated {
-            if let Some(header) = self.auth.header()? {
-                req = req.header(AUTHORIZATION, header);
-            }
+        if call.authenticated && let Some(header) = self.auth.header()? {
+            req = req.header(AUTHORIZATION, header);
         }
         if let Some(body) = &call.body {
             req = req.header(CONTENT_TYPE, "application/json").body(body.clone());

@@ -155,3 +155,34 @@ impl Clock for ManualClock {
         *self.now.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manual_clock_handles_share_time() {
+        let start = DateTime::<Utc>::UNIX_EPOCH;
+        let clock = ManualClock::new(start);
+        let shared: Arc<dyn Clock> = Arc::new(clock.clone());
+        let boxed: Box<dyn Clock> = Box::new(clock.clone());
+        clock.advance(Duration::from_secs(30));
+        assert_eq!(shared.now(), start + TimeDelta::seconds(30));
+        assert_eq!(boxed.now(), start + TimeDelta::seconds(30));
+        fn read<C: Clock>(c: C) -> DateTime<Utc> {
+            c.now()
+        }
+        assert_eq!(read(&clock), start + TimeDelta::seconds(30));
+        clock.set(start - TimeDelta::days(1));
+        assert_eq!(shared.now(), start - TimeDelta::days(1));
+    }
+
+    #[test]
+    fn manual_clock_advance_saturates_instead_of_panicking() {
+        let clock = ManualClock::new(DateTime::<Utc>::MAX_UTC - TimeDelta::seconds(1));
+        clock.advance(Duration::from_secs(10));
+        assert_eq!(clock.now(), DateTime::<Utc>::MAX_UTC);
+        clock.advance(Duration::MAX);
+        assert_eq!(clock.now(), DateTime::<Utc>::MAX_UTC);
+    }
+}

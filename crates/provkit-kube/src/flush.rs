@@ -136,6 +136,7 @@ impl StatusWriteError {
 struct Known {
     resource_version: Option<String>,
     server_jobs: Vec<JobStatus>,
+    flushed_desired: Option<String>,
 }
 
 /// One reconcile's view of what the API server holds for an object: its last known
@@ -167,6 +168,7 @@ impl<K: ProvisionedResource> StatusSession<K> {
             known: Mutex::new(Known {
                 resource_version: obj.meta().resource_version.clone(),
                 server_jobs: obj.provisioning_jobs().to_vec(),
+                flushed_desired: None,
             }),
         })
     }
@@ -181,6 +183,13 @@ impl<K: ProvisionedResource> StatusSession<K> {
     #[must_use]
     pub fn server_jobs(&self) -> Vec<JobStatus> {
         self.lock().server_jobs.clone()
+    }
+
+    /// The desired config version the last successful [`flush_jobs`](Self::flush_jobs)
+    /// persisted, if any.
+    #[must_use]
+    pub fn flushed_desired_config_version(&self) -> Option<String> {
+        self.lock().flushed_desired.clone()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
@@ -213,6 +222,7 @@ impl<K: ProvisionedResource> StatusSession<K> {
                 Ok((K::provisioning_status_patch(&status), merged))
             })
             .await?;
+        self.lock().flushed_desired = Some(desired);
         Ok(persisted)
     }
 

@@ -2,19 +2,32 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod adapters;
+pub mod error;
 pub mod events;
 pub mod flush;
 pub mod leader;
 pub mod management;
+pub mod reconcile;
 pub mod resource;
 pub mod stale_check;
 pub mod status;
 pub mod time;
 
 #[doc(inline)]
+pub use adapters::{ApiServerJobs, SessionFlush, gvr_of, object_ref, resource_view};
+#[doc(inline)]
+pub use error::{DEFAULT_ERROR_REQUEUE, ReconcileError, error_action, error_policy};
+#[doc(inline)]
+pub use events::{EventPublisher, JobEvent};
+#[doc(inline)]
 pub use flush::{StatusSession, StatusWriteConfig, StatusWriteError};
 #[doc(inline)]
+pub use leader::{LeaderElector, LeaderError};
+#[doc(inline)]
 pub use management::{Management, ManagementHook, ManagementStatePolicy};
+#[doc(inline)]
+pub use reconcile::{NoCallbacks, Provisioner, ProvisioningCallbacks};
 #[doc(inline)]
 pub use resource::ProvisionedResource;
 #[doc(inline)]

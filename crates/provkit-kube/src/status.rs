@@ -112,7 +112,7 @@ impl ConditionStatus {
 }
 
 /// A condition to set with [`set_condition`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NewCondition<'a> {
     /// Condition type, e.g. `"Ready"`.
     pub type_: &'a str,

@@ -81,8 +81,8 @@ where
     }
 }
 
-type OnFailed<'a> = Box<dyn FnMut(&str) + Send + 'a>;
-type OnSuccess<'a> = Box<dyn FnMut(&ProvisionStatus) + Send + 'a>;
+type OnFailed<'a> = Box<dyn FnMut(&str) + Send + Sync + 'a>;
+type OnSuccess<'a> = Box<dyn FnMut(&ProvisionStatus) + Send + Sync + 'a>;
 
 /// The hooks of a provisioning call. All are optional.
 ///
@@ -128,14 +128,14 @@ impl<'a> ProvisionHooks<'a> {
 
     /// Sets the on-failed callback.
     #[must_use]
-    pub fn on_failed(mut self, f: impl FnMut(&str) + Send + 'a) -> Self {
+    pub fn on_failed(mut self, f: impl FnMut(&str) + Send + Sync + 'a) -> Self {
         self.on_failed = Some(Box::new(f));
         self
     }
 
     /// Sets the on-success callback.
     #[must_use]
-    pub fn on_success(mut self, f: impl FnMut(&ProvisionStatus) + Send + 'a) -> Self {
+    pub fn on_success(mut self, f: impl FnMut(&ProvisionStatus) + Send + Sync + 'a) -> Self {
         self.on_success = Some(Box::new(f));
         self
     }

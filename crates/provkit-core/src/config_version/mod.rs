@@ -74,6 +74,10 @@
 //!   `Quantity` holds it when it came from the API server; a non-canonical string the user
 //!   typed (`"1024Mi"`) is canonicalised by Go and not here.
 //! - **Times**: `metav1.Time` at whole seconds (see [`crate::timestamp`]).
+//! - **Embedded Kubernetes types**: k8s-openapi structs (`ObjectMeta`, `ResourceRequirements`,
+//!   …) write their fields in alphabetical order, Go in declaration order. A hashed spec that
+//!   embeds one needs a mirror struct in Go's order (going through `serde_json::Value` does not
+//!   help: that sorts the keys).
 //! - **Floats**: prefer none in hashed specs; the Go formatting above is exact, but a float that
 //!   went through a different parser may already differ in its last bit.
 //!

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod config_version;
+mod fuzz_props;
 mod history;
 mod job_json;
 mod props;

@@ -2,8 +2,10 @@
 //! `tower_test` mocked API server (no cluster).
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
+mod aap;
 mod fixtures;
 mod flush;
 mod leader;
+mod scenarios;
 mod schema;
 mod stale_check;

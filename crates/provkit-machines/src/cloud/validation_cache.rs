@@ -174,10 +174,8 @@ impl<P> ValidationCache<P> {
     }
 
     fn store(&self, key: String, result: &Result<(), ProviderError>) {
-        if let Err(e) = result {
-            if e.is_cancellation_or_timeout() {
-                return;
-            }
+        if result.as_ref().is_err_and(ProviderError::is_cancellation_or_timeout) {
+            return;
         }
         let entry = Entry {
             stored_at: self.clock.now(),

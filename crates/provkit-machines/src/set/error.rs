@@ -12,9 +12,9 @@ pub enum MachineSetError {
     #[error("{name}: expected a {expected} reference, got {actual}")]
     WrongGvr {
         /// The provider's machine GVR.
-        expected: provkit_core::k8s::GroupVersionResource,
+        expected: Box<provkit_core::k8s::GroupVersionResource>,
         /// The GVR of the rejected reference.
-        actual: provkit_core::k8s::GroupVersionResource,
+        actual: Box<provkit_core::k8s::GroupVersionResource>,
         /// The rejected object's name.
         name: String,
     },

@@ -130,8 +130,8 @@ pub struct MappingOutcome<D> {
 /// the indexes that only hold deleting machines (step 2).
 ///
 /// When two machines claim one index with different domains, the newer one (by creation time)
-/// wins; equal creation times are broken by the greater name, so the result does not depend on
-/// the order of `machines`.
+/// wins; equal creation times are broken by the greater name (then the greater domain string),
+/// so the result does not depend on the order of `machines`.
 ///
 /// ```
 /// use provkit_machines::set::{machine_mapping, MachineDomain};
@@ -145,15 +145,16 @@ pub struct MappingOutcome<D> {
 /// assert_eq!(events.len(), 1);
 /// ```
 #[must_use]
-pub fn machine_mapping<D: Clone + PartialEq>(
+pub fn machine_mapping<D: Clone + PartialEq + fmt::Display>(
     machines: &[MachineDomain<D>],
 ) -> (MachineMapping<D>, Vec<MappingEvent<D>>) {
     let mut events = Vec::new();
     let mut winners: BTreeMap<i32, &MachineDomain<D>> = BTreeMap::new();
     // Process in a canonical order so events and tie-breaks do not depend on input order.
-    let mut sorted: Vec<&MachineDomain<D>> = machines.iter().collect();
-    sorted.sort_by(|a, b| (a.created_at, &a.name).cmp(&(b.created_at, &b.name)));
-    for machine in sorted {
+    let mut sorted: Vec<(&MachineDomain<D>, String)> =
+        machines.iter().map(|m| (m, m.domain.to_string())).collect();
+    sorted.sort_by(|(a, ad), (b, bd)| (a.created_at, &a.name, ad).cmp(&(b.created_at, &b.name, bd)));
+    for (machine, _) in sorted {
         let Some(index) = parse_index(&machine.name) else {
             events.push(MappingEvent::IgnoringUnexpectedName {
                 machine: machine.name.clone(),

@@ -16,7 +16,7 @@ pub enum Action {
         /// The bucket index.
         index: i32,
         /// The machine to delete.
-        machine: ObjectRef,
+        machine: Box<ObjectRef>,
     },
     /// Re-read the machines uncached; create a machine at `index` unless a fresh, up-to-date,
     /// not-deleting machine already holds it.

@@ -145,7 +145,7 @@ pub fn plan_rolling_update(
                 });
                 plan.actions.push(Action::Delete {
                     index,
-                    machine: m.machine.clone(),
+                    machine: Box::new(m.machine.clone()),
                 });
             }
         }

@@ -157,7 +157,6 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
             }),
         );
     }
-    let mut next_node_id = 1;
     for spec in &fx.workflow_job_templates {
         let org = org_id(&spec.organization)?;
         if templates.values().any(|t| matches!(t, Template::Workflow(w) if w.spec.name == spec.name && w.org_id == org)) {
@@ -185,13 +184,11 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
             };
             let identifier = n.identifier.clone().unwrap_or_else(|| uuid4(&mut rng));
             nodes.push(WfTemplateNode {
-                id: next_node_id,
                 ujt,
                 identifier,
                 failure_handled: n.failure_handled,
                 approval: n.approval,
             });
-            next_node_id += 1;
         }
         templates.insert(
             id,
@@ -208,7 +205,6 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
             }),
         );
     }
-    let next_template_id = tpl_ids.last().map_or(1, |m| m + 1);
     Ok(State {
         settings: fx.settings.clone(),
         started_at: now,
@@ -218,7 +214,6 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
         next_token_id,
         inventories,
         templates,
-        next_template_id,
         jobs: Vec::new(),
         next_node_id: 1,
         default_script: Arc::new(fx.default_script.clone().unwrap_or_default()),

@@ -18,8 +18,9 @@ pub(crate) fn python_json_error(text: &str) -> Option<String> {
 
 #[derive(Clone, Copy)]
 enum Frame {
-    /// Inside an object; `true` once at least one member was read.
+    /// Inside an object.
     Object,
+    /// Inside an array.
     Array,
 }
 

@@ -29,7 +29,7 @@ fn elapsed(started: Option<DateTime<Utc>>, finished: Option<DateTime<Utc>>, now:
     }
 }
 
-fn launched_by(st: &State, u: &Unified, p: &str) -> Value {
+fn launched_by(u: &Unified, p: &str) -> Value {
     match &u.common().launched_by {
         Some((id, name)) => json!({"id": id, "name": name, "type": "user", "url": format!("{p}users/{id}/")}),
         None => json!({}),
@@ -57,7 +57,7 @@ pub(crate) fn job_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str, det
     let Unified::Job(job) = &u else { return None };
     let c = &job.c;
     let node = st.settings.node.clone();
-    let reached_waiting = !matches!(snap.status, Status::Pending) && (snap.started.is_some() || snap.natural_end && snap.finished.is_some() || snap.status == Status::Waiting || snap.status == Status::Running);
+    let reached_waiting = matches!(snap.status, Status::Waiting | Status::Running) || snap.started.is_some();
     let terminal = !snap.status.is_active();
     let ran = snap.started.is_some();
     let (explanation, traceback, artifacts) = if terminal && snap.natural_end {
@@ -156,7 +156,7 @@ pub(crate) fn job_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str, det
     put("job_explanation", json!(explanation));
     put("execution_node", json!(if reached_waiting { node.as_str() } else { "" }));
     put("controller_node", json!(if reached_waiting { node.as_str() } else { "" }));
-    put("launched_by", launched_by(st, &u, p));
+    put("launched_by", launched_by(&u, p));
     put("work_unit_id", if ran { json!(job.work_unit_id) } else { Value::Null });
     put("job_template", json!(c.template));
     put("passwords_needed_to_start", json!([]));
@@ -243,7 +243,7 @@ pub(crate) fn workflow_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str
     put("canceled_on", ts_opt(c.cancel_at));
     put("elapsed", elapsed(snap.started, snap.finished, now));
     put("job_explanation", json!(snap.explanation));
-    put("launched_by", launched_by(st, &Unified::Workflow(Box::new(wf.clone())), p));
+    put("launched_by", launched_by(&Unified::Workflow(Box::new(wf.clone())), p));
     put("work_unit_id", Value::Null);
     put("workflow_job_template", json!(wf.wfjt));
     put("extra_vars", json!(c.extra_vars));
@@ -451,7 +451,7 @@ pub(crate) fn job_template_json(st: &mut State, id: u64, now: DateTime<Utc>, p: 
         summary["survey"] = json!({"title": sv.name, "description": sv.description});
     }
     let a = &s.ask;
-    Some(json!({
+    let mut first = json!({
         "id": id, "type": "job_template", "url": format!("{p}job_templates/{id}/"),
         "related": related, "summary_fields": summary,
         "created": ts(jt.created), "modified": ts(jt.created),
@@ -461,6 +461,8 @@ pub(crate) fn job_template_json(st: &mut State, id: u64, now: DateTime<Utc>, p: 
         "extra_vars": s.extra_vars, "job_tags": s.job_tags, "force_handlers": false,
         "skip_tags": s.skip_tags, "start_at_task": "", "timeout": s.timeout, "use_fact_cache": false,
         "organization": jt.org_id, "last_job_run": last_finished,
+    });
+    let second = json!({
         "last_job_failed": last_status.as_deref().is_some_and(|x| matches!(x, "failed" | "error" | "canceled")),
         "next_job_run": Value::Null, "status": status, "execution_environment": Value::Null,
         "host_config_key": "",
@@ -477,7 +479,11 @@ pub(crate) fn job_template_json(st: &mut State, id: u64, now: DateTime<Utc>, p: 
         "allow_simultaneous": s.allow_simultaneous, "custom_virtualenv": Value::Null,
         "job_slice_count": s.job_slice_count, "webhook_service": "", "webhook_credential": Value::Null,
         "prevent_instance_group_fallback": false,
-    }))
+    });
+    if let (Value::Object(a), Value::Object(b)) = (&mut first, second) {
+        a.extend(b);
+    }
+    Some(first)
 }
 
 /// A workflow job template body.

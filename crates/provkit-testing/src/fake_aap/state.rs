@@ -63,7 +63,6 @@ pub(crate) struct JobTemplate {
 
 #[derive(Clone, Debug)]
 pub(crate) struct WfTemplateNode {
-    pub id: u64,
     pub ujt: Option<u64>,
     pub identifier: String,
     pub failure_handled: bool,
@@ -265,7 +264,6 @@ pub(crate) struct State {
     pub next_token_id: u64,
     pub inventories: Vec<Inventory>,
     pub templates: std::collections::BTreeMap<u64, Template>,
-    pub next_template_id: u64,
     pub jobs: Vec<Option<Unified>>,
     pub next_node_id: u64,
     pub default_script: Arc<JobScript>,
@@ -281,9 +279,6 @@ fn add(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
 impl State {
     pub(crate) fn org(&self, id: u64) -> Option<&Org> {
         self.orgs.iter().find(|o| o.id == id)
-    }
-    pub(crate) fn org_by_name(&self, name: &str) -> Option<&Org> {
-        self.orgs.iter().find(|o| o.name == name)
     }
     pub(crate) fn user(&self, id: u64) -> Option<&User> {
         self.users.iter().find(|u| u.id == id)
@@ -327,7 +322,7 @@ impl State {
         let mut cur = id;
         loop {
             let job = self.job(cur)?;
-            if let Some(r) = job.release {
+            if job.release.is_some() {
                 break;
             }
             match job.blocked_by {
@@ -437,6 +432,7 @@ impl State {
                 return;
             }
             let cancel_at = wf.c.cancel_at;
+            let (parallel, node_count) = (wf.parallel, wf.nodes.len());
             let Some(started) = wf.started else {
                 let start = (!wf.stuck_pending).then(|| add(wf.c.created, wf.pending));
                 match (start, cancel_at) {
@@ -451,12 +447,11 @@ impl State {
                     }
                     (Some(s), _) => {
                         self.set_wf(id, |w| w.started = Some(s));
-                        let parallel = wf.parallel;
-                        let count = if parallel { wf.nodes.len() } else { 1.min(wf.nodes.len()) };
+                        let count = if parallel { node_count } else { 1.min(node_count) };
                         for idx in 0..count {
                             self.spawn_node(id, idx, s);
                         }
-                        if wf.nodes.is_empty() {
+                        if node_count == 0 {
                             self.set_wf(id, |w| w.ended = Some((s, Status::Successful, "")));
                             return;
                         }

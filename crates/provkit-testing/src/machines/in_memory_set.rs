@@ -298,8 +298,8 @@ impl MachineSetProvider for InMemoryMachineSetProvider {
         shared.calls.push(Call::Delete(machine.name().to_owned()));
         if machine.gvr != shared.gvr {
             return Err(MachineSetError::WrongGvr {
-                expected: shared.gvr.clone(),
-                actual: machine.gvr.clone(),
+                expected: Box::new(shared.gvr.clone()),
+                actual: Box::new(machine.gvr.clone()),
                 name: machine.name().to_owned(),
             });
         }
@@ -312,11 +312,11 @@ impl MachineSetProvider for InMemoryMachineSetProvider {
         }
         let now = Self::created_time(shared.counter);
         if let Some(m) = shared.machines.iter_mut().find(|m| {
-            m.name() == machine.name() && m.machine.namespace() == machine.namespace()
+            m.name() == machine.name()
+                && m.machine.namespace() == machine.namespace()
+                && !m.is_deleting()
         }) {
-            if !m.is_deleting() {
-                m.machine = m.machine.clone().with_deletion_timestamp(now);
-            }
+            m.machine = m.machine.clone().with_deletion_timestamp(now);
         }
         Ok(())
     }

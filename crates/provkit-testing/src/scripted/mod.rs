@@ -10,7 +10,7 @@
 //! let provider = ScriptedProvider::new();
 //! provider.push_trigger("uid-1", TriggerStep::RateLimited(std::time::Duration::from_secs(45)));
 //! provider.push_trigger("uid-1", TriggerStep::launch());
-//! provider.push_job_statuses("uid-1", JobType::Provision, [
+//! provider.push_job_statuses("uid-1", &JobType::Provision, [
 //!     StatusStep::State(JobState::Running),
 //!     StatusStep::State(JobState::Succeeded),
 //! ]);
@@ -135,7 +135,7 @@ impl ScriptedProvider {
     }
 
     /// Queues the status sequence of the next job of `job_type` launched for `uid`.
-    pub fn push_job_statuses(&self, uid: &str, job_type: JobType, steps: impl IntoIterator<Item = StatusStep>) {
+    pub fn push_job_statuses(&self, uid: &str, job_type: &JobType, steps: impl IntoIterator<Item = StatusStep>) {
         let mut state = self.lock();
         let script = state.scripts.entry(uid.to_owned()).or_default();
         let steps: Vec<_> = steps.into_iter().collect();
@@ -212,14 +212,14 @@ impl ScriptedProvider {
         job_id
     }
 
-    fn status(&self, job_type: JobType, resource: &ResourceView, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
+    fn status(&self, job_type: &JobType, resource: &ResourceView, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
         let mut state = self.lock();
         let call = match job_type {
             JobType::Deprovision => ProviderCall::DeprovisionStatus { uid: resource.uid.clone(), job_id: job_id.to_owned() },
             _ => ProviderCall::ProvisionStatus { uid: resource.uid.clone(), job_id: job_id.to_owned() },
         };
         state.calls.push(call);
-        let Some(entry) = state.jobs.values_mut().find(|j| j.info.job_id == job_id && j.info.job_type == job_type) else {
+        let Some(entry) = state.jobs.values_mut().find(|j| j.info.job_id == job_id && &j.info.job_type == job_type) else {
             return Err(ProviderError::not_found(format!("job {job_id}")));
         };
         if !entry.info.exists {
@@ -285,7 +285,7 @@ impl ProvisioningProvider for ScriptedProvider {
     }
 
     async fn provision_status(&self, resource: &ResourceView, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
-        self.status(JobType::Provision, resource, job_id)
+        self.status(&JobType::Provision, resource, job_id)
     }
 
     async fn trigger_deprovision(
@@ -335,7 +335,7 @@ impl ProvisioningProvider for ScriptedProvider {
     }
 
     async fn deprovision_status(&self, resource: &ResourceView, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
-        self.status(JobType::Deprovision, resource, job_id)
+        self.status(&JobType::Deprovision, resource, job_id)
     }
 
     fn idempotency_support(&self) -> IdempotencySupport {

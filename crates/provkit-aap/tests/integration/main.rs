@@ -1,0 +1,14 @@
+//! HTTP integration tests of provkit-aap against the fake AAP server over loopback.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, unreachable_pub)]
+
+mod support;
+
+mod client_auth;
+mod client_discovery;
+mod client_faults;
+mod client_jobs;
+mod client_launch;
+mod client_lookup;
+mod client_tls;
+mod conformance;
+mod provider;

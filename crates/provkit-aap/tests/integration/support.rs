@@ -1,0 +1,83 @@
+//! Shared helpers: fake server setups and fast-retrying clients.
+
+use std::time::Duration;
+
+use provkit_aap::{AapClient, AapClientBuilder, RetryConfig};
+use provkit_testing::fake_aap::{FakeAap, FakeAapServer, JobScript, JobTemplateSpec, LoggedRequest, Mode, WorkflowJobTemplateSpec};
+
+/// Job phases short enough for real-time tests.
+pub fn quick(outcome_script: JobScript) -> JobScript {
+    outcome_script.with_phases(Duration::from_millis(30), Duration::from_millis(30), Duration::from_millis(120))
+}
+
+pub fn quick_success() -> JobScript {
+    quick(JobScript::successful(Duration::from_millis(120)))
+}
+
+/// A fake with the templates most tests use.
+pub async fn server(mode: Mode) -> FakeAapServer {
+    server_with(mode, |b| b).await
+}
+
+pub async fn server_with(
+    mode: Mode,
+    f: impl FnOnce(provkit_testing::fake_aap::FakeAapBuilder) -> provkit_testing::fake_aap::FakeAapBuilder,
+) -> FakeAapServer {
+    let builder = FakeAap::builder()
+        .mode(mode)
+        .organization("osac")
+        .default_script(quick_success())
+        .job_template(JobTemplateSpec::new("osac-create-virtual-network", "osac"))
+        .job_template(JobTemplateSpec::new("osac-delete-virtual-network", "osac"))
+        .job_template(JobTemplateSpec::new("provision-job", "osac"))
+        .job_template(JobTemplateSpec::new("deprovision-job", "osac"))
+        .workflow_job_template(WorkflowJobTemplateSpec {
+            ask_variables_on_launch: true,
+            ..WorkflowJobTemplateSpec::new("provision-workflow", "osac", &["provision-job"])
+        });
+    f(builder).start().await.expect("fake AAP starts")
+}
+
+pub fn fast_retry() -> RetryConfig {
+    RetryConfig::default()
+        .initial_backoff(Duration::from_millis(5))
+        .max_backoff(Duration::from_millis(100))
+        .max_elapsed(Duration::from_secs(10))
+        .max_retries(4)
+}
+
+pub fn builder(server: &FakeAapServer) -> AapClientBuilder {
+    AapClient::builder(server.base_url())
+        .token(server.token())
+        .retry(fast_retry())
+        .timeout(Duration::from_secs(5))
+        .proxy_from_env(false)
+}
+
+pub fn client(server: &FakeAapServer) -> AapClient {
+    builder(server).build().unwrap()
+}
+
+/// Requests the fake logged whose path contains `needle`.
+pub fn requests_to(server: &FakeAapServer, needle: &str) -> Vec<LoggedRequest> {
+    server.aap().requests().into_iter().filter(|r| r.path.contains(needle)).collect()
+}
+
+pub fn template_id(server: &FakeAapServer, name: &str) -> u64 {
+    server.aap().template_id(name, Some("osac")).expect("template exists")
+}
+
+/// Polls until `check` holds (real time, bounded).
+pub async fn eventually<F, Fut>(mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..200 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("condition not reached in time");
+}

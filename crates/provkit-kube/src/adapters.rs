@@ -1,0 +1,146 @@
+//! Adapters between kube types and the lifecycle's kube-free types: [`resource_view`],
+//! [`object_ref`], and kube-backed implementations of the lifecycle hooks
+//! ([`ApiServerJobs`] for the stale-cache check, [`SessionFlush`] for the status flush).
+
+use kube::{Api, Resource, ResourceExt};
+use provkit_core::JobStatus;
+use provkit_core::k8s::{GroupVersionResource, ObjectRef};
+use provkit_lifecycle::{BoxError, ResourceView, StaleCacheCheck, StatusFlush};
+use serde::Serialize;
+
+use crate::flush::StatusSession;
+use crate::resource::ProvisionedResource;
+
+/// The lifecycle's view of a typed object: kind and apiVersion from [`kube::Resource`]
+/// (not from the object's own `TypeMeta`, which may be missing), name, namespace, uid, and the
+/// whole object as JSON (what the AAP provider sends as extra_vars).
+///
+/// # Errors
+/// The serialisation error, if `obj` does not serialise.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kube::api::ObjectMeta;
+///
+/// let cm = ConfigMap {
+///     metadata: ObjectMeta { name: Some("c".into()), namespace: Some("ns".into()), uid: Some("u-1".into()), ..Default::default() },
+///     ..Default::default()
+/// };
+/// let view = provkit_kube::resource_view(&cm).unwrap();
+/// assert_eq!((view.kind.as_str(), view.api_version.as_str()), ("ConfigMap", "v1"));
+/// assert_eq!(view.display_name(), "ns/c");
+/// assert_eq!(view.uid, "u-1");
+/// assert_eq!(view.json["metadata"]["name"], "c");
+/// ```
+pub fn resource_view<K>(obj: &K) -> Result<ResourceView, serde_json::Error>
+where
+    K: Resource<DynamicType = ()> + Serialize,
+{
+    let meta = obj.meta();
+    let mut json = serde_json::to_value(obj)?;
+    // Typed objects built in code may lack TypeMeta; the provider needs both.
+    if let Some(map) = json.as_object_mut() {
+        map.entry("apiVersion").or_insert_with(|| K::api_version(&()).into_owned().into());
+        map.entry("kind").or_insert_with(|| K::kind(&()).into_owned().into());
+    }
+    Ok(ResourceView::new(
+        K::kind(&()).into_owned(),
+        meta.name.clone().unwrap_or_default(),
+        meta.namespace.clone(),
+        meta.uid.clone().unwrap_or_default(),
+        json,
+    )
+    .with_api_version(K::api_version(&()).into_owned()))
+}
+
+/// The [`GroupVersionResource`] of a typed resource (plural from [`kube::Resource::plural`]).
+///
+/// ```
+/// use k8s_openapi::api::apps::v1::Deployment;
+/// let gvr = provkit_kube::gvr_of::<Deployment>();
+/// assert_eq!((gvr.group.as_str(), gvr.version.as_str(), gvr.resource.as_str()), ("apps", "v1", "deployments"));
+/// ```
+#[must_use]
+pub fn gvr_of<K: Resource<DynamicType = ()>>() -> GroupVersionResource {
+    GroupVersionResource::new(K::group(&()), K::version(&()), K::plural(&()))
+}
+
+/// An [`ObjectRef`] (GVR + metadata) for a typed object.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::Node;
+/// use kube::api::ObjectMeta;
+/// let node = Node { metadata: ObjectMeta { name: Some("n-0".into()), ..Default::default() }, ..Default::default() };
+/// let r = provkit_kube::object_ref(&node);
+/// assert_eq!(r.name(), "n-0");
+/// assert_eq!(r.gvr.resource, "nodes");
+/// ```
+#[must_use]
+pub fn object_ref<K: Resource<DynamicType = ()>>(obj: &K) -> ObjectRef {
+    ObjectRef::new(gvr_of::<K>(), obj.meta().clone())
+}
+
+/// `namespace/name` (or `name`) of an object, for logs and spans.
+#[must_use]
+pub fn display_name<K: Resource>(obj: &K) -> String {
+    match obj.namespace() {
+        Some(ns) => format!("{ns}/{}", obj.name_any()),
+        None => obj.name_any(),
+    }
+}
+
+/// The lifecycle's [`StaleCacheCheck`] backed by an **uncached** GET of the object from the
+/// API server. A 404 reads as "no jobs"; other errors are returned, and the lifecycle policy
+/// (`stale_check_fail_open`, default true like Go) decides whether to launch anyway.
+#[derive(Debug)]
+pub struct ApiServerJobs<K: ProvisionedResource> {
+    api: Api<K>,
+    name: String,
+}
+
+impl<K: ProvisionedResource> ApiServerJobs<K> {
+    /// Reads object `name` through `api`.
+    pub fn new(api: Api<K>, name: impl Into<String>) -> Self {
+        Self { api, name: name.into() }
+    }
+}
+
+#[async_trait::async_trait]
+impl<K: ProvisionedResource> StaleCacheCheck for ApiServerJobs<K> {
+    async fn read_fresh_jobs(&self) -> Result<Vec<JobStatus>, BoxError> {
+        match self.api.get_opt(&self.name).await {
+            Ok(Some(fresh)) => Ok(fresh.provisioning_jobs().to_vec()),
+            Ok(None) => Ok(Vec::new()),
+            Err(e) => {
+                tracing::warn!(object.name = %self.name, error = %e, "stale-cache check: API server read failed");
+                Err(Box::new(e))
+            }
+        }
+    }
+}
+
+/// The lifecycle's [`StatusFlush`] backed by a [`StatusSession`]: persists the jobs and the
+/// given desired config version (merge patch + `resourceVersion` precondition, conflict merge).
+#[derive(Debug)]
+pub struct SessionFlush<'a, K: ProvisionedResource> {
+    session: &'a StatusSession<K>,
+    desired_config_version: String,
+}
+
+impl<'a, K: ProvisionedResource> SessionFlush<'a, K> {
+    /// Flushes through `session`, writing `desired_config_version` alongside the jobs.
+    pub fn new(session: &'a StatusSession<K>, desired_config_version: impl Into<String>) -> Self {
+        Self { session, desired_config_version: desired_config_version.into() }
+    }
+}
+
+#[async_trait::async_trait]
+impl<K: ProvisionedResource> StatusFlush for SessionFlush<'_, K> {
+    async fn flush(&self, jobs: &[JobStatus]) -> Result<(), BoxError> {
+        self.session
+            .flush_jobs(jobs, &self.desired_config_version)
+            .await
+            .map(drop)
+            .map_err(|e| Box::new(e) as BoxError)
+    }
+}

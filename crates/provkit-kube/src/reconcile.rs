@@ -1,0 +1,452 @@
+//! The reconcile helper: [`Provisioner::reconcile`] wires the provisioning lifecycle into a
+//! kube-runtime controller, on top of kube-runtime's [`finalizer`](kube::runtime::finalizer()).
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
+use kube::{Api, Client, Resource, ResourceExt};
+use provkit_core::{ConfigHasher, JobState, JobStatus, JobType, find_latest_job_by_type};
+use provkit_lifecycle::{
+    DeprovisionHooks, DeprovisionStep, LaunchContext, Lifecycle, ProvisionHooks, ProvisionStatus,
+    ProvisionStep, decide::is_config_applied,
+};
+use tracing::Instrument;
+
+use crate::adapters::{ApiServerJobs, SessionFlush, display_name, resource_view};
+use crate::error::ReconcileError;
+use crate::events::{EventPublisher, JobEvent};
+use crate::flush::{StatusSession, StatusWriteConfig};
+use crate::management::{Management, ManagementHook, ManagementStatePolicy};
+use crate::resource::ProvisionedResource;
+
+/// User callbacks of [`Provisioner::reconcile`]: phase, conditions and the per-launch context.
+/// Every method has a no-op default.
+///
+/// Callbacks mutate the working copy of the object; whatever they change in its status is
+/// written once at the end of the reconcile (only when the status changed).
+pub trait ProvisioningCallbacks<K>: Send + Sync {
+    /// Before the lifecycle runs on apply. `config_applied` is whether the latest provision
+    /// job succeeded with the desired config version (A-B-A safe). Go sets the phase to
+    /// `Progressing` when it is empty, or when it is `Ready` and the config is not applied.
+    fn on_apply(&self, obj: &mut K, config_applied: bool) {
+        let _ = (obj, config_applied);
+    }
+    /// A poll saw the provision job fail (Go `OnFailed`).
+    fn on_failed(&self, obj: &mut K, message: &str) {
+        let _ = (obj, message);
+    }
+    /// A poll saw the provision job succeed (Go `OnSuccess`).
+    fn on_succeeded(&self, obj: &mut K, status: &ProvisionStatus) {
+        let _ = (obj, status);
+    }
+    /// Before the lifecycle runs on deletion (Go sets the phase to `Deleting`).
+    fn on_deleting(&self, obj: &mut K) {
+        let _ = obj;
+    }
+    /// The launch context for this object's launches (tenant storage classes, extra fields…).
+    fn launch_context(&self, obj: &K) -> LaunchContext {
+        let _ = obj;
+        LaunchContext::new()
+    }
+}
+
+/// Callbacks that do nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoCallbacks;
+
+impl<K> ProvisioningCallbacks<K> for NoCallbacks {}
+
+/// Everything a controller needs to provision objects of type `K`: the lifecycle engine, the
+/// finalizer name, the management-state hook, the event publisher and status-write settings.
+/// Build one at start-up, put it in the controller context, and call
+/// [`reconcile`](Self::reconcile) from the controller's reconcile function.
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// # use provkit_kube::{Provisioner, ProvisionedResource, NoCallbacks, ReconcileError};
+/// # use kube::runtime::controller::Action;
+/// async fn reconcile<K: ProvisionedResource>(
+///     obj: Arc<K>,
+///     ctx: Arc<Provisioner<K>>,
+/// ) -> Result<Action, ReconcileError> {
+///     ctx.reconcile(obj, &NoCallbacks).await
+/// }
+/// ```
+pub struct Provisioner<K> {
+    client: Client,
+    lifecycle: Lifecycle,
+    finalizer: String,
+    management: Arc<dyn ManagementHook>,
+    events: EventPublisher,
+    status: StatusWriteConfig,
+    hasher: ConfigHasher,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<K> fmt::Debug for Provisioner<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Provisioner")
+            .field("lifecycle", &self.lifecycle)
+            .field("finalizer", &self.finalizer)
+            .field("management", &self.management)
+            .field("events", &self.events)
+            .field("status", &self.status)
+            .field("hasher", &self.hasher)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: ProvisionedResource> Provisioner<K>
+where
+    K::Scope: NamespaceScope,
+{
+    /// A provisioner with the Go defaults: management annotation
+    /// `osac.openshift.io/management-state` (`unmanaged` skipped), no events, FNV-1a config
+    /// versions, status writes with the lifecycle's history cap.
+    pub fn new(client: Client, lifecycle: Lifecycle, finalizer: impl Into<String>) -> Self {
+        let status = StatusWriteConfig::default().with_max_history(lifecycle.policy().max_history);
+        Self {
+            client,
+            lifecycle,
+            finalizer: finalizer.into(),
+            management: Arc::new(ManagementStatePolicy::default()),
+            events: EventPublisher::disabled(),
+            status,
+            hasher: ConfigHasher::default(),
+            _kind: PhantomData,
+        }
+    }
+
+    /// Replaces the management-state hook.
+    #[must_use]
+    pub fn with_management(mut self, hook: impl ManagementHook + 'static) -> Self {
+        self.management = Arc::new(hook);
+        self
+    }
+
+    /// Publishes Kubernetes Events for job milestones.
+    #[must_use]
+    pub fn with_events(mut self, events: EventPublisher) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// Replaces the status-write settings.
+    #[must_use]
+    pub fn with_status_writes(mut self, config: StatusWriteConfig) -> Self {
+        self.status = config;
+        self
+    }
+
+    /// Replaces the config-version hasher (switching an existing fleet re-provisions every
+    /// resource once).
+    #[must_use]
+    pub fn with_hasher(mut self, hasher: ConfigHasher) -> Self {
+        self.hasher = hasher;
+        self
+    }
+
+    /// The lifecycle engine.
+    #[must_use]
+    pub fn lifecycle(&self) -> &Lifecycle {
+        &self.lifecycle
+    }
+
+    /// The finalizer name.
+    #[must_use]
+    pub fn finalizer(&self) -> &str {
+        &self.finalizer
+    }
+
+    fn api_for(&self, obj: &K) -> Api<K> {
+        K::Scope::api(self.client.clone(), obj.namespace().as_deref())
+    }
+
+    /// One reconcile of `obj`.
+    ///
+    /// # Expected flow
+    /// 1. Skipped objects (management-state hook) return `await_change` with no request.
+    /// 2. kube-runtime's `finalizer` adds the finalizer (JSON patch with a `test` op) and
+    ///    returns; the resulting watch event brings the object back.
+    /// 3. Apply: compute the desired config version, [`ProvisioningCallbacks::on_apply`], run
+    ///    the provisioning lifecycle with the uncached stale-cache check and the status flush,
+    ///    apply `on_failed` / `on_succeeded`, publish events, write the status if it changed.
+    ///    The lifecycle's outcome becomes the `Action` (e.g. requeue after the poll interval).
+    /// 4. Cleanup (deletion): `on_deleting`, run the deprovisioning lifecycle (the provider
+    ///    cancels a running provision job first), flush and write the status, then:
+    ///    - the outcome allows removal → `Ok`, and kube-runtime removes the finalizer;
+    ///    - otherwise → [`ReconcileError::KeepFinalizer`] with the delay, so the finalizer
+    ///      stays; use [`error_policy`](crate::error_policy) to honour the delay.
+    ///
+    /// # Guarantees
+    /// - At most one launch per reconcile; a launched job is persisted (flush) before anything
+    ///   else can observe the object.
+    /// - Status writes never drop a job another writer persisted (see [`crate::flush`]).
+    /// - Requests run inside a `provkit.reconcile` span (child of kube-runtime's
+    ///   `reconciling object` span) with `object.ref`, and `job_id` once known.
+    ///
+    /// # Errors
+    /// [`ReconcileError`]; `KeepFinalizer` is the expected "not yet" of a deletion.
+    pub async fn reconcile<C>(&self, obj: Arc<K>, callbacks: &C) -> Result<Action, ReconcileError>
+    where
+        C: ProvisioningCallbacks<K> + ?Sized,
+    {
+        let object = display_name(obj.as_ref());
+        let span = tracing::info_span!(
+            "provkit.reconcile",
+            object.ref = %object,
+            object.kind = %K::kind(&()),
+            job_id = tracing::field::Empty,
+        );
+        async move {
+            if self.management.management(obj.annotations(), obj.meta().deletion_timestamp.is_some())
+                == Management::Skip
+            {
+                tracing::debug!("skipping object per management-state policy");
+                return Ok(Action::await_change());
+            }
+            let api = self.api_for(&obj);
+            finalizer(&api, &self.finalizer, obj, |event| async {
+                match event {
+                    FinalizerEvent::Apply(o) => self.apply(&api, &o, callbacks).await,
+                    FinalizerEvent::Cleanup(o) => self.cleanup(&api, &o, callbacks).await,
+                }
+            })
+            .await
+            .map_err(ReconcileError::from_finalizer)
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn apply<C>(&self, api: &Api<K>, obj: &K, callbacks: &C) -> Result<Action, ReconcileError>
+    where
+        C: ProvisioningCallbacks<K> + ?Sized,
+    {
+        let object = display_name(obj);
+        let mut working = obj.clone();
+        let desired = self
+            .hasher
+            .compute(&working.config_source())
+            .map_err(|source| ReconcileError::ConfigVersion { object: object.clone(), source })?;
+        working.provisioning_status_mut().desired_config_version.clone_from(&desired);
+        let applied = is_config_applied(working.provisioning_jobs(), &desired);
+        callbacks.on_apply(&mut working, applied);
+
+        let session = self.session(api, obj, &object)?;
+        let stale = ApiServerJobs::new(api.clone(), obj.name_any());
+        let flush = SessionFlush::new(&session, desired.clone());
+        let view = resource_view(&working)
+            .map_err(|source| ReconcileError::Serialize { object: object.clone(), source })?;
+        let ctx = callbacks.launch_context(&working);
+        let mut jobs = std::mem::take(&mut working.provisioning_status_mut().provisioning_jobs);
+
+        let mut failed: Option<String> = None;
+        let mut succeeded: Option<ProvisionStatus> = None;
+        let result = {
+            let mut hooks = ProvisionHooks::new()
+                .stale_check(&stale)
+                .status_flush(&flush)
+                .on_failed(|m| failed = Some(m.to_owned()))
+                .on_success(|s| succeeded = Some(s.clone()));
+            self.lifecycle
+                .run_provisioning_lifecycle(&view, &mut jobs, &desired, &ctx, &mut hooks)
+                .await
+        };
+        working.provisioning_status_mut().provisioning_jobs = jobs;
+        if let Some(message) = &failed {
+            callbacks.on_failed(&mut working, message);
+        }
+        if let Some(status) = &succeeded {
+            callbacks.on_succeeded(&mut working, status);
+        }
+        // Persist what changed even when the lifecycle failed (desired version, phase) — but
+        // not when the cache proved stale: the next reconcile works on the fresh object.
+        let stale_cache = matches!(&result, Ok(o) if o.step == ProvisionStep::StaleCache);
+        if !stale_cache {
+            self.write_if_changed(&session, obj, &working, &object).await?;
+        }
+        let outcome = result.map_err(|source| ReconcileError::Lifecycle { object: object.clone(), source })?;
+
+        let regarding = obj.object_ref(&());
+        match &outcome.step {
+            ProvisionStep::Launched { job_id } | ProvisionStep::Recovered { job_id } => {
+                tracing::Span::current().record("job_id", job_id.as_str());
+                tracing::info!(job_id = %job_id, "provision job triggered");
+                self.events
+                    .publish(&JobEvent::ProvisionTriggered { job_id: job_id.clone() }, &regarding)
+                    .await;
+            }
+            ProvisionStep::Polled { job_id, state } => {
+                tracing::Span::current().record("job_id", job_id.as_str());
+                if *state == JobState::Succeeded {
+                    self.events
+                        .publish(&JobEvent::ProvisionSucceeded { job_id: job_id.clone() }, &regarding)
+                        .await;
+                } else if matches!(state, JobState::Failed | JobState::Canceled) {
+                    let message = failed.clone().unwrap_or_else(|| state.as_str().to_owned());
+                    self.events
+                        .publish(&JobEvent::ProvisionFailed { job_id: job_id.clone(), message }, &regarding)
+                        .await;
+                }
+            }
+            ProvisionStep::PurgedJobFailed { job_id } => {
+                tracing::Span::current().record("job_id", job_id.as_str());
+                let message = "the provider no longer knows this job".to_owned();
+                self.events
+                    .publish(&JobEvent::ProvisionFailed { job_id: job_id.clone(), message }, &regarding)
+                    .await;
+            }
+            _ => {}
+        }
+        Ok(outcome.outcome.into())
+    }
+
+    async fn cleanup<C>(&self, api: &Api<K>, obj: &K, callbacks: &C) -> Result<Action, ReconcileError>
+    where
+        C: ProvisioningCallbacks<K> + ?Sized,
+    {
+        let object = display_name(obj);
+        let mut working = obj.clone();
+        callbacks.on_deleting(&mut working);
+        let desired = working
+            .provisioning_status()
+            .map(|s| s.desired_config_version.clone())
+            .unwrap_or_default();
+        let session = self.session(api, obj, &object)?;
+        let flush = SessionFlush::new(&session, desired.clone());
+        let view = resource_view(&working)
+            .map_err(|source| ReconcileError::Serialize { object: object.clone(), source })?;
+        let ctx = callbacks.launch_context(&working);
+        let mut jobs = std::mem::take(&mut working.provisioning_status_mut().provisioning_jobs);
+        let result = {
+            let hooks = DeprovisionHooks::new().status_flush(&flush);
+            self.lifecycle
+                .run_deprovisioning_lifecycle(&view, &mut jobs, &ctx, &hooks)
+                .await
+        };
+        working.provisioning_status_mut().provisioning_jobs = jobs;
+        self.write_if_changed(&session, obj, &working, &object).await?;
+        let outcome = result.map_err(|source| ReconcileError::Lifecycle { object: object.clone(), source })?;
+
+        let regarding = obj.object_ref(&());
+        match &outcome.step {
+            DeprovisionStep::Launched { job_id } | DeprovisionStep::Recovered { job_id } => {
+                tracing::Span::current().record("job_id", job_id.as_str());
+                tracing::info!(job_id = %job_id, "deprovision job triggered");
+                self.events
+                    .publish(&JobEvent::DeprovisionTriggered { job_id: job_id.clone() }, &regarding)
+                    .await;
+            }
+            _ => {}
+        }
+        if let Some(failed) = newly_failed_deprovision_job(obj, &working) {
+            tracing::Span::current().record("job_id", failed.job_id.as_str());
+            let message = if failed.message.is_empty() { failed.state.as_str().to_owned() } else { failed.message.clone() };
+            self.events
+                .publish(&JobEvent::DeprovisionFailed { job_id: failed.job_id.clone(), message }, &regarding)
+                .await;
+        }
+        if outcome.may_remove_finalizer() {
+            tracing::info!(step = ?outcome.step, "deprovisioning finished; removing finalizer");
+            self.events.publish(&JobEvent::Deprovisioned, &regarding).await;
+            return Ok(Action::await_change());
+        }
+        Err(ReconcileError::KeepFinalizer {
+            object,
+            requeue_after: outcome
+                .requeue_after()
+                .unwrap_or(self.lifecycle.policy().poll_interval),
+            step: format!("{:?}", outcome.step),
+        })
+    }
+
+    fn session(&self, api: &Api<K>, obj: &K, object: &str) -> Result<StatusSession<K>, ReconcileError> {
+        StatusSession::new(api.clone(), obj, self.status.clone())
+            .map_err(|source| ReconcileError::Status { object: object.to_owned(), source })
+    }
+
+    /// Writes `working`'s status unless it equals what the API server is known to hold: the
+    /// original status with the job list and desired version a flush may have persisted.
+    async fn write_if_changed(
+        &self,
+        session: &StatusSession<K>,
+        original: &K,
+        working: &K,
+        object: &str,
+    ) -> Result<(), ReconcileError> {
+        let mut baseline = original.clone();
+        if let Some(flushed) = session.flushed_desired_config_version() {
+            let s = baseline.provisioning_status_mut();
+            s.provisioning_jobs = session.server_jobs();
+            s.desired_config_version = flushed;
+        }
+        let status_of = |k: &K| {
+            serde_json::to_value(k)
+                .map(|v| v.get("status").cloned().unwrap_or_default())
+                .map_err(|source| ReconcileError::Serialize { object: object.to_owned(), source })
+        };
+        let merged_jobs = crate::flush::merge_job_histories(
+            &session.server_jobs(),
+            working.provisioning_jobs(),
+            self.status.max_history,
+        );
+        let mut target = working.clone();
+        target.provisioning_status_mut().provisioning_jobs = merged_jobs;
+        if status_of(&target)? == status_of(&baseline)? {
+            return Ok(());
+        }
+        session
+            .write_status(working)
+            .await
+            .map(drop)
+            .map_err(|source| ReconcileError::Status { object: object.to_owned(), source })
+    }
+}
+
+/// The latest deprovision job of `after` if it is Failed/Canceled and was not already so in
+/// `before` (a failure observed in this reconcile).
+fn newly_failed_deprovision_job<K: ProvisionedResource>(before: &K, after: &K) -> Option<JobStatus> {
+    let failed = |j: &JobStatus| matches!(j.state, JobState::Failed | JobState::Canceled);
+    let now = find_latest_job_by_type(after.provisioning_jobs(), &JobType::Deprovision)?;
+    if !failed(now) {
+        return None;
+    }
+    let was = before.provisioning_jobs().iter().find(|j| j.job_id == now.job_id && j.job_type == JobType::Deprovision);
+    match was {
+        Some(was) if failed(was) => None,
+        _ => Some(now.clone()),
+    }
+}
+
+/// How an `Api<K>` is built for an object of scope `K::Scope` (namespaced or cluster).
+pub trait NamespaceScope {
+    /// The `Api` for an object in `namespace` (`None` for cluster-scoped objects).
+    fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = Self>;
+}
+
+impl NamespaceScope for k8s_openapi::NamespaceResourceScope {
+    fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = Self>,
+    {
+        match namespace {
+            Some(ns) => Api::namespaced(client, ns),
+            None => Api::default_namespaced(client),
+        }
+    }
+}
+
+impl NamespaceScope for k8s_openapi::ClusterResourceScope {
+    fn api<K>(client: Client, _namespace: Option<&str>) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = Self>,
+    {
+        Api::all(client)
+    }
+}

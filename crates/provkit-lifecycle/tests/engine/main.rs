@@ -1,0 +1,17 @@
+//! Integration tests of the lifecycle engine (one binary; modules under `tests/engine/`).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, unreachable_pub)]
+
+mod support;
+
+mod bad_input;
+mod conformance;
+mod duplicate_launch;
+mod go_changes;
+mod mock;
+mod properties;
+mod vectors_backoff;
+mod vectors_deprovision;
+mod vectors_evaluate;
+mod vectors_history;
+mod vectors_lifecycle;
+mod virtual_time;

@@ -1,0 +1,400 @@
+//! The request pipeline: faults, trailing-slash rule, authentication, dispatch, common headers,
+//! request log and counters.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Instant;
+
+use axum::body::Body;
+use chrono::{DateTime, Utc};
+use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
+use serde_json::{Value, json};
+
+use super::clock::OffsetClock;
+use super::faults::{FaultAction, Installed, Strike};
+use super::query::base64_decode;
+use super::request_log::{Counters, LoggedRequest, RequestRing, redact};
+use super::routes::{self, Route};
+use super::spec::{Mode, Scope};
+use super::state::{State, User};
+
+/// Marker extension: the serving loop resets the connection instead of answering.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ResetConnection;
+
+pub(crate) const UNAUTHENTICATED: &str =
+    "Authentication credentials were not provided. To establish a login session, visit /api/login/.";
+pub(crate) const WWW_AUTHENTICATE: &str = "Bearer realm=api authorization_url=/api/o/authorize/";
+pub(crate) const FORBIDDEN: &str = "You do not have permission to perform this action.";
+pub(crate) const NOT_FOUND: &str = "The requested resource could not be found.";
+
+/// Shared server internals.
+#[derive(Debug)]
+pub(crate) struct App {
+    pub state: Mutex<State>,
+    pub clock: OffsetClock,
+    pub counters: Counters,
+    pub ring: RequestRing,
+    pub faults: RwLock<Arc<Vec<Arc<Installed>>>>,
+    pub faults_on: AtomicBool,
+    pub next_fault_id: AtomicU64,
+    pub fault_seed: AtomicU64,
+    pub mode: Mode,
+    pub version: String,
+    pub node: String,
+    pub max_body: usize,
+}
+
+/// A response under construction.
+#[derive(Debug)]
+pub(crate) struct Resp {
+    pub status: u16,
+    pub body: Vec<u8>,
+    pub content_type: &'static str,
+    pub headers: Vec<(&'static str, String)>,
+}
+
+impl Resp {
+    pub(crate) fn json(status: u16, v: &Value) -> Resp {
+        Resp { status, body: serde_json::to_vec(v).unwrap_or_default(), content_type: "application/json", headers: Vec::new() }
+    }
+    pub(crate) fn detail(status: u16, text: &str) -> Resp {
+        Resp::json(status, &json!({ "detail": text }))
+    }
+    pub(crate) fn empty(status: u16) -> Resp {
+        Resp { status, body: Vec::new(), content_type: "application/json", headers: Vec::new() }
+    }
+    pub(crate) fn text(status: u16, text: String, content_type: &'static str) -> Resp {
+        Resp { status, body: text.into_bytes(), content_type, headers: Vec::new() }
+    }
+    pub(crate) fn header(mut self, name: &'static str, value: String) -> Resp {
+        self.headers.push((name, value));
+        self
+    }
+    pub(crate) fn method_not_allowed(method: &str) -> Resp {
+        Resp::detail(405, &format!("Method \"{method}\" not allowed."))
+    }
+}
+
+/// The authenticated caller.
+#[derive(Clone, Debug)]
+pub(crate) struct Caller {
+    pub user: User,
+    pub scope: Scope,
+}
+
+/// Everything a handler needs about the request.
+#[derive(Debug)]
+pub(crate) struct Ctx<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub query: &'a str,
+    pub headers: &'a HeaderMap,
+    pub body: &'a [u8],
+    pub now: DateTime<Utc>,
+    pub caller: Option<Caller>,
+}
+
+impl App {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn product_name(&self) -> &'static str {
+        match self.mode {
+            Mode::Gateway => "Red Hat Ansible Automation Platform",
+            Mode::Awx | Mode::Both => "AWX",
+        }
+    }
+
+    fn authenticate(&self, headers: &HeaderMap, now: DateTime<Utc>) -> Option<Caller> {
+        let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+        let (scheme, cred) = value.split_once(' ')?;
+        let st = self.lock();
+        if scheme.eq_ignore_ascii_case("bearer") {
+            let tok = st.tokens.get(cred.trim())?;
+            if tok.expires <= now {
+                return None;
+            }
+            let user = st.user(tok.user_id)?.clone();
+            Some(Caller { user, scope: tok.scope })
+        } else if scheme.eq_ignore_ascii_case("basic") {
+            let raw = base64_decode(cred.trim())?;
+            let text = String::from_utf8(raw).ok()?;
+            let (u, p) = text.split_once(':')?;
+            let user = st.check_password(u, p)?.clone();
+            Some(Caller { user, scope: Scope::Write })
+        } else {
+            None
+        }
+    }
+
+    fn matching_faults(&self, method: &str, path: &str) -> Vec<Arc<Installed>> {
+        if !self.faults_on.load(Ordering::Relaxed) {
+            return Vec::new();
+        }
+        let list = self.faults.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        list.iter().filter(|f| f.hits_call(method, path)).cloned().collect()
+    }
+
+    /// Handles one request (the whole pipeline).
+    pub(crate) async fn handle(self: Arc<Self>, req: Request<Body>) -> Response<Body> {
+        let t0 = Instant::now();
+        let (parts, body) = req.into_parts();
+        let method = parts.method.as_str().to_owned();
+        let path = parts.uri.path().to_owned();
+        let query = parts.uri.query().unwrap_or("").to_owned();
+        let now = self.clock.now();
+        let (bytes, too_large) = match axum::body::to_bytes(body, self.max_body).await {
+            Ok(b) => (b, false),
+            Err(_) => (axum::body::Bytes::new(), true),
+        };
+        let faults = self.matching_faults(&method, &path);
+        let mut reset = false;
+        let mut resp = None;
+        for f in faults.iter().filter(|f| f.fault.strike == Strike::Before) {
+            match &f.fault.action {
+                FaultAction::Latency(d) => tokio::time::sleep(*d).await,
+                FaultAction::ConnectionReset => {
+                    reset = true;
+                    break;
+                }
+                action => {
+                    resp = Some(fault_response(action, None));
+                    break;
+                }
+            }
+        }
+        let mut authenticated = false;
+        let mut allow = "";
+        let route_for_counter;
+        let mut resp = match (reset, resp) {
+            (true, _) => {
+                route_for_counter = Route::NotFound;
+                Resp::empty(0)
+            }
+            (false, Some(r)) => {
+                route_for_counter = Route::NotFound;
+                r
+            }
+            (false, None) if too_large => {
+                route_for_counter = Route::NotFound;
+                Resp::text(413, "<html><body><h1>413 Request Entity Too Large</h1></body></html>".into(), "text/html")
+            }
+            (false, None) => {
+                let (r, route, authed) = self.dispatch(&method, &path, &query, &parts.headers, &bytes, now);
+                authenticated = authed;
+                allow = route.allow();
+                route_for_counter = route;
+                r
+            }
+        };
+        if !reset {
+            for f in faults.iter().filter(|f| f.fault.strike == Strike::After) {
+                match &f.fault.action {
+                    FaultAction::Latency(d) => tokio::time::sleep(*d).await,
+                    FaultAction::ConnectionReset => {
+                        reset = true;
+                        break;
+                    }
+                    action => {
+                        resp = fault_response(action, Some(resp));
+                        break;
+                    }
+                }
+            }
+        }
+        let status = if reset { 0 } else { resp.status };
+        self.counters.record(route_for_counter.endpoint(&method), status);
+        if self.ring.enabled() {
+            self.ring.push(LoggedRequest {
+                at: now,
+                method: method.clone(),
+                path: path.clone(),
+                query: query.clone(),
+                headers: parts
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.as_str().to_owned(), redact(k.as_str(), &String::from_utf8_lossy(v.as_bytes()))))
+                    .collect(),
+                body: String::from_utf8_lossy(&bytes).into_owned(),
+                status,
+            });
+        }
+        if reset {
+            self.counters.record_reset();
+            let mut r = Response::new(Body::empty());
+            *r.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            r.extensions_mut().insert(ResetConnection);
+            return r;
+        }
+        self.finish(resp, &parts.headers, allow, authenticated, t0)
+    }
+
+    fn finish(&self, resp: Resp, req_headers: &HeaderMap, allow: &str, authenticated: bool, t0: Instant) -> Response<Body> {
+        let status = StatusCode::from_u16(resp.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut out = Response::new(Body::from(resp.body));
+        *out.status_mut() = status;
+        let h = out.headers_mut();
+        let mut set = |name: &str, value: &str| {
+            if let (Ok(n), Ok(v)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
+                h.insert(n, v);
+            }
+        };
+        if resp.status != 204 && resp.status != 301 && resp.status != 302 {
+            set("content-type", resp.content_type);
+        }
+        let request_id = req_headers
+            .get("x-api-request-id")
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| is_uuid4(v))
+            .map_or_else(new_request_id, str::to_owned);
+        set("x-api-request-id", &request_id);
+        set("x-api-node", &self.node);
+        let elapsed = format!("{:.3}s", t0.elapsed().as_secs_f64());
+        set("x-api-time", &elapsed);
+        set("x-api-total-time", &elapsed);
+        set("x-api-product-name", self.product_name());
+        if authenticated {
+            set("x-api-product-version", &self.version);
+        }
+        if !allow.is_empty() {
+            set("allow", allow);
+        }
+        if resp.status == 401 {
+            set("www-authenticate", WWW_AUTHENTICATE);
+        }
+        set("vary", "Accept, Accept-Language, Origin, Cookie");
+        for (name, value) in &resp.headers {
+            set(name, value);
+        }
+        out
+    }
+
+    /// Routes and handles a request under the state lock; returns the response, the route and
+    /// whether the caller was authenticated.
+    fn dispatch(
+        &self,
+        method: &str,
+        path: &str,
+        query: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: DateTime<Utc>,
+    ) -> (Resp, Route, bool) {
+        // Trailing-slash rule: 301 to the slashed path when that path exists (also for POST).
+        if !path.ends_with('/') {
+            let slashed = format!("{path}/");
+            let route = routes::route(self.mode, &slashed);
+            if route != Route::NotFound {
+                let location = if query.is_empty() { slashed } else { format!("{slashed}?{query}") };
+                return (Resp::empty(301).header("location", location), Route::NotFound, false);
+            }
+            return (Resp::detail(404, NOT_FOUND), Route::NotFound, false);
+        }
+        let route = routes::route(self.mode, path);
+        if route == Route::NotFound {
+            return (Resp::detail(404, NOT_FOUND), route, false);
+        }
+        let caller = self.authenticate(headers, now);
+        let authed = caller.is_some();
+        if caller.is_none() && !route.anonymous_ok() {
+            return (Resp::detail(401, UNAUTHENTICATED), route, false);
+        }
+        let allowed = route.allow();
+        if method == "OPTIONS" {
+            return (Resp::json(200, &json!({"name": "fake-aap", "renders": ["application/json"], "parses": ["application/json"]})), route, authed);
+        }
+        let effective = if method == "HEAD" { "GET" } else { method };
+        if !allowed.split(", ").any(|m| m == effective) {
+            return (Resp::method_not_allowed(method), route, authed);
+        }
+        if !matches!(effective, "GET") && caller.as_ref().is_some_and(|c| c.scope == Scope::Read) {
+            return (Resp::detail(403, FORBIDDEN), route, authed);
+        }
+        let ctx = Ctx { method: effective, path, query, headers, body, now, caller };
+        let resp = match &route {
+            Route::ApiRoot => routes::root::api_root(self),
+            Route::ControllerRoot => routes::root::controller_root(),
+            Route::GatewayRoot => routes::root::gateway_root(),
+            Route::GatewayTokens => routes::tokens::tokens(self, &ctx, "/api/gateway/v1/", None),
+            Route::GatewayToken(id) => routes::tokens::token_detail(self, &ctx, "/api/gateway/v1/", *id),
+            Route::Api { prefix, api } => routes::root::api(self, &ctx, prefix, api),
+            Route::NotFound => Resp::detail(404, NOT_FOUND),
+        };
+        (resp, route, authed)
+    }
+}
+
+fn fault_response(action: &FaultAction, real: Option<Resp>) -> Resp {
+    match action {
+        FaultAction::Respond { status, body, content_type, headers } => {
+            let ct: &'static str = match content_type.as_str() {
+                "application/json" => "application/json",
+                "text/html" => "text/html",
+                "text/plain" => "text/plain",
+                _ => "text/html; charset=utf-8",
+            };
+            let mut r = Resp::text(*status, body.clone(), ct);
+            for (k, v) in headers {
+                let name: &'static str = match k.to_ascii_lowercase().as_str() {
+                    "retry-after" => "retry-after",
+                    "location" => "location",
+                    _ => "x-fake-aap-fault",
+                };
+                r.headers.push((name, v.clone()));
+            }
+            r
+        }
+        FaultAction::TruncatedJson => {
+            let mut r = real.unwrap_or_else(|| Resp::json(200, &json!({"count": 0, "results": []})));
+            let keep = r.body.len() / 2;
+            r.body.truncate(keep.max(1).min(r.body.len()));
+            r.content_type = "application/json";
+            r
+        }
+        FaultAction::MalformedJson => {
+            let status = real.as_ref().map_or(200, |r| r.status);
+            Resp::text(status, "{\"id\": 1, \"status\": \"pend".into(), "application/json")
+        }
+        FaultAction::Latency(_) | FaultAction::ConnectionReset => real.unwrap_or_else(|| Resp::empty(500)),
+    }
+}
+
+/// A valid UUID4 (hyphenated or 32 hex digits) as django-guid accepts it.
+pub(crate) fn is_uuid4(s: &str) -> bool {
+    let hex: String = if s.len() == 36 {
+        let b = s.as_bytes();
+        if b[8] != b'-' || b[13] != b'-' || b[18] != b'-' || b[23] != b'-' {
+            return false;
+        }
+        s.chars().filter(|c| *c != '-').collect()
+    } else if s.len() == 32 {
+        s.to_owned()
+    } else {
+        return false;
+    };
+    hex.len() == 32
+        && hex.bytes().all(|c| c.is_ascii_hexdigit())
+        && hex.as_bytes()[12] == b'4'
+        && matches!(hex.as_bytes()[16].to_ascii_lowercase(), b'8' | b'9' | b'a' | b'b')
+}
+
+fn new_request_id() -> String {
+    format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_uuid4;
+
+    #[test]
+    fn uuid4_validation() {
+        assert!(is_uuid4("3f2b8c1e-9a4d-4e7b-8c2d-1a2b3c4d5e6f"));
+        assert!(is_uuid4("3f2b8c1e9a4d4e7b8c2d1a2b3c4d5e6f"));
+        assert!(!is_uuid4("3f2b8c1e-9a4d-1e7b-8c2d-1a2b3c4d5e6f"));
+        assert!(!is_uuid4("3f2b8c1e-9a4d-4e7b-cc2d-1a2b3c4d5e6f"));
+        assert!(!is_uuid4("not-a-uuid"));
+        assert!(!is_uuid4("3f2b8c1e-9a4d-4e7b-8c2d-1a2b3c4d5e6g"));
+    }
+}

@@ -1,0 +1,289 @@
+//! Paginated, filtered lists of templates and jobs.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::super::filter::{FVal, ListQuery, compare, parse_list_query, row_matches};
+use super::super::http::{App, Ctx, Resp, UNAUTHENTICATED};
+use super::super::pagination::{envelope, page_request, window};
+use super::super::render;
+use super::super::state::{State, Template, Unified};
+use super::templates::resolve;
+use super::{JobKind, TplKind, TplRef};
+
+/// Paginates an in-memory list of already-rendered objects.
+pub(crate) fn paginate_values(ctx: &Ctx<'_>, all: Vec<Value>) -> Resp {
+    let mut req = match page_request(ctx.query) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    let range = match window(&mut req, all.len()) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    let count = all.len();
+    let page: Vec<Value> = all.into_iter().skip(range.start).take(range.len()).collect();
+    envelope(ctx.path, ctx.query, req, count, page)
+}
+
+const TEMPLATE_FIELDS: &[&str] = &[
+    "id", "name", "description", "organization", "organization__name", "type", "status", "created", "modified",
+    "inventory", "allow_simultaneous", "survey_enabled", "job_slice_count", "ask_variables_on_launch",
+];
+
+fn template_field(st: &mut State, id: u64, field: &str, now: DateTime<Utc>) -> (FVal, FVal) {
+    let s = FVal::Str(String::new());
+    let Some(t) = st.templates.get(&id) else { return (FVal::Null, s) };
+    let org_id = t.org_id();
+    match field {
+        "id" => (FVal::Int(id as i64), FVal::Int(0)),
+        "name" => (FVal::Str(t.name().to_owned()), s),
+        "description" => (FVal::Str(t.description().to_owned()), s),
+        "organization" => (FVal::Int(org_id as i64), FVal::Int(0)),
+        "organization__name" => (FVal::Str(st.org(org_id).map(|o| o.name.clone()).unwrap_or_default()), s),
+        "type" => (FVal::Str(t.type_str().to_owned()), s),
+        "created" | "modified" => (FVal::Time(t.created()), FVal::Time(now)),
+        "inventory" => {
+            let inv = match t {
+                Template::Job(j) => j.inventory_id,
+                Template::Workflow(w) => w.inventory_id,
+            };
+            (inv.map_or(FVal::Null, |i| FVal::Int(i as i64)), FVal::Int(0))
+        }
+        "allow_simultaneous" => {
+            let v = match t {
+                Template::Job(j) => j.spec.allow_simultaneous,
+                Template::Workflow(w) => w.spec.allow_simultaneous,
+            };
+            (FVal::Bool(v), FVal::Bool(false))
+        }
+        "survey_enabled" => {
+            let v = match t {
+                Template::Job(j) => j.spec.survey_enabled,
+                Template::Workflow(w) => w.spec.survey_enabled,
+            };
+            (FVal::Bool(v), FVal::Bool(false))
+        }
+        "ask_variables_on_launch" => {
+            let v = match t {
+                Template::Job(j) => j.spec.ask.variables,
+                Template::Workflow(w) => w.spec.ask_variables_on_launch,
+            };
+            (FVal::Bool(v), FVal::Bool(false))
+        }
+        "job_slice_count" => match t {
+            Template::Job(j) => (FVal::Int(i64::from(j.spec.job_slice_count)), FVal::Int(0)),
+            Template::Workflow(_) => (FVal::Null, FVal::Int(0)),
+        },
+        "status" => (FVal::Str(st.template_status(id, now).to_owned()), s),
+        _ => (FVal::Null, s),
+    }
+}
+
+fn search_hit(q: &ListQuery, name: &str, description: &str) -> bool {
+    q.search.as_ref().is_none_or(|s| {
+        let s = s.to_lowercase();
+        name.to_lowercase().contains(&s) || description.to_lowercase().contains(&s)
+    })
+}
+
+/// `job_templates/`, `workflow_job_templates/`, `unified_job_templates/`.
+pub(crate) fn templates(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: Option<TplKind>) -> Resp {
+    let Some(caller) = &ctx.caller else { return Resp::detail(401, UNAUTHENTICATED) };
+    let known = |f: &str| TEMPLATE_FIELDS.contains(&f);
+    let q = match parse_list_query(ctx.query, &known) {
+        Ok(q) => q,
+        Err(e) => return e,
+    };
+    let mut req = match page_request(ctx.query) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    let mut st = app.lock();
+    st.sync(ctx.now);
+    let candidates: Vec<u64> = st
+        .templates
+        .values()
+        .filter(|t| match kind {
+            Some(TplKind::Job) => matches!(t, Template::Job(_)),
+            Some(TplKind::Workflow) => matches!(t, Template::Workflow(_)),
+            None => true,
+        })
+        .filter(|t| State::can_see(&caller.user, t))
+        .filter(|t| q.types.as_ref().is_none_or(|ty| ty.iter().any(|x| x == t.type_str())))
+        .filter(|t| search_hit(&q, t.name(), t.description()))
+        .map(Template::id)
+        .collect();
+    let mut rows: Vec<(u64, Vec<FVal>)> = Vec::new();
+    let order: Vec<(String, bool)> =
+        if q.order.is_empty() { vec![("name".into(), false), ("id".into(), false)] } else { q.order.clone() };
+    for id in candidates {
+        let now = ctx.now;
+        let hit = row_matches(&q, &mut |f| template_field(&mut st, id, f, now));
+        match hit {
+            Ok(true) => {
+                let keys = order.iter().map(|(f, _)| template_field(&mut st, id, f, now).0).collect();
+                rows.push((id, keys));
+            }
+            Ok(false) => {}
+            Err(e) => return e,
+        }
+    }
+    rows.sort_by(|a, b| compare(&order, &a.1, &b.1));
+    let range = match window(&mut req, rows.len()) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    let mut results = Vec::new();
+    for (id, _) in &rows[range] {
+        if let Some(v) = render::template_json(&mut st, *id, ctx.now, prefix, &caller.user, false) {
+            results.push(v);
+        }
+    }
+    envelope(ctx.path, ctx.query, req, rows.len(), results)
+}
+
+const JOB_FIELDS: &[&str] = &[
+    "id", "name", "description", "status", "type", "failed", "created", "modified", "started", "finished",
+    "launch_type", "job_template", "workflow_job_template", "unified_job_template", "organization", "inventory",
+    "unified_job_node__workflow_job", "job_template__name", "elapsed",
+];
+
+fn job_field(st: &mut State, id: u64, field: &str, now: DateTime<Utc>) -> (FVal, FVal) {
+    let s = FVal::Str(String::new());
+    let i0 = FVal::Int(0);
+    let t0 = FVal::Time(now);
+    let Some(u) = st.unified(id) else { return (FVal::Null, s) };
+    let c = u.common();
+    let opt = |v: Option<u64>| v.map_or(FVal::Null, |x| FVal::Int(x as i64));
+    match field {
+        "id" => (FVal::Int(id as i64), i0),
+        "name" => (FVal::Str(c.name.clone()), s),
+        "description" => (FVal::Str(c.description.clone()), s),
+        "type" => (FVal::Str(if matches!(u, Unified::Job(_)) { "job" } else { "workflow_job" }.into()), s),
+        "created" => (FVal::Time(c.created), t0),
+        "launch_type" => (FVal::Str(c.launch_type.to_owned()), s),
+        "organization" => (opt(c.org_id), i0),
+        "inventory" => (opt(c.inventory), i0),
+        "unified_job_template" => (opt(c.template), i0),
+        "unified_job_node__workflow_job" => (opt(c.parent_workflow), i0),
+        "job_template" => match u {
+            Unified::Job(_) => (opt(c.template), i0),
+            Unified::Workflow(w) => (opt(w.job_template), i0),
+        },
+        "workflow_job_template" => match u {
+            Unified::Workflow(w) => (opt(w.wfjt), i0),
+            Unified::Job(_) => (FVal::Null, i0),
+        },
+        "job_template__name" => match u {
+            Unified::Job(_) => (FVal::Str(c.name.clone()), s),
+            Unified::Workflow(_) => (FVal::Null, s),
+        },
+        "status" | "failed" | "started" | "finished" | "modified" | "elapsed" => {
+            let is_job = matches!(u, Unified::Job(_));
+            let created = c.created;
+            let (status, started, finished) = if is_job {
+                match st.job_snapshot(id, now) {
+                    Some(sn) => (sn.status, sn.started, sn.finished),
+                    None => return (FVal::Null, s),
+                }
+            } else {
+                match st.workflow_snapshot(id, now) {
+                    Some(sn) => (sn.status, sn.started, sn.finished),
+                    None => return (FVal::Null, s),
+                }
+            };
+            let t = |x: Option<DateTime<Utc>>| x.map_or(FVal::Null, FVal::Time);
+            match field {
+                "status" => (FVal::Str(status.as_str().to_owned()), s),
+                "failed" => (FVal::Bool(status.failed()), FVal::Bool(false)),
+                "started" => (t(started), t0),
+                "finished" => (t(finished), t0),
+                "modified" => (FVal::Time(finished.or(started).unwrap_or(created)), t0),
+                _ => {
+                    let e = started.map_or(0, |st| (finished.unwrap_or(now) - st).num_milliseconds());
+                    (FVal::Int(e), i0)
+                }
+            }
+        }
+        _ => (FVal::Null, s),
+    }
+}
+
+/// `jobs/`, `workflow_jobs/`, `unified_jobs/` (and a template's jobs when `template` is set).
+pub(crate) fn jobs(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: Option<JobKind>, template: Option<u64>) -> Resp {
+    let Some(caller) = &ctx.caller else { return Resp::detail(401, UNAUTHENTICATED) };
+    let known = |f: &str| JOB_FIELDS.contains(&f);
+    let q = match parse_list_query(ctx.query, &known) {
+        Ok(q) => q,
+        Err(e) => return e,
+    };
+    let mut req = match page_request(ctx.query) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    let mut st = app.lock();
+    st.sync(ctx.now);
+    let candidates: Vec<u64> = st
+        .jobs
+        .iter()
+        .flatten()
+        .filter(|u| match kind {
+            Some(JobKind::Job) => matches!(u, Unified::Job(_)),
+            Some(JobKind::Workflow) => matches!(u, Unified::Workflow(_)),
+            None => true,
+        })
+        .filter(|u| template.is_none_or(|t| u.common().template == Some(t)))
+        .filter(|u| {
+            q.types.as_ref().is_none_or(|ty| {
+                let name = if matches!(u, Unified::Job(_)) { "job" } else { "workflow_job" };
+                ty.iter().any(|x| x == name)
+            })
+        })
+        .filter(|u| search_hit(&q, &u.common().name, &u.common().description))
+        .filter(|u| st.can_see_job(&caller.user, u))
+        .map(|u| u.common().id)
+        .collect();
+    let order: Vec<(String, bool)> = if q.order.is_empty() { vec![("id".into(), false)] } else { q.order.clone() };
+    let mut rows: Vec<(u64, Vec<FVal>)> = Vec::new();
+    let now = ctx.now;
+    for id in candidates {
+        match row_matches(&q, &mut |f| job_field(&mut st, id, f, now)) {
+            Ok(true) => {
+                let keys = order.iter().map(|(f, _)| job_field(&mut st, id, f, now).0).collect();
+                rows.push((id, keys));
+            }
+            Ok(false) => {}
+            Err(e) => return e,
+        }
+    }
+    rows.sort_by(|a, b| compare(&order, &a.1, &b.1));
+    let range = match window(&mut req, rows.len()) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    let mut results = Vec::new();
+    for (id, _) in &rows[range] {
+        if let Some(v) = render::unified_json(&mut st, *id, now, prefix, false) {
+            results.push(v);
+        }
+    }
+    envelope(ctx.path, ctx.query, req, rows.len(), results)
+}
+
+/// `job_templates/<id>/jobs/` and `workflow_job_templates/<id>/workflow_jobs/`.
+pub(crate) fn template_jobs(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: TplKind, r: &TplRef) -> Resp {
+    let Some(caller) = &ctx.caller else { return Resp::detail(401, UNAUTHENTICATED) };
+    let id = {
+        let st = app.lock();
+        match resolve(&st, kind, r, &caller.user) {
+            Ok(id) => id,
+            Err(e) => return e,
+        }
+    };
+    let job_kind = match kind {
+        TplKind::Job => JobKind::Job,
+        TplKind::Workflow => JobKind::Workflow,
+    };
+    jobs(app, ctx, prefix, Some(job_kind), Some(id))
+}

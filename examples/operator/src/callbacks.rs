@@ -1,0 +1,105 @@
+//! Phase and `Ready` condition handling, as the Go networking controllers do it.
+
+use std::sync::Arc;
+
+use kube::Resource;
+use provkit_core::Clock;
+use provkit_kube::ProvisioningCallbacks;
+use provkit_kube::status::{ConditionStatus, NewCondition, set_condition};
+use provkit_lifecycle::ProvisionStatus;
+
+use crate::crd::{Phase, VirtualNetwork};
+
+/// Sets `status.phase` and the `Ready` condition.
+#[derive(Debug, Clone)]
+pub struct VirtualNetworkCallbacks {
+    clock: Arc<dyn Clock>,
+}
+
+impl VirtualNetworkCallbacks {
+    /// Condition timestamps come from `clock`.
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        Self { clock }
+    }
+
+    fn ready(&self, obj: &mut VirtualNetwork, status: ConditionStatus, reason: &str, message: &str) {
+        let generation = obj.meta().generation;
+        let now = self.clock.now();
+        let s = obj.status.get_or_insert_with(Default::default);
+        set_condition(
+            &mut s.provisioning.conditions,
+            NewCondition { type_: "Ready", status, reason, message, observed_generation: generation },
+            now,
+        );
+    }
+}
+
+impl ProvisioningCallbacks<VirtualNetwork> for VirtualNetworkCallbacks {
+    fn on_apply(&self, obj: &mut VirtualNetwork, config_applied: bool) {
+        let s = obj.status.get_or_insert_with(Default::default);
+        // Go: Progressing on first provision or on a spec change after Ready; Failed stays
+        // during backoff.
+        let progressing = match s.phase {
+            None => true,
+            Some(Phase::Ready) => !config_applied,
+            Some(_) => false,
+        };
+        if progressing {
+            s.phase = Some(Phase::Progressing);
+            self.ready(obj, ConditionStatus::False, "Provisioning", "provisioning the current spec");
+        }
+    }
+
+    fn on_failed(&self, obj: &mut VirtualNetwork, message: &str) {
+        obj.status.get_or_insert_with(Default::default).phase = Some(Phase::Failed);
+        self.ready(obj, ConditionStatus::False, "ProvisioningFailed", message);
+    }
+
+    fn on_succeeded(&self, obj: &mut VirtualNetwork, _status: &ProvisionStatus) {
+        obj.status.get_or_insert_with(Default::default).phase = Some(Phase::Ready);
+        self.ready(obj, ConditionStatus::True, "Provisioned", "the current spec is provisioned");
+    }
+
+    fn on_deleting(&self, obj: &mut VirtualNetwork) {
+        obj.status.get_or_insert_with(Default::default).phase = Some(Phase::Deleting);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::crd::VirtualNetworkSpec;
+    use chrono::TimeZone;
+    use provkit_core::ManualClock;
+    use provkit_lifecycle::ProvisionStatus;
+
+    fn vnet() -> VirtualNetwork {
+        VirtualNetwork::new("n", VirtualNetworkSpec { cidr: "10.0.0.0/24".into(), region: None })
+    }
+
+    #[test]
+    fn phases_follow_the_go_rules() {
+        let clock = ManualClock::new(chrono::Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap());
+        let cb = VirtualNetworkCallbacks::new(Arc::new(clock));
+        let mut n = vnet();
+        cb.on_apply(&mut n, false);
+        assert_eq!(n.status.as_ref().unwrap().phase, Some(Phase::Progressing));
+        cb.on_failed(&mut n, "boom");
+        let s = n.status.as_ref().unwrap();
+        assert_eq!(s.phase, Some(Phase::Failed));
+        assert_eq!(s.provisioning.conditions[0].reason, "ProvisioningFailed");
+        // Failed is kept during backoff
+        cb.on_apply(&mut n, false);
+        assert_eq!(n.status.as_ref().unwrap().phase, Some(Phase::Failed));
+        cb.on_succeeded(&mut n, &ProvisionStatus::new("1", provkit_core::JobState::Succeeded, "successful"));
+        assert_eq!(n.status.as_ref().unwrap().phase, Some(Phase::Ready));
+        assert_eq!(n.status.as_ref().unwrap().provisioning.conditions[0].status, "True");
+        cb.on_apply(&mut n, true);
+        assert_eq!(n.status.as_ref().unwrap().phase, Some(Phase::Ready));
+        cb.on_apply(&mut n, false);
+        assert_eq!(n.status.as_ref().unwrap().phase, Some(Phase::Progressing));
+        cb.on_deleting(&mut n);
+        assert_eq!(n.status.as_ref().unwrap().phase, Some(Phase::Deleting));
+    }
+}

@@ -1,0 +1,12 @@
+//! The provkit example operator: a `VirtualNetwork` CRD provisioned through AAP job templates
+//! (`<prefix>-create-virtual-network` / `<prefix>-delete-virtual-network`) with provkit-kube.
+//!
+//! The binary is `main.rs` (`cargo run --example operator -- --help`); this library holds the
+//! pieces so they are unit-tested: the CRD ([`crd`]), the phase/condition callbacks
+//! ([`callbacks`]), the controller wiring ([`controller`]) and the leader-election loop
+//! ([`leadership`]).
+
+pub mod callbacks;
+pub mod controller;
+pub mod crd;
+pub mod leadership;

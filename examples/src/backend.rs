@@ -1,0 +1,236 @@
+//! The AAP side of a simulation: the in-process fake AAP server on the shared virtual clock, the
+//! real [`AapClient`] talking to it over loopback HTTP, the real [`AapProvider`], and chaos.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use provkit_aap::{AapClient, AapProvider, RetryConfig};
+use provkit_testing::fake_aap::{
+    Fault, FaultAction, FaultId, FakeAap, FakeAapServer, JobScript, JobTemplateSpec, RetryAfter, ScriptRule, Strike,
+    Trigger,
+};
+
+use crate::clock::VirtualClock;
+use crate::instrumented::{CallStats, CountingApi};
+
+/// The template prefix: templates are `sim-create-<kind>` and `sim-delete-<kind>`.
+pub const TEMPLATE_PREFIX: &str = "sim";
+
+/// The AAP organization holding the templates.
+pub const ORGANIZATION: &str = "Default";
+
+/// The templates of one resource kind.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct KindTemplates {
+    /// The resource kind (e.g. `VirtualNetwork` → `sim-create-virtual-network`).
+    pub kind: String,
+    /// Script of the provision jobs.
+    pub create: JobScript,
+    /// Per-launch rules of the provision template (e.g. fail the first N launches).
+    pub create_rules: Vec<ScriptRule>,
+    /// Script of the deprovision jobs.
+    pub delete: JobScript,
+}
+
+impl KindTemplates {
+    /// Provision jobs run `create_running`, deprovision jobs `delete_running` (both succeed).
+    pub fn new(kind: impl Into<String>, create_running: Duration, delete_running: Duration) -> Self {
+        Self {
+            kind: kind.into(),
+            create: JobScript::successful(create_running),
+            create_rules: Vec::new(),
+            delete: JobScript::successful(delete_running),
+        }
+    }
+
+    /// The first `n` provision launches of this kind fail.
+    #[must_use]
+    pub fn failing_first(mut self, n: u32) -> Self {
+        if n > 0 {
+            let mut rule = ScriptRule::fail_times(n);
+            rule.script = rule.script.with_explanation("Playbook failed: simulated failure");
+            self.create_rules.push(rule);
+        }
+        self
+    }
+
+    fn template(name: String, script: JobScript, rules: Vec<ScriptRule>) -> JobTemplateSpec {
+        JobTemplateSpec {
+            allow_simultaneous: true,
+            script: Some(script),
+            scripts: rules,
+            ..JobTemplateSpec::new(name, ORGANIZATION)
+        }
+    }
+}
+
+/// How the backend is built.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct BackendConfig {
+    /// Templates per resource kind.
+    pub kinds: Vec<KindTemplates>,
+    /// Request-log ring size on the fake (0 = off, for load runs).
+    pub request_log: usize,
+    /// Seed of the fake's randomness (fault fractions).
+    pub seed: u64,
+    /// The client's request timeout (wall time).
+    pub client_timeout: Duration,
+    /// The client's retry policy for idempotent calls (wall time).
+    pub retry: RetryConfig,
+    /// Delay (virtual) between a cancel request and the job showing `canceled`.
+    pub cancel_delay: Duration,
+}
+
+impl BackendConfig {
+    /// Defaults: request log on (1000), 30 s timeout, the client's default retries.
+    pub fn new(kinds: Vec<KindTemplates>) -> Self {
+        Self {
+            kinds,
+            request_log: 1000,
+            seed: 0x5eed,
+            client_timeout: Duration::from_secs(30),
+            retry: RetryConfig::default(),
+            cancel_delay: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The fake AAP server plus the real client and provider pointed at it.
+#[derive(Debug)]
+pub struct Backend {
+    /// The running fake (loopback).
+    pub server: FakeAapServer,
+    /// The client (shared connection pool and template cache).
+    pub client: AapClient,
+    /// The provider the engine drives (through [`CountingApi`]).
+    pub provider: Arc<AapProvider>,
+    /// Provider-call counters.
+    pub calls: Arc<CallStats>,
+}
+
+/// Errors while setting the backend up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackendError {
+    /// The fake AAP server did not start.
+    #[error("fake AAP server failed to start")]
+    Fake(#[from] provkit_testing::fake_aap::FakeAapError),
+    /// The AAP client could not be built.
+    #[error("AAP client could not be built")]
+    Client(#[from] provkit_aap::Error),
+}
+
+impl Backend {
+    /// Starts the fake on `clock` and builds client and provider; `resources` sizes the counters.
+    ///
+    /// # Errors
+    /// [`BackendError`].
+    pub async fn start(config: &BackendConfig, clock: &VirtualClock, resources: usize) -> Result<Self, BackendError> {
+        let mut builder = FakeAap::builder()
+            .clock(clock.shared())
+            .request_log_capacity(config.request_log)
+            .seed(config.seed)
+            .cancel_delay(config.cancel_delay);
+        for k in &config.kinds {
+            let suffix = provkit_aap::provider::kebab_case(&k.kind);
+            builder = builder
+                .job_template(KindTemplates::template(
+                    format!("{TEMPLATE_PREFIX}-create-{suffix}"),
+                    k.create.clone(),
+                    k.create_rules.clone(),
+                ))
+                .job_template(KindTemplates::template(
+                    format!("{TEMPLATE_PREFIX}-delete-{suffix}"),
+                    k.delete.clone(),
+                    Vec::new(),
+                ));
+        }
+        let server = builder.start().await?;
+        let client = AapClient::builder(server.base_url())
+            .token(server.token())
+            .timeout(config.client_timeout)
+            .connect_timeout(config.client_timeout)
+            .retry(config.retry.clone())
+            .proxy_from_env(false)
+            .system_roots(false)
+            .build()?;
+        let calls = Arc::new(CallStats::new(resources));
+        let api: Arc<dyn provkit_aap::AapApi> = Arc::new(CountingApi::new(client.clone(), calls.clone()));
+        let provider = AapProvider::builder(api)
+            .template_prefix(TEMPLATE_PREFIX)
+            .clock(clock.shared())
+            // The fake and the provider share one clock: no skew to allow for.
+            .clock_skew(Duration::from_secs(1))
+            .build();
+        Ok(Self { server, client, provider: Arc::new(provider), calls })
+    }
+
+    /// The fake's control handle.
+    pub fn aap(&self) -> &FakeAap {
+        self.server.aap()
+    }
+}
+
+/// The installed chaos faults, with labels for the report.
+#[derive(Clone, Debug, Default)]
+pub struct Chaos {
+    faults: Vec<(String, FaultId)>,
+}
+
+impl Chaos {
+    /// Installs the chaos mix on `aap` (fractions are per request and seeded by the fake's seed):
+    /// - 5 % 5xx: 2.5 % `500` JSON, 1 % `502` HTML, 1 % `503` HTML, 0.5 % `504` HTML;
+    /// - 2 % `429`: 1 % `Retry-After: 2` (seconds), 1 % `Retry-After: <HTTP-date>`;
+    /// - 1 % connection resets, 1 % responses slower than `client_timeout`;
+    /// - 0.5 % malformed and 0.5 % truncated JSON bodies on `GET`s;
+    /// - launch responses lost **after** the job was created: 2 % resets, 1 % `502`, 1 % too slow,
+    ///   1 % malformed JSON.
+    pub fn install(aap: &FakeAap, client_timeout: Duration) -> Self {
+        let any = |path: &str, trigger: f64, strike: Strike, action: FaultAction| Fault {
+            method: None,
+            path: path.to_owned(),
+            trigger: Trigger::Fraction(trigger),
+            strike,
+            action,
+        };
+        let on = |method: &str, path: &str, trigger: f64, strike: Strike, action: FaultAction| Fault {
+            method: Some(method.to_owned()),
+            ..any(path, trigger, strike, action)
+        };
+        let slow = client_timeout + client_timeout / 2;
+        let date = SystemTime::now() + Duration::from_secs(20);
+        let launch = "/api/v2/*/launch/";
+        let list: Vec<(&str, Fault)> = vec![
+            ("500 JSON", any("*", 0.025, Strike::Before, FaultAction::server_error())),
+            ("502 HTML", any("*", 0.01, Strike::Before, FaultAction::gateway_html(502))),
+            ("503 HTML", any("*", 0.01, Strike::Before, FaultAction::gateway_html(503))),
+            ("504 HTML", any("*", 0.005, Strike::Before, FaultAction::gateway_html(504))),
+            ("429 Retry-After: 2", any("*", 0.01, Strike::Before, FaultAction::too_many_requests(RetryAfter::Seconds(2)))),
+            ("429 Retry-After: date", any("*", 0.01, Strike::Before, FaultAction::too_many_requests(RetryAfter::Date(date)))),
+            ("connection reset", any("*", 0.01, Strike::Before, FaultAction::ConnectionReset)),
+            ("slower than the client timeout", any("*", 0.01, Strike::Before, FaultAction::Latency(slow))),
+            ("malformed JSON (GET)", on("GET", "*", 0.005, Strike::After, FaultAction::MalformedJson)),
+            ("truncated JSON (GET)", on("GET", "*", 0.005, Strike::After, FaultAction::TruncatedJson)),
+            ("launch reset after create", on("POST", launch, 0.02, Strike::After, FaultAction::ConnectionReset)),
+            ("launch 502 after create", on("POST", launch, 0.01, Strike::After, FaultAction::gateway_html(502))),
+            ("launch too slow after create", on("POST", launch, 0.01, Strike::After, FaultAction::Latency(slow))),
+            ("launch malformed after create", on("POST", launch, 0.01, Strike::After, FaultAction::MalformedJson)),
+        ];
+        let faults = list.into_iter().map(|(label, f)| (label.to_owned(), aap.add_fault(f))).collect();
+        Self { faults }
+    }
+
+    /// `(label, hits)` of every fault.
+    pub fn hits(&self, aap: &FakeAap) -> Vec<(String, u64)> {
+        self.faults.iter().map(|(l, id)| (l.clone(), aap.fault_hits(*id))).collect()
+    }
+
+    /// Removes the faults (before the audit).
+    pub fn remove(&self, aap: &FakeAap) {
+        for (_, id) in &self.faults {
+            aap.remove_fault(*id);
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! An [`AapApi`] wrapper that counts the provider's calls per operation and per resource, and
+//! records the calls of the running reconcile for the demo's timeline.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use chrono::{DateTime, Utc};
+use provkit_aap::{AapApi, AapClient, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template, TemplateKind};
+
+/// The provider-level operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// Template lookup by name.
+    GetTemplate,
+    /// `POST …/launch/`.
+    Launch,
+    /// Job detail (a poll).
+    GetJob,
+    /// `POST …/cancel/`.
+    Cancel,
+    /// `unified_jobs/?id=` (job kind of an id this process did not launch).
+    FindKind,
+    /// Job list by template and creation time (idempotency lookup).
+    ListJobs,
+}
+
+impl Op {
+    /// Every operation, in report order.
+    pub const ALL: [Op; 6] = [Op::GetTemplate, Op::Launch, Op::GetJob, Op::Cancel, Op::FindKind, Op::ListJobs];
+
+    fn index(self) -> usize {
+        match self {
+            Op::GetTemplate => 0,
+            Op::Launch => 1,
+            Op::GetJob => 2,
+            Op::Cancel => 3,
+            Op::FindKind => 4,
+            Op::ListJobs => 5,
+        }
+    }
+
+    /// A short label (`GET job`, `POST launch`, …).
+    pub fn label(self) -> &'static str {
+        match self {
+            Op::GetTemplate => "GET template",
+            Op::Launch => "POST launch",
+            Op::GetJob => "GET job",
+            Op::Cancel => "POST cancel",
+            Op::FindKind => "GET unified_jobs",
+            Op::ListJobs => "GET jobs?key",
+        }
+    }
+}
+
+/// One provider call made during a reconcile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallRecord {
+    /// The operation.
+    pub op: Op,
+    /// The job id involved (launched, polled or cancelled), if any.
+    pub job: Option<u64>,
+    /// `None` on success, else a short error description.
+    pub error: Option<String>,
+}
+
+impl fmt::Display for CallRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.op.label())?;
+        match (self.op, self.job) {
+            (Op::Launch, Some(id)) => write!(f, " → {id}")?,
+            (_, Some(id)) => write!(f, " {id}")?,
+            _ => {}
+        }
+        if let Some(e) = &self.error {
+            write!(f, " ✗{e}")?;
+        }
+        Ok(())
+    }
+}
+
+tokio::task_local! {
+    static CURRENT: (usize, RefCell<Vec<CallRecord>>);
+}
+
+/// Runs `fut` as the reconcile of resource `index`, returning its output and the calls it made.
+pub async fn with_resource<F: std::future::Future>(index: usize, fut: F) -> (F::Output, Vec<CallRecord>) {
+    CURRENT
+        .scope((index, RefCell::new(Vec::new())), async move {
+            let out = fut.await;
+            let calls = CURRENT.with(|(_, c)| c.take());
+            (out, calls)
+        })
+        .await
+}
+
+/// Per-operation counters, global and per resource.
+#[derive(Debug)]
+pub struct CallStats {
+    total: [AtomicU64; 6],
+    errors: [AtomicU64; 6],
+    per_resource: Vec<[AtomicU32; 6]>,
+}
+
+impl CallStats {
+    /// Counters for `resources` resources.
+    pub fn new(resources: usize) -> Self {
+        Self {
+            total: Default::default(),
+            errors: Default::default(),
+            per_resource: (0..resources).map(|_| Default::default()).collect(),
+        }
+    }
+
+    fn record(&self, op: Op, job: Option<u64>, error: Option<String>) {
+        let i = op.index();
+        self.total[i].fetch_add(1, Ordering::Relaxed);
+        if error.is_some() {
+            self.errors[i].fetch_add(1, Ordering::Relaxed);
+        }
+        let _ = CURRENT.try_with(|(index, calls)| {
+            if let Some(counters) = self.per_resource.get(*index) {
+                counters[i].fetch_add(1, Ordering::Relaxed);
+            }
+            calls.borrow_mut().push(CallRecord { op, job, error });
+        });
+    }
+
+    /// Calls of `op` made.
+    pub fn total(&self, op: Op) -> u64 {
+        self.total[op.index()].load(Ordering::Relaxed)
+    }
+
+    /// Calls of `op` that failed.
+    pub fn errors(&self, op: Op) -> u64 {
+        self.errors[op.index()].load(Ordering::Relaxed)
+    }
+
+    /// Calls of `op` made for resource `index`.
+    pub fn for_resource(&self, index: usize, op: Op) -> u32 {
+        self.per_resource.get(index).map_or(0, |c| c[op.index()].load(Ordering::Relaxed))
+    }
+
+    /// All calls made for resource `index`.
+    pub fn resource_total(&self, index: usize) -> u32 {
+        Op::ALL.iter().map(|op| self.for_resource(index, *op)).sum()
+    }
+}
+
+/// The counting [`AapApi`].
+#[derive(Debug)]
+pub struct CountingApi {
+    inner: AapClient,
+    stats: Arc<CallStats>,
+    seen: Mutex<HashSet<String>>,
+}
+
+impl CountingApi {
+    /// Wraps `client`.
+    pub fn new(client: AapClient, stats: Arc<CallStats>) -> Self {
+        Self { inner: client, stats, seen: Mutex::new(HashSet::new()) }
+    }
+}
+
+fn short(e: &provkit_aap::Error) -> String {
+    let text = e.to_string();
+    let first = text.split(':').next().unwrap_or_default().trim();
+    first.chars().take(40).collect()
+}
+
+#[async_trait::async_trait]
+impl AapApi for CountingApi {
+    async fn get_template(&self, name: &str) -> provkit_aap::Result<Template> {
+        let r = self.inner.get_template(name).await;
+        // The client caches successful lookups; count only the lookups that went to AAP (the first
+        // success per name, and every failure).
+        let first = r.is_ok() && self.seen.lock().unwrap_or_else(PoisonError::into_inner).insert(name.to_owned());
+        if r.is_err() || first {
+            self.stats.record(Op::GetTemplate, None, r.as_ref().err().map(short));
+        }
+        r
+    }
+
+    async fn launch(&self, template: &Template, request: &LaunchRequest) -> provkit_aap::Result<Launched> {
+        let r = self.inner.launch(template, request).await;
+        self.stats.record(Op::Launch, r.as_ref().ok().map(|l| l.id), r.as_ref().err().map(short));
+        r
+    }
+
+    async fn get_unified(&self, kind: JobKind, id: u64) -> provkit_aap::Result<Job> {
+        let r = self.inner.get_unified(kind, id).await;
+        self.stats.record(Op::GetJob, Some(id), r.as_ref().err().map(short));
+        r
+    }
+
+    async fn cancel(&self, kind: JobKind, id: u64) -> provkit_aap::Result<CancelOutcome> {
+        let r = self.inner.cancel(kind, id).await;
+        self.stats.record(Op::Cancel, Some(id), r.as_ref().err().map(short));
+        r
+    }
+
+    async fn find_job_kind(&self, id: u64) -> provkit_aap::Result<Option<JobKind>> {
+        let r = self.inner.find_job_kind(id).await;
+        self.stats.record(Op::FindKind, Some(id), r.as_ref().err().map(short));
+        r
+    }
+
+    async fn jobs_created_since(
+        &self,
+        kind: JobKind,
+        template_kind: TemplateKind,
+        template_id: u64,
+        since: DateTime<Utc>,
+    ) -> provkit_aap::Result<Vec<Job>> {
+        let r = self.inner.jobs_created_since(kind, template_kind, template_id, since).await;
+        self.stats.record(Op::ListJobs, None, r.as_ref().err().map(short));
+        r
+    }
+}

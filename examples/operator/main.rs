@@ -32,7 +32,10 @@ use provkit_lifecycle::{LifecyclePolicy, ProvisioningProvider};
 use provkit_testing::fake_aap::{FakeAap, FakeAapServer, JobScript, JobTemplateSpec};
 
 #[derive(Parser, Debug)]
-#[command(name = "operator", about = "VirtualNetwork operator provisioned through AAP (provkit example)")]
+#[command(
+    name = "operator",
+    about = "VirtualNetwork operator provisioned through AAP (provkit example)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -104,7 +107,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut _fake = None;
     let aap = if cli.fake_aap {
         let server = fake_aap(&prefix).await?;
-        let client = AapClient::builder(server.base_url()).token(server.token()).build()?;
+        let client = AapClient::builder(server.base_url())
+            .token(server.token())
+            .build()?;
         _fake = Some(server);
         client
     } else {
@@ -117,8 +122,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let identity = std::env::var("POD_NAME")
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_else(|_| format!("operator-{}", std::process::id()));
-    let policy = LifecyclePolicy::default().with_poll_interval(Duration::from_secs(cli.poll_interval.max(1)));
-    let ctx = Arc::new(Context::new(client.clone(), provider, policy, clock.clone(), &identity));
+    let policy = LifecyclePolicy::default()
+        .with_poll_interval(Duration::from_secs(cli.poll_interval.max(1)));
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        provider,
+        policy,
+        clock.clone(),
+        &identity,
+    ));
     let api: Api<VirtualNetwork> = match &cli.namespace {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
@@ -134,7 +146,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::default_namespaced(client.clone()),
     };
-    let elector = LeaderElector::new(leases, cli.lease_name.clone(), identity, Duration::from_secs(15), clock);
+    let elector = LeaderElector::new(
+        leases,
+        cli.lease_name.clone(),
+        identity,
+        Duration::from_secs(15),
+        clock,
+    );
     leadership::acquire(&elector, Duration::from_secs(2)).await;
     let (lost_tx, lost_rx) = tokio::sync::oneshot::channel();
     let holder = tokio::spawn(async move {

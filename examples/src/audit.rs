@@ -83,7 +83,7 @@ pub struct Audit {
     pub lost: usize,
     /// Up to ten examples of lost job ids.
     pub lost_examples: Vec<String>,
-    /// Jobs still pending/waiting/running at the end.
+    /// Jobs still pending/waiting/running at the end (purged jobs excluded).
     pub still_active: usize,
     /// Provision jobs per resource.
     pub provision_launches: Vec<u32>,
@@ -106,14 +106,12 @@ impl Audit {
             attempts: vec![0; resources],
             ..Audit::default()
         };
-        jobs.extend(purged_jobs);
         jobs.retain(|j| j.name.starts_with(&prefix) && j.parent_workflow.is_none());
+        audit.still_active = jobs.iter().filter(|j| matches!(j.status, "new" | "pending" | "waiting" | "running")).count();
+        jobs.extend(purged_jobs);
         audit.jobs = jobs.len();
         let mut by_key: HashMap<String, Vec<u64>> = HashMap::new();
         for job in &jobs {
-            if matches!(job.status, "new" | "pending" | "waiting" | "running") {
-                audit.still_active += 1;
-            }
             if !store.was_recorded(&job.id.to_string()) {
                 audit.lost += 1;
                 if audit.lost_examples.len() < 10 {

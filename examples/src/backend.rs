@@ -81,6 +81,8 @@ pub struct BackendConfig {
     pub retry: RetryConfig,
     /// Delay (virtual) between a cancel request and the job showing `canceled`.
     pub cancel_delay: Duration,
+    /// More templates (e.g. a probe's), declared as they are.
+    pub extra_templates: Vec<JobTemplateSpec>,
 }
 
 impl BackendConfig {
@@ -93,6 +95,7 @@ impl BackendConfig {
             client_timeout: Duration::from_secs(30),
             retry: RetryConfig::default(),
             cancel_delay: Duration::from_secs(5),
+            extra_templates: Vec::new(),
         }
     }
 }
@@ -146,6 +149,9 @@ impl Backend {
                     k.delete.clone(),
                     Vec::new(),
                 ));
+        }
+        for t in &config.extra_templates {
+            builder = builder.job_template(t.clone());
         }
         let server = builder.start().await?;
         let client = AapClient::builder(server.base_url())

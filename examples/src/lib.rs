@@ -43,12 +43,14 @@
 pub mod audit;
 pub mod backend;
 pub mod clock;
+pub mod fleet;
 pub mod instrumented;
 pub mod metrics;
 pub mod queue;
 pub mod report;
 pub mod sim;
 pub mod store;
+pub mod story;
 
 pub use audit::{Audit, PurgeLog};
 pub use backend::{Backend, BackendConfig, BackendError, Chaos, KindTemplates};

@@ -148,7 +148,8 @@ pub fn call_table(calls: &CallStats, resources: usize) -> String {
     for op in Op::ALL {
         let n = calls.total(op);
         if n > 0 {
-            t.row(vec![op.label().to_owned(), n.to_string(), calls.errors(op).to_string(), per(n, resources)]);
+            let label = if op == Op::GetTemplate { "GET template (first per name)" } else { op.label() };
+            t.row(vec![label.to_owned(), n.to_string(), calls.errors(op).to_string(), per(n, resources)]);
         }
     }
     t.render()

@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use provkit_core::{Clock, JobState, JobStatus, JobType, compute_desired_config_version, find_latest_job_by_type};
 use provkit_lifecycle::{
-    BoxError, DeprovisionHooks, DeprovisionOutcome, DeprovisionStep, LaunchContext, Lifecycle, LifecycleError,
+    Action, BoxError, DeprovisionHooks, DeprovisionOutcome, DeprovisionStep, LaunchContext, Lifecycle, LifecycleError,
     LifecyclePolicy, ProvisionHooks, ProvisionOutcome, ProvisionStep, stale_check_fn, status_flush_fn,
 };
 use provkit_testing::fake_aap::FakeAap;
@@ -119,10 +119,17 @@ impl ReconcileReport {
                 let (what, id) = match &o.step {
                     ProvisionStep::Skipped => ("Skip: config applied".to_owned(), String::new()),
                     ProvisionStep::StaleCache => ("Requeue: stale cache, no launch".to_owned(), String::new()),
+                    ProvisionStep::Launched { job_id } if o.action == Action::Backoff => {
+                        ("Backoff over: retry launched".to_owned(), job_id.clone())
+                    }
                     ProvisionStep::Launched { job_id } => (format!("{}: launched", o.action), job_id.clone()),
                     ProvisionStep::Recovered { job_id } => ("Trigger: recovered by key".to_owned(), job_id.clone()),
                     ProvisionStep::RateLimited { retry_after } => {
                         (format!("rate-limited, retry in {}s", retry_after.as_secs()), String::new())
+                    }
+                    ProvisionStep::Polled { job_id, state } if state.is_terminal() && !state.is_successful() => {
+                        let wait = self.requeue.map(crate::metrics::fmt_duration).unwrap_or_default();
+                        (format!("Poll: job {} → backoff, retry in {wait}", state.as_str()), job_id.clone())
                     }
                     ProvisionStep::Polled { job_id, .. } => ("Poll".to_owned(), job_id.clone()),
                     ProvisionStep::PurgedJobFailed { job_id } => ("Poll: job purged → Failed".to_owned(), job_id.clone()),
@@ -137,6 +144,9 @@ impl ReconcileReport {
             EngineResult::Deprovision(Ok(o)) => {
                 let (what, id, ty) = match &o.step {
                     DeprovisionStep::Skipped => ("Deprovision: skipped".to_owned(), String::new(), JobType::Deprovision),
+                    DeprovisionStep::StaleCache => {
+                        ("Deprovision: stale cache, no launch".to_owned(), String::new(), JobType::Deprovision)
+                    }
                     DeprovisionStep::Waiting => {
                         ("Deprovision: cancel provision job, wait".to_owned(), String::new(), JobType::Provision)
                     }
@@ -347,12 +357,20 @@ impl Sim {
             if !copy.finalizer {
                 return (EngineResult::Deprovision(Err("no finalizer".into())), None, false);
             }
-            let hooks = DeprovisionHooks::new().status_flush(&flush);
+            let store = self.store.clone();
+            let check = stale_check_fn(move || {
+                let store = store.clone();
+                async move { Ok(store.fresh(index).map(|o| o.jobs.clone()).unwrap_or_default()) }
+            });
+            let hooks = DeprovisionHooks::new().status_flush(&flush).stale_check(&check);
             let out = self.engine.run_deprovisioning_lifecycle(&view, &mut jobs, &ctx, &hooks).await;
             let out = match out {
                 Ok(o) => o,
                 Err(e) => return (self.engine_error(&e, EngineResult::Deprovision), Some(self.config.error_requeue), false),
             };
+            if matches!(out.step, DeprovisionStep::StaleCache) {
+                m.stale_check_requeues.fetch_add(1, Ordering::Relaxed);
+            }
             if matches!(out.step, DeprovisionStep::Recovered { .. }) {
                 m.recovered.fetch_add(1, Ordering::Relaxed);
             }

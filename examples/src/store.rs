@@ -385,7 +385,7 @@ pub fn merge_jobs(server: &[JobStatus], ours: &[JobStatus], cap: NonZeroUsize) -
         }
         match out.iter_mut().find(|j| j.job_id == job.job_id) {
             Some(existing) => {
-                if !(existing.state.is_terminal() && !job.state.is_terminal()) {
+                if !existing.state.is_terminal() || job.state.is_terminal() {
                     *existing = job.clone();
                 }
             }

@@ -45,13 +45,20 @@ where
 
 fn wrk(url: &str, token: &str, concurrency: usize, duration: Duration) -> Option<f64> {
     let out = std::process::Command::new("wrk")
-        .args(["-t", &concurrency.min(4).to_string(), "-c", &concurrency.to_string()])
+        .args([
+            "-t",
+            &concurrency.min(4).to_string(),
+            "-c",
+            &concurrency.to_string(),
+        ])
         .args(["-d", &format!("{}s", duration.as_secs().max(1))])
         .args(["-H", &format!("Authorization: Bearer {token}"), url])
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
-    text.lines().find_map(|l| l.strip_prefix("Requests/sec:")).and_then(|v| v.trim().parse().ok())
+    text.lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// A TCP relay that counts the connections it accepts.
@@ -75,7 +82,10 @@ async fn counting_relay(target: std::net::SocketAddr) -> (std::net::SocketAddr, 
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    let secs: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(3);
+    let secs: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(3);
     let duration = Duration::from_secs(secs);
     let server = FakeAap::builder()
         .organization("bench")
@@ -87,14 +97,31 @@ async fn main() {
         .start()
         .await
         .unwrap();
-    let client = AapClient::builder(server.base_url()).token(server.token()).proxy_from_env(false).build().unwrap();
+    let client = AapClient::builder(server.base_url())
+        .token(server.token())
+        .proxy_from_env(false)
+        .build()
+        .unwrap();
     let template = client.get_template("bench").await.unwrap();
-    let id = client.launch(&template, &LaunchRequest::default()).await.unwrap().id;
+    let id = client
+        .launch(&template, &LaunchRequest::default())
+        .await
+        .unwrap()
+        .id;
     let url = format!("{}/api/v2/jobs/{id}/", server.base_url());
     let token = server.token();
-    let use_wrk = std::process::Command::new("wrk").arg("--version").output().is_ok();
-    println!("GET job detail ({url}), {secs} s per measurement; baseline: {}", if use_wrk { "wrk" } else { "raw reqwest loop" });
-    println!("{:>12} {:>14} {:>14} {:>8}", "concurrency", "client req/s", "raw req/s", "ratio");
+    let use_wrk = std::process::Command::new("wrk")
+        .arg("--version")
+        .output()
+        .is_ok();
+    println!(
+        "GET job detail ({url}), {secs} s per measurement; baseline: {}",
+        if use_wrk { "wrk" } else { "raw reqwest loop" }
+    );
+    println!(
+        "{:>12} {:>14} {:>14} {:>8}",
+        "concurrency", "client req/s", "raw req/s", "ratio"
+    );
     for concurrency in [1usize, 16] {
         let c = client.clone();
         let client_rps = measure(concurrency, duration, move || {
@@ -104,13 +131,19 @@ async fn main() {
             }
         })
         .await;
-        let raw_rps = match use_wrk.then(|| wrk(&url, &token, concurrency, duration)).flatten() {
+        let raw_rps = match use_wrk
+            .then(|| wrk(&url, &token, concurrency, duration))
+            .flatten()
+        {
             Some(rps) => rps,
             None => {
                 let raw = reqwest::Client::builder().no_proxy().build().unwrap();
                 let (url, auth) = (url.clone(), format!("Bearer {token}"));
                 measure(concurrency, duration, move || {
-                    let req = raw.get(&url).header("authorization", &auth).header("accept", "application/json");
+                    let req = raw
+                        .get(&url)
+                        .header("authorization", &auth)
+                        .header("accept", "application/json");
                     async move {
                         let resp = req.send().await.unwrap();
                         assert!(resp.status().is_success());
@@ -120,12 +153,20 @@ async fn main() {
                 .await
             }
         };
-        println!("{concurrency:>12} {client_rps:>14.0} {raw_rps:>14.0} {:>8.2}", client_rps / raw_rps);
+        println!(
+            "{concurrency:>12} {client_rps:>14.0} {raw_rps:>14.0} {:>8.2}",
+            client_rps / raw_rps
+        );
     }
 
     // Connection reuse: 200 sequential requests, then 16 streams × 50 requests, through a relay.
     let (relay, accepted) = counting_relay(server.addr()).await;
-    let relayed = AapClient::builder(format!("http://{relay}")).token(server.token()).base_path("/api/v2/").proxy_from_env(false).build().unwrap();
+    let relayed = AapClient::builder(format!("http://{relay}"))
+        .token(server.token())
+        .base_path("/api/v2/")
+        .proxy_from_env(false)
+        .build()
+        .unwrap();
     for _ in 0..200 {
         relayed.get_job(id).await.unwrap();
     }
@@ -143,6 +184,8 @@ async fn main() {
         s.await.unwrap();
     }
     let total = accepted.load(Ordering::Relaxed);
-    println!("connections: {sequential} for 200 sequential requests, {total} after 16 concurrent streams × 50 requests");
+    println!(
+        "connections: {sequential} for 200 sequential requests, {total} after 16 concurrent streams × 50 requests"
+    );
     assert!(sequential == 1 && total <= 16, "connection reuse is broken");
 }

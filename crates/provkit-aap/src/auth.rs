@@ -37,7 +37,10 @@ impl fmt::Debug for Credentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Token(_) => f.write_str("Token([REDACTED])"),
-            Self::Basic { username, .. } => write!(f, "Basic {{ username: {username:?}, password: [REDACTED] }}"),
+            Self::Basic { username, .. } => write!(
+                f,
+                "Basic {{ username: {username:?}, password: [REDACTED] }}"
+            ),
             Self::TokenFile(path) => write!(f, "TokenFile({path:?})"),
             Self::None => f.write_str("None"),
         }
@@ -58,14 +61,21 @@ fn bearer(token: &str) -> Result<HeaderValue> {
 }
 
 pub(crate) fn basic_header(username: &str, password: &str) -> Result<HeaderValue> {
-    sensitive(format!("Basic {}", base64(format!("{username}:{password}").as_bytes())))
+    sensitive(format!(
+        "Basic {}",
+        base64(format!("{username}:{password}").as_bytes())
+    ))
 }
 
 fn base64(input: &[u8]) -> String {
     const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
     for chunk in input.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for (i, shift) in [18u32, 12, 6, 0].iter().enumerate() {
             if i <= chunk.len() {
@@ -94,13 +104,19 @@ pub(crate) struct Authenticator {
 #[derive(Debug)]
 enum AuthKind {
     Static(Option<HeaderValue>),
-    File { path: PathBuf, interval: Duration, state: Mutex<FileState> },
+    File {
+        path: PathBuf,
+        interval: Duration,
+        state: Mutex<FileState>,
+    },
 }
 
 impl Authenticator {
     pub(crate) fn new(credentials: &Credentials, reload_interval: Duration) -> Result<Self> {
         let kind = match credentials {
-            Credentials::Token(token) => AuthKind::Static(Some(bearer(token.expose_secret().trim())?)),
+            Credentials::Token(token) => {
+                AuthKind::Static(Some(bearer(token.expose_secret().trim())?))
+            }
             Credentials::Basic { username, password } => {
                 AuthKind::Static(Some(basic_header(username, password.expose_secret())?))
             }
@@ -108,7 +124,11 @@ impl Authenticator {
             Credentials::TokenFile(path) => AuthKind::File {
                 path: path.clone(),
                 interval: reload_interval,
-                state: Mutex::new(FileState { checked: None, stamp: None, header: None }),
+                state: Mutex::new(FileState {
+                    checked: None,
+                    stamp: None,
+                    header: None,
+                }),
             },
         };
         Ok(Self { kind })
@@ -118,11 +138,19 @@ impl Authenticator {
     pub(crate) fn header(&self) -> Result<Option<HeaderValue>> {
         match &self.kind {
             AuthKind::Static(header) => Ok(header.clone()),
-            AuthKind::File { path, interval, state } => {
-                let mut state = state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            AuthKind::File {
+                path,
+                interval,
+                state,
+            } => {
+                let mut state = state
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let now = Instant::now();
                 let due = state.header.is_none()
-                    || state.checked.is_none_or(|at| now.saturating_duration_since(at) >= *interval);
+                    || state
+                        .checked
+                        .is_none_or(|at| now.saturating_duration_since(at) >= *interval);
                 if due {
                     reload(path, &mut state, false)?;
                     state.checked = Some(now);
@@ -137,29 +165,41 @@ impl Authenticator {
         match &self.kind {
             AuthKind::Static(_) => false,
             AuthKind::File { path, state, .. } => {
-                let mut state = state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut state = state
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let before = state.header.clone();
                 if reload(path, &mut state, true).is_err() {
                     return false;
                 }
                 state.checked = Some(Instant::now());
-                state.header.as_ref().map(HeaderValue::as_bytes) != before.as_ref().map(HeaderValue::as_bytes)
+                state.header.as_ref().map(HeaderValue::as_bytes)
+                    != before.as_ref().map(HeaderValue::as_bytes)
             }
         }
     }
 }
 
 fn reload(path: &Path, state: &mut FileState, force: bool) -> Result<()> {
-    let io = |source| Error::TokenFile { path: path.to_owned(), source };
+    let io = |source| Error::TokenFile {
+        path: path.to_owned(),
+        source,
+    };
     let meta = std::fs::metadata(path).map_err(io)?;
-    let stamp = (meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), meta.len());
+    let stamp = (
+        meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+        meta.len(),
+    );
     if !force && state.header.is_some() && state.stamp == Some(stamp) {
         return Ok(());
     }
     let token = SecretString::from(std::fs::read_to_string(path).map_err(io)?);
     let trimmed = token.expose_secret().trim();
     if trimmed.is_empty() {
-        return Err(io(std::io::Error::new(std::io::ErrorKind::InvalidData, "the token file is empty")));
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "the token file is empty",
+        )));
     }
     state.header = Some(bearer(trimmed)?);
     state.stamp = Some(stamp);
@@ -172,7 +212,13 @@ mod tests {
 
     #[test]
     fn base64_vectors() {
-        for (raw, want) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("admin:pa:ss", "YWRtaW46cGE6c3M=")] {
+        for (raw, want) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("admin:pa:ss", "YWRtaW46cGE6c3M="),
+        ] {
             assert_eq!(base64(raw.as_bytes()), want);
         }
     }
@@ -181,14 +227,23 @@ mod tests {
     fn debug_never_shows_secrets() {
         let creds = [
             Credentials::Token(SecretString::from("s3cr3t-token")),
-            Credentials::Basic { username: "admin".into(), password: SecretString::from("hunter2") },
+            Credentials::Basic {
+                username: "admin".into(),
+                password: SecretString::from("hunter2"),
+            },
         ];
         for c in creds {
             let text = format!("{c:?}");
-            assert!(!text.contains("s3cr3t") && !text.contains("hunter2"), "{text}");
+            assert!(
+                !text.contains("s3cr3t") && !text.contains("hunter2"),
+                "{text}"
+            );
             let auth = Authenticator::new(&c, Duration::ZERO).unwrap();
             let text = format!("{auth:?}");
-            assert!(!text.contains("s3cr3t") && !text.contains("hunter2"), "{text}");
+            assert!(
+                !text.contains("s3cr3t") && !text.contains("hunter2"),
+                "{text}"
+            );
             assert!(auth.header().unwrap().unwrap().is_sensitive());
         }
     }
@@ -199,10 +254,14 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("token");
         std::fs::write(&path, "first\n").unwrap();
-        let auth = Authenticator::new(&Credentials::TokenFile(path.clone()), Duration::ZERO).unwrap();
+        let auth =
+            Authenticator::new(&Credentials::TokenFile(path.clone()), Duration::ZERO).unwrap();
         assert_eq!(auth.header().unwrap().unwrap().as_bytes(), b"Bearer first");
         std::fs::write(&path, "second-longer\n").unwrap();
-        assert_eq!(auth.header().unwrap().unwrap().as_bytes(), b"Bearer second-longer");
+        assert_eq!(
+            auth.header().unwrap().unwrap().as_bytes(),
+            b"Bearer second-longer"
+        );
         std::fs::write(&path, "third-longer!\n").unwrap();
         assert!(auth.refresh_after_unauthorized());
         assert!(!auth.refresh_after_unauthorized());

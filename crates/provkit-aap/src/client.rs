@@ -13,7 +13,9 @@ use crate::error::{Error, Result, TemplateCandidate};
 use crate::rate_limit::RateLimiter;
 use crate::retry::RetryConfig;
 use crate::transport::Call;
-use crate::types::{CancelOutcome, Job, JobKind, LaunchRequest, Launched, Page, Template, TemplateKind};
+use crate::types::{
+    CancelOutcome, Job, JobKind, LaunchRequest, Launched, Page, Template, TemplateKind,
+};
 
 /// The "too large to display" notice AWX returns instead of stdout above 1 MiB.
 const STDOUT_TOO_LARGE: &str = "Standard Output too large to display";
@@ -94,16 +96,29 @@ fn candidate(value: &Value) -> Option<(Template, TemplateCandidate)> {
     let kind_str = value.get("type")?.as_str()?;
     let kind = TemplateKind::from_type(kind_str)?;
     let id = value.get("id")?.as_u64()?;
-    let organization_name =
-        value.pointer("/summary_fields/organization/name").and_then(Value::as_str).map(str::to_owned);
+    let organization_name = value
+        .pointer("/summary_fields/organization/name")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     let template = Template {
         id,
-        name: value.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        name: value
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
         kind,
         organization: value.get("organization").and_then(Value::as_u64),
         organization_name: organization_name.clone(),
     };
-    Some((template, TemplateCandidate { id, kind: kind_str.to_owned(), organization: organization_name }))
+    Some((
+        template,
+        TemplateCandidate {
+            id,
+            kind: kind_str.to_owned(),
+            organization: organization_name,
+        },
+    ))
 }
 
 impl AapClient {
@@ -158,7 +173,10 @@ impl AapClient {
     }
 
     async fn get_value(&self, path: String) -> Result<Value> {
-        self.inner.execute(&Call::get(path, self.inner.max_body_bytes)).await?.json()
+        self.inner
+            .execute(&Call::get(path, self.inner.max_body_bytes))
+            .await?
+            .json()
     }
 
     /// `GET ping/` (no authentication needed): version and instance health.
@@ -176,7 +194,11 @@ impl AapClient {
     /// [`Error::Unauthorized`] for bad or expired credentials.
     pub async fn me(&self) -> Result<Value> {
         let path = self.path(&["me"], &[]).await?;
-        let page: Page = serde_json::from_value(self.get_value(path.clone()).await?).unwrap_or(Page { next: None, results: vec![] });
+        let page: Page =
+            serde_json::from_value(self.get_value(path.clone()).await?).unwrap_or(Page {
+                next: None,
+                results: vec![],
+            });
         Ok(page.results.into_iter().next().unwrap_or(Value::Null))
     }
 
@@ -198,24 +220,48 @@ impl AapClient {
     /// [`Error::TemplateNotFound`] for no match, [`Error::AmbiguousTemplate`] for several (same
     /// name in several organizations, or a job template and a workflow template sharing it);
     /// auth and server errors are reported as such, never as "not found".
-    pub async fn get_template_in(&self, name: &str, organization: Option<&str>) -> Result<Template> {
+    pub async fn get_template_in(
+        &self,
+        name: &str,
+        organization: Option<&str>,
+    ) -> Result<Template> {
         let key = (name.to_owned(), organization.map(str::to_owned));
-        if let Some(hit) = self.inner.templates.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key) {
+        if let Some(hit) = self
+            .inner
+            .templates
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
+        {
             return Ok(hit.clone());
         }
-        let mut query = vec![("name", name), ("type", "job_template,workflow_job_template")];
+        let mut query = vec![
+            ("name", name),
+            ("type", "job_template,workflow_job_template"),
+        ];
         if let Some(org) = organization {
             query.push(("organization__name", org));
         }
         let path = self.path(&["unified_job_templates"], &query).await?;
-        let page: Page = serde_json::from_value(self.get_value(path.clone()).await?).map_err(|e| Error::Decode {
-            ctx: Box::new(crate::error::RequestContext::new(http::Method::GET, path)),
-            message: "not a list page".into(),
-            source: Some(e),
-        })?;
-        let mut found: Vec<_> = page.results.iter().filter_map(candidate).filter(|(t, _)| t.name == name || t.name.is_empty()).collect();
+        let page: Page =
+            serde_json::from_value(self.get_value(path.clone()).await?).map_err(|e| {
+                Error::Decode {
+                    ctx: Box::new(crate::error::RequestContext::new(http::Method::GET, path)),
+                    message: "not a list page".into(),
+                    source: Some(e),
+                }
+            })?;
+        let mut found: Vec<_> = page
+            .results
+            .iter()
+            .filter_map(candidate)
+            .filter(|(t, _)| t.name == name || t.name.is_empty())
+            .collect();
         match found.len() {
-            0 => Err(Error::TemplateNotFound { name: name.to_owned(), organization: organization.map(str::to_owned) }),
+            0 => Err(Error::TemplateNotFound {
+                name: name.to_owned(),
+                organization: organization.map(str::to_owned),
+            }),
             1 => {
                 let (template, _) = found.remove(0);
                 self.inner
@@ -234,7 +280,11 @@ impl AapClient {
 
     /// Empties the template cache.
     pub fn clear_template_cache(&self) {
-        self.inner.templates.write().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+        self.inner
+            .templates
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
     }
 
     fn forget_template(&self, kind: TemplateKind, id: u64) {
@@ -263,20 +313,33 @@ impl AapClient {
     /// HTTP errors (a 404 also drops the template from the cache); use
     /// [`Error::is_outcome_unknown`] to tell "certainly not launched" from "maybe launched".
     pub async fn launch_job_template(&self, id: u64, request: &LaunchRequest) -> Result<Launched> {
-        self.launch_kind(TemplateKind::JobTemplate, id, request).await
+        self.launch_kind(TemplateKind::JobTemplate, id, request)
+            .await
     }
 
     /// `POST workflow_job_templates/<id>/launch/`. **Never retried**.
     ///
     /// # Errors
     /// As [`launch_job_template`](Self::launch_job_template).
-    pub async fn launch_workflow_template(&self, id: u64, request: &LaunchRequest) -> Result<Launched> {
-        self.launch_kind(TemplateKind::WorkflowJobTemplate, id, request).await
+    pub async fn launch_workflow_template(
+        &self,
+        id: u64,
+        request: &LaunchRequest,
+    ) -> Result<Launched> {
+        self.launch_kind(TemplateKind::WorkflowJobTemplate, id, request)
+            .await
     }
 
-    async fn launch_kind(&self, kind: TemplateKind, id: u64, request: &LaunchRequest) -> Result<Launched> {
+    async fn launch_kind(
+        &self,
+        kind: TemplateKind,
+        id: u64,
+        request: &LaunchRequest,
+    ) -> Result<Launched> {
         let id_text = id.to_string();
-        let path = self.path(&[kind.endpoint(), &id_text, "launch"], &[]).await?;
+        let path = self
+            .path(&[kind.endpoint(), &id_text, "launch"], &[])
+            .await?;
         let body = serde_json::to_vec(request).map_err(|e| Error::Config {
             message: "launch request is not serializable".into(),
             source: Some(Box::new(e)),
@@ -292,11 +355,12 @@ impl AapClient {
             }
         };
         let value: Value = resp.json()?;
-        let launched = Launched::from_value(&value, kind.job_kind()).ok_or_else(|| Error::Decode {
-            ctx: Box::new(resp.ctx.clone()),
-            message: "launch response has no job id".into(),
-            source: None,
-        })?;
+        let launched =
+            Launched::from_value(&value, kind.job_kind()).ok_or_else(|| Error::Decode {
+                ctx: Box::new(resp.ctx.clone()),
+                message: "launch response has no job id".into(),
+                source: None,
+            })?;
         if !launched.ignored_fields.is_empty() {
             let fields: Vec<&String> = launched.ignored_fields.keys().collect();
             tracing::warn!(
@@ -306,7 +370,12 @@ impl AapClient {
                 "AAP ignored launch fields the template does not prompt for"
             );
         }
-        tracing::info!(template_id = id, job_id = launched.id, kind = launched.kind.as_str(), "launched AAP job");
+        tracing::info!(
+            template_id = id,
+            job_id = launched.id,
+            kind = launched.kind.as_str(),
+            "launched AAP job"
+        );
         Ok(launched)
     }
 
@@ -332,7 +401,10 @@ impl AapClient {
     /// As [`get_job`](Self::get_job).
     pub async fn get_unified(&self, kind: JobKind, id: u64) -> Result<Job> {
         let path = self.path(&[kind.endpoint(), &id.to_string()], &[]).await?;
-        let resp = self.inner.execute(&Call::get(path, self.inner.max_body_bytes)).await?;
+        let resp = self
+            .inner
+            .execute(&Call::get(path, self.inner.max_body_bytes))
+            .await?;
         let value: Value = resp.json()?;
         Job::from_value(&value, kind).ok_or_else(|| Error::Decode {
             ctx: Box::new(resp.ctx.clone()),
@@ -349,12 +421,19 @@ impl AapClient {
     pub async fn find_job_kind(&self, id: u64) -> Result<Option<JobKind>> {
         let id_text = id.to_string();
         let path = self.path(&["unified_jobs"], &[("id", &id_text)]).await?;
-        let page: Page = serde_json::from_value(self.get_value(path).await?).unwrap_or(Page { next: None, results: vec![] });
+        let page: Page = serde_json::from_value(self.get_value(path).await?).unwrap_or(Page {
+            next: None,
+            results: vec![],
+        });
         Ok(page
             .results
             .iter()
             .filter(|v| v.get("id").and_then(Value::as_u64) == Some(id))
-            .find_map(|v| v.get("type").and_then(Value::as_str).and_then(JobKind::from_type)))
+            .find_map(|v| {
+                v.get("type")
+                    .and_then(Value::as_str)
+                    .and_then(JobKind::from_type)
+            }))
     }
 
     /// `POST jobs/<id>/cancel/`.
@@ -379,7 +458,9 @@ impl AapClient {
     /// # Errors
     /// [`Error::NotFound`] for an unknown job; other HTTP errors.
     pub async fn cancel(&self, kind: JobKind, id: u64) -> Result<CancelOutcome> {
-        let path = self.path(&[kind.endpoint(), &id.to_string(), "cancel"], &[]).await?;
+        let path = self
+            .path(&[kind.endpoint(), &id.to_string(), "cancel"], &[])
+            .await?;
         let call = Call::post(path, b"{}".to_vec(), true, self.inner.max_body_bytes);
         match self.inner.execute(&call).await {
             Ok(_) => Ok(CancelOutcome::Accepted),
@@ -393,9 +474,14 @@ impl AapClient {
     /// # Errors
     /// [`Error::NotFound`] for an unknown job; HTTP/decoding errors.
     pub async fn can_cancel(&self, kind: JobKind, id: u64) -> Result<bool> {
-        let path = self.path(&[kind.endpoint(), &id.to_string(), "cancel"], &[]).await?;
+        let path = self
+            .path(&[kind.endpoint(), &id.to_string(), "cancel"], &[])
+            .await?;
         let value = self.get_value(path).await?;
-        Ok(value.get("can_cancel").and_then(Value::as_bool).unwrap_or(false))
+        Ok(value
+            .get("can_cancel")
+            .and_then(Value::as_bool)
+            .unwrap_or(false))
     }
 
     /// A job's standard output as text (`stdout/?format=txt`), falling back to
@@ -413,7 +499,9 @@ impl AapClient {
     }
 
     async fn stdout_format(&self, id: &str, format: &str) -> Result<String> {
-        let path = self.path(&["jobs", id, "stdout"], &[("format", format)]).await?;
+        let path = self
+            .path(&["jobs", id, "stdout"], &[("format", format)])
+            .await?;
         let mut call = Call::get(path, self.inner.max_stdout_bytes);
         call.accept = "text/plain, */*";
         let resp = self.inner.execute(&call).await?;
@@ -431,15 +519,22 @@ impl AapClient {
     }
 
     pub(crate) async fn page(&self, path: String) -> Result<(Vec<Value>, Option<String>)> {
-        let resp = self.inner.execute(&Call::get(path, self.inner.max_body_bytes)).await?;
+        let resp = self
+            .inner
+            .execute(&Call::get(path, self.inner.max_body_bytes))
+            .await?;
         let page: Page = resp.json()?;
         let next = match page.next.as_deref() {
             None | Some("") => None,
-            Some(link) => Some(root_relative(&self.inner.origin, link).ok_or_else(|| Error::Decode {
-                ctx: Box::new(resp.ctx.clone()),
-                message: format!("`next` link {link:?} leaves this host; not followed"),
-                source: None,
-            })?),
+            Some(link) => {
+                Some(
+                    root_relative(&self.inner.origin, link).ok_or_else(|| Error::Decode {
+                        ctx: Box::new(resp.ctx.clone()),
+                        message: format!("`next` link {link:?} leaves this host; not followed"),
+                        source: None,
+                    })?,
+                )
+            }
         };
         Ok((page.results, next))
     }
@@ -468,8 +563,16 @@ impl AapClient {
             TemplateKind::JobTemplate => "job_template",
             TemplateKind::WorkflowJobTemplate => "workflow_job_template",
         };
-        let query = [(filter, id_text.as_str()), ("created__gt", since_text.as_str()), ("order_by", "-id"), ("page_size", "50")];
+        let query = [
+            (filter, id_text.as_str()),
+            ("created__gt", since_text.as_str()),
+            ("order_by", "-id"),
+            ("page_size", "50"),
+        ];
         let items = self.list(kind.endpoint(), &query).await?;
-        Ok(items.iter().filter_map(|v| Job::from_value(v, kind)).collect())
+        Ok(items
+            .iter()
+            .filter_map(|v| Job::from_value(v, kind))
+            .collect())
     }
 }

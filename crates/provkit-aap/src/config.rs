@@ -25,7 +25,11 @@ pub(crate) enum ApiRoot {
 
 fn normalize_base(path: &str) -> String {
     let trimmed = path.trim_matches('/');
-    if trimmed.is_empty() { "/".to_owned() } else { format!("/{trimmed}/") }
+    if trimmed.is_empty() {
+        "/".to_owned()
+    } else {
+        format!("/{trimmed}/")
+    }
 }
 
 /// Splits a configured URL into its origin and API root.
@@ -36,7 +40,13 @@ fn normalize_base(path: &str) -> String {
 /// - any other path prefix `P` → discovery through `P/api/`.
 pub(crate) fn split_url(url: &Url) -> Result<(String, ApiRoot)> {
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(Error::Config { message: format!("AAP URL must be http(s)://host[...], got {:?}", url.as_str()), source: None });
+        return Err(Error::Config {
+            message: format!(
+                "AAP URL must be http(s)://host[...], got {:?}",
+                url.as_str()
+            ),
+            source: None,
+        });
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err(Error::Config {
@@ -48,7 +58,8 @@ pub(crate) fn split_url(url: &Url) -> Result<(String, ApiRoot)> {
     let segments: Vec<&str> = url.path().split('/').filter(|s| !s.is_empty()).collect();
     let path = normalize_base(&segments.join("/"));
     let last = segments.last().copied().unwrap_or_default();
-    let is_version = last.len() > 1 && last.starts_with('v') && last[1..].bytes().all(|b| b.is_ascii_digit());
+    let is_version =
+        last.len() > 1 && last.starts_with('v') && last[1..].bytes().all(|b| b.is_ascii_digit());
     let root = if is_version {
         ApiRoot::Fixed(path)
     } else if segments.ends_with(&["api", "controller"]) {
@@ -107,7 +118,10 @@ impl AapClientBuilder {
             credentials: Credentials::None,
             connect_timeout: Duration::from_secs(10),
             timeout: Duration::from_secs(30),
-            tls: TlsSettings { system_roots: true, ..TlsSettings::default() },
+            tls: TlsSettings {
+                system_roots: true,
+                ..TlsSettings::default()
+            },
             proxy_from_env: true,
             proxy: None,
             user_agent: concat!("provkit-aap/", env!("CARGO_PKG_VERSION")).to_owned(),
@@ -136,8 +150,10 @@ impl AapClientBuilder {
 
     /// HTTP Basic credentials.
     pub fn basic_auth(mut self, username: impl Into<String>, password: impl Into<String>) -> Self {
-        self.credentials =
-            Credentials::Basic { username: username.into(), password: SecretString::from(password.into()) };
+        self.credentials = Credentials::Basic {
+            username: username.into(),
+            password: SecretString::from(password.into()),
+        };
         self
     }
 
@@ -269,13 +285,16 @@ impl AapClientBuilder {
             http = http.no_proxy();
         }
         if let Some(proxy) = &self.proxy {
-            let proxy = reqwest::Proxy::all(proxy.as_str())
-                .map_err(|e| Error::Config { message: "invalid proxy URL".into(), source: Some(Box::new(e)) })?;
+            let proxy = reqwest::Proxy::all(proxy.as_str()).map_err(|e| Error::Config {
+                message: "invalid proxy URL".into(),
+                source: Some(Box::new(e)),
+            })?;
             http = http.proxy(proxy);
         }
-        let http = http
-            .build()
-            .map_err(|e| Error::Config { message: "cannot build the HTTP client".into(), source: Some(Box::new(e)) })?;
+        let http = http.build().map_err(|e| Error::Config {
+            message: "cannot build the HTTP client".into(),
+            source: Some(Box::new(e)),
+        })?;
         Ok(AapClient::from_inner(Arc::new(Inner::new(
             http,
             origin,
@@ -295,17 +314,30 @@ fn parse_bool(name: &str, value: &str) -> Result<bool> {
     match value.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" | "y" | "t" => Ok(true),
         "0" | "false" | "no" | "off" | "n" | "f" | "" => Ok(false),
-        other => Err(Error::Config { message: format!("{name}={other:?} is not a boolean"), source: None }),
+        other => Err(Error::Config {
+            message: format!("{name}={other:?} is not a boolean"),
+            source: None,
+        }),
     }
 }
 
 /// Builds a client builder from environment-like lookups (see [`AapClient::from_env`]).
-pub(crate) fn builder_from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<AapClientBuilder> {
+pub(crate) fn builder_from_lookup(
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<AapClientBuilder> {
     let get = |key: &str| get(key).filter(|v| !v.trim().is_empty());
-    let host = get("AAP_HOSTNAME").or_else(|| get("AAP_HOST")).or_else(|| get("OSAC_AAP_URL")).ok_or_else(|| {
-        Error::Config { message: "set AAP_HOSTNAME (or AAP_HOST, or OSAC_AAP_URL) to the AAP URL".into(), source: None }
-    })?;
-    let host = if host.contains("://") { host } else { format!("https://{host}") };
+    let host = get("AAP_HOSTNAME")
+        .or_else(|| get("AAP_HOST"))
+        .or_else(|| get("OSAC_AAP_URL"))
+        .ok_or_else(|| Error::Config {
+            message: "set AAP_HOSTNAME (or AAP_HOST, or OSAC_AAP_URL) to the AAP URL".into(),
+            source: None,
+        })?;
+    let host = if host.contains("://") {
+        host
+    } else {
+        format!("https://{host}")
+    };
     let mut builder = AapClientBuilder::new(host);
     if let Some(token) = get("AAP_TOKEN").or_else(|| get("OSAC_AAP_TOKEN")) {
         builder = builder.token(token);
@@ -332,7 +364,10 @@ pub(crate) fn builder_from_lookup(get: impl Fn(&str) -> Option<String>) -> Resul
         let timeout = Duration::try_from_secs_f64(secs)
             .ok()
             .filter(|d| !d.is_zero())
-            .ok_or_else(|| Error::Config { message: format!("AAP_REQUEST_TIMEOUT={v:?} must be positive"), source: None })?;
+            .ok_or_else(|| Error::Config {
+                message: format!("AAP_REQUEST_TIMEOUT={v:?} must be positive"),
+                source: None,
+            })?;
         builder = builder.timeout(timeout);
     }
     Ok(builder)
@@ -346,15 +381,51 @@ mod tests {
     #[test]
     fn url_forms() {
         let cases = [
-            ("https://aap.example.com", "https://aap.example.com", ApiRoot::Discover("/api/".into())),
-            ("https://aap.example.com/", "https://aap.example.com", ApiRoot::Discover("/api/".into())),
-            ("https://aap.example.com/api", "https://aap.example.com", ApiRoot::Discover("/api/".into())),
-            ("https://aap.example.com/api/", "https://aap.example.com", ApiRoot::Discover("/api/".into())),
-            ("https://aap.example.com/api/controller", "https://aap.example.com", ApiRoot::Fixed("/api/controller/v2/".into())),
-            ("http://osac-aap/api/controller/", "http://osac-aap", ApiRoot::Fixed("/api/controller/v2/".into())),
-            ("https://h:8443/api/v2", "https://h:8443", ApiRoot::Fixed("/api/v2/".into())),
-            ("https://h/api/controller/v2/", "https://h", ApiRoot::Fixed("/api/controller/v2/".into())),
-            ("https://h/awx", "https://h", ApiRoot::Discover("/awx/api/".into())),
+            (
+                "https://aap.example.com",
+                "https://aap.example.com",
+                ApiRoot::Discover("/api/".into()),
+            ),
+            (
+                "https://aap.example.com/",
+                "https://aap.example.com",
+                ApiRoot::Discover("/api/".into()),
+            ),
+            (
+                "https://aap.example.com/api",
+                "https://aap.example.com",
+                ApiRoot::Discover("/api/".into()),
+            ),
+            (
+                "https://aap.example.com/api/",
+                "https://aap.example.com",
+                ApiRoot::Discover("/api/".into()),
+            ),
+            (
+                "https://aap.example.com/api/controller",
+                "https://aap.example.com",
+                ApiRoot::Fixed("/api/controller/v2/".into()),
+            ),
+            (
+                "http://osac-aap/api/controller/",
+                "http://osac-aap",
+                ApiRoot::Fixed("/api/controller/v2/".into()),
+            ),
+            (
+                "https://h:8443/api/v2",
+                "https://h:8443",
+                ApiRoot::Fixed("/api/v2/".into()),
+            ),
+            (
+                "https://h/api/controller/v2/",
+                "https://h",
+                ApiRoot::Fixed("/api/controller/v2/".into()),
+            ),
+            (
+                "https://h/awx",
+                "https://h",
+                ApiRoot::Discover("/awx/api/".into()),
+            ),
         ];
         for (raw, origin, root) in cases {
             let (o, r) = split_url(&Url::parse(raw).unwrap()).unwrap();
@@ -365,34 +436,70 @@ mod tests {
     }
 
     fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         move |k| map.get(k).cloned()
     }
 
     #[test]
     fn env_variables() {
-        let b = builder_from_lookup(lookup(&[("AAP_HOSTNAME", "aap.example.com"), ("AAP_TOKEN", "t0k3n"), ("AAP_VALIDATE_CERTS", "false"), ("AAP_REQUEST_TIMEOUT", "12.5")])).unwrap();
+        let b = builder_from_lookup(lookup(&[
+            ("AAP_HOSTNAME", "aap.example.com"),
+            ("AAP_TOKEN", "t0k3n"),
+            ("AAP_VALIDATE_CERTS", "false"),
+            ("AAP_REQUEST_TIMEOUT", "12.5"),
+        ]))
+        .unwrap();
         assert_eq!(b.url, "https://aap.example.com");
         assert!(matches!(b.credentials, Credentials::Token(_)));
         assert!(b.tls.insecure_skip_verify);
         assert_eq!(b.timeout, Duration::from_millis(12_500));
         assert!(!format!("{b:?}").contains("t0k3n"));
 
-        let go = builder_from_lookup(lookup(&[("OSAC_AAP_URL", "http://osac-aap/api/controller"), ("OSAC_AAP_TOKEN", "x"), ("OSAC_AAP_INSECURE_SKIP_VERIFY", "true")])).unwrap();
+        let go = builder_from_lookup(lookup(&[
+            ("OSAC_AAP_URL", "http://osac-aap/api/controller"),
+            ("OSAC_AAP_TOKEN", "x"),
+            ("OSAC_AAP_INSECURE_SKIP_VERIFY", "true"),
+        ]))
+        .unwrap();
         assert_eq!(go.url, "http://osac-aap/api/controller");
         assert!(go.tls.insecure_skip_verify);
         assert!(matches!(go.credentials, Credentials::Token(_)));
 
-        let basic = builder_from_lookup(lookup(&[("AAP_HOST", "https://h"), ("AAP_USERNAME", "admin"), ("AAP_PASSWORD", "pw")])).unwrap();
+        let basic = builder_from_lookup(lookup(&[
+            ("AAP_HOST", "https://h"),
+            ("AAP_USERNAME", "admin"),
+            ("AAP_PASSWORD", "pw"),
+        ]))
+        .unwrap();
         assert!(matches!(basic.credentials, Credentials::Basic { .. }));
         assert!(!basic.tls.insecure_skip_verify);
         assert_eq!(basic.timeout, Duration::from_secs(30));
 
-        let preferred = builder_from_lookup(lookup(&[("AAP_HOSTNAME", "a"), ("AAP_HOST", "b"), ("OSAC_AAP_URL", "c")])).unwrap();
+        let preferred = builder_from_lookup(lookup(&[
+            ("AAP_HOSTNAME", "a"),
+            ("AAP_HOST", "b"),
+            ("OSAC_AAP_URL", "c"),
+        ]))
+        .unwrap();
         assert_eq!(preferred.url, "https://a");
 
         assert!(builder_from_lookup(lookup(&[])).is_err());
-        assert!(builder_from_lookup(lookup(&[("AAP_HOSTNAME", "h"), ("AAP_VALIDATE_CERTS", "maybe")])).is_err());
-        assert!(builder_from_lookup(lookup(&[("AAP_HOSTNAME", "h"), ("AAP_REQUEST_TIMEOUT", "-1")])).is_err());
+        assert!(
+            builder_from_lookup(lookup(&[
+                ("AAP_HOSTNAME", "h"),
+                ("AAP_VALIDATE_CERTS", "maybe")
+            ]))
+            .is_err()
+        );
+        assert!(
+            builder_from_lookup(lookup(&[
+                ("AAP_HOSTNAME", "h"),
+                ("AAP_REQUEST_TIMEOUT", "-1")
+            ]))
+            .is_err()
+        );
     }
 }

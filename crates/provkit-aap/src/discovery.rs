@@ -23,19 +23,33 @@ pub(crate) enum Step {
 }
 
 /// Interprets an API index document (pure).
-pub(crate) fn interpret_index(origin: &str, doc: &Value, allow_follow: bool) -> std::result::Result<Step, String> {
-    if allow_follow && let Some(controller) = doc.pointer("/apis/controller").and_then(Value::as_str) {
-        let path = root_relative(origin, controller)
-            .ok_or_else(|| format!("the gateway's controller link {controller:?} is not on this host"))?;
+pub(crate) fn interpret_index(
+    origin: &str,
+    doc: &Value,
+    allow_follow: bool,
+) -> std::result::Result<Step, String> {
+    if allow_follow
+        && let Some(controller) = doc.pointer("/apis/controller").and_then(Value::as_str)
+    {
+        let path = root_relative(origin, controller).ok_or_else(|| {
+            format!("the gateway's controller link {controller:?} is not on this host")
+        })?;
         return Ok(Step::Follow(path));
     }
     let version = doc
         .get("current_version")
         .and_then(Value::as_str)
-        .ok_or_else(|| "the API index has neither `apis.controller` nor `current_version`; is this AWX / AAP?".to_owned())?;
+        .ok_or_else(|| {
+            "the API index has neither `apis.controller` nor `current_version`; is this AWX / AAP?"
+                .to_owned()
+        })?;
     let path = root_relative(origin, version)
         .ok_or_else(|| format!("`current_version` {version:?} is not a path on this host"))?;
-    Ok(Step::Base(if path.ends_with('/') { path } else { format!("{path}/") }))
+    Ok(Step::Base(if path.ends_with('/') {
+        path
+    } else {
+        format!("{path}/")
+    }))
 }
 
 impl Inner {
@@ -43,9 +57,11 @@ impl Inner {
     pub(crate) async fn base(&self) -> Result<&str> {
         match &self.root {
             ApiRoot::Fixed(base) => Ok(base),
-            ApiRoot::Discover(index) => {
-                self.base.get_or_try_init(|| self.discover(index)).await.map(String::as_str)
-            }
+            ApiRoot::Discover(index) => self
+                .base
+                .get_or_try_init(|| self.discover(index))
+                .await
+                .map(String::as_str),
         }
     }
 
@@ -55,10 +71,18 @@ impl Inner {
         call.authenticated = false;
         let resp = self.execute(&call).await.map_err(|e| Error::Discovery {
             url: url.clone(),
-            message: if e.is_not_found() { "no AAP/AWX API index here (404)".into() } else { "request failed".into() },
+            message: if e.is_not_found() {
+                "no AAP/AWX API index here (404)".into()
+            } else {
+                "request failed".into()
+            },
             source: Some(Box::new(e)),
         })?;
-        resp.json::<Value>().map_err(|e| Error::Discovery { url, message: "not an API index".into(), source: Some(Box::new(e)) })
+        resp.json::<Value>().map_err(|e| Error::Discovery {
+            url,
+            message: "not an API index".into(),
+            source: Some(Box::new(e)),
+        })
     }
 
     async fn discover(&self, index: &str) -> Result<String> {
@@ -72,22 +96,45 @@ impl Inner {
                 }
                 Ok(Step::Follow(next)) => path = next,
                 Err(message) => {
-                    return Err(Error::Discovery { url: format!("{}{path}", self.origin), message, source: None });
+                    return Err(Error::Discovery {
+                        url: format!("{}{path}", self.origin),
+                        message,
+                        source: None,
+                    });
                 }
             }
         }
-        Err(Error::Discovery { url: format!("{}{path}", self.origin), message: "no current_version found".into(), source: None })
+        Err(Error::Discovery {
+            url: format!("{}{path}", self.origin),
+            message: "no current_version found".into(),
+            source: None,
+        })
     }
 
     /// Adds a "wrong API path on a gateway" hint to a 404 under a configured (not discovered)
     /// AWX-style base path. Costs one unauthenticated `GET /api/` per client, once.
     pub(crate) async fn with_hint(&self, err: Error) -> Error {
-        let Error::NotFound { ctx, detail, hint: None } = err else { return err };
+        let Error::NotFound {
+            ctx,
+            detail,
+            hint: None,
+        } = err
+        else {
+            return err;
+        };
         let ApiRoot::Fixed(base) = &self.root else {
-            return Error::NotFound { ctx, detail, hint: None };
+            return Error::NotFound {
+                ctx,
+                detail,
+                hint: None,
+            };
         };
         if base.contains("/controller/") || !ctx.path.starts_with(base.as_str()) {
-            return Error::NotFound { ctx, detail, hint: None };
+            return Error::NotFound {
+                ctx,
+                detail,
+                hint: None,
+            };
         }
         let gateway = self
             .gateway
@@ -96,7 +143,10 @@ impl Inner {
                 call.authenticated = false;
                 call.idempotent = false;
                 match self.execute_plain(&call).await {
-                    Ok(doc) => doc.pointer("/apis/controller").and_then(Value::as_str).map(str::to_owned),
+                    Ok(doc) => doc
+                        .pointer("/apis/controller")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
                     Err(_) => None,
                 }
             })
@@ -127,12 +177,25 @@ mod tests {
         let awx = json!({"description": "AWX REST API", "current_version": "/api/v2/", "available_versions": {"v2": "/api/v2/"}});
         assert!(matches!(interpret_index(o, &awx, true), Ok(Step::Base(b)) if b == "/api/v2/"));
         let gw = json!({"apis": {"gateway": "/api/gateway/", "controller": "/api/controller/", "eda": "/api/eda/"}});
-        assert!(matches!(interpret_index(o, &gw, true), Ok(Step::Follow(p)) if p == "/api/controller/"));
+        assert!(
+            matches!(interpret_index(o, &gw, true), Ok(Step::Follow(p)) if p == "/api/controller/")
+        );
         let ctrl = json!({"current_version": "/api/controller/v2/"});
-        assert!(matches!(interpret_index(o, &ctrl, false), Ok(Step::Base(b)) if b == "/api/controller/v2/"));
+        assert!(
+            matches!(interpret_index(o, &ctrl, false), Ok(Step::Base(b)) if b == "/api/controller/v2/")
+        );
         let absolute = json!({"current_version": "https://h/api/eda/v1"});
-        assert!(matches!(interpret_index(o, &absolute, false), Ok(Step::Base(b)) if b == "/api/eda/v1/"));
-        assert!(interpret_index(o, &json!({"apis": {"controller": "https://elsewhere/api/controller/"}}), true).is_err());
+        assert!(
+            matches!(interpret_index(o, &absolute, false), Ok(Step::Base(b)) if b == "/api/eda/v1/")
+        );
+        assert!(
+            interpret_index(
+                o,
+                &json!({"apis": {"controller": "https://elsewhere/api/controller/"}}),
+                true
+            )
+            .is_err()
+        );
         assert!(interpret_index(o, &json!({"hello": 1}), true).is_err());
         // A controller index that again lists apis is not followed twice.
         assert!(interpret_index(o, &gw, false).is_err());

@@ -137,14 +137,27 @@ mod tests {
     fn paths_always_end_with_slash_before_query() {
         let cases: &[PathCase<'_>] = &[
             ("/api/v2/", &["ping"], &[], "/api/v2/ping/"),
-            ("/api/v2", &["jobs", "7", "cancel"], &[], "/api/v2/jobs/7/cancel/"),
+            (
+                "/api/v2",
+                &["jobs", "7", "cancel"],
+                &[],
+                "/api/v2/jobs/7/cancel/",
+            ),
             (
                 "/api/controller/v2/",
                 &["jobs"],
-                &[("job_template", "9"), ("created__gt", "2026-11-29T12:00:00Z")],
+                &[
+                    ("job_template", "9"),
+                    ("created__gt", "2026-11-29T12:00:00Z"),
+                ],
                 "/api/controller/v2/jobs/?job_template=9&created__gt=2026-11-29T12%3A00%3A00Z",
             ),
-            ("/api/v2/", &["job_templates", "a/b"], &[], "/api/v2/job_templates/a%2Fb/"),
+            (
+                "/api/v2/",
+                &["job_templates", "a/b"],
+                &[],
+                "/api/v2/job_templates/a%2Fb/",
+            ),
         ];
         for (base, segments, query, want) in cases {
             let got = api_path(base, segments, query);

@@ -27,7 +27,12 @@ pub struct RequestContext {
 
 impl RequestContext {
     pub(crate) fn new(method: http::Method, path: impl Into<String>) -> Self {
-        Self { method, path: path.into(), status: None, request_id: None }
+        Self {
+            method,
+            path: path.into(),
+            status: None,
+            request_id: None,
+        }
     }
 }
 
@@ -66,11 +71,17 @@ impl fmt::Display for TemplateCandidate {
 }
 
 fn fmt_candidates(list: &[TemplateCandidate]) -> String {
-    list.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    list.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn fmt_detail(detail: &Option<String>) -> String {
-    detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default()
+    detail
+        .as_deref()
+        .map(|d| format!(": {d}"))
+        .unwrap_or_default()
 }
 
 fn fmt_field_errors(fields: &BTreeMap<String, Vec<String>>) -> String {
@@ -82,11 +93,15 @@ fn fmt_field_errors(fields: &BTreeMap<String, Vec<String>>) -> String {
 }
 
 fn fmt_retry_after(after: &Option<Duration>) -> String {
-    after.map(|d| format!(", retry after {d:?}")).unwrap_or_default()
+    after
+        .map(|d| format!(", retry after {d:?}"))
+        .unwrap_or_default()
 }
 
 fn fmt_hint(hint: &Option<String>) -> String {
-    hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default()
+    hint.as_deref()
+        .map(|h| format!(" ({h})"))
+        .unwrap_or_default()
 }
 
 /// Errors of the AAP client.
@@ -105,7 +120,10 @@ pub enum Error {
         detail: Option<String>,
     },
     /// 403: authenticated but not permitted (e.g. no execute permission, read-scoped token).
-    #[error("{ctx}: forbidden: the credentials are valid but not permitted to do this{}", fmt_detail(detail))]
+    #[error(
+        "{ctx}: forbidden: the credentials are valid but not permitted to do this{}",
+        fmt_detail(detail)
+    )]
     Forbidden {
         /// Request context.
         ctx: Box<RequestContext>,
@@ -149,7 +167,11 @@ pub enum Error {
         retry_after: Option<Duration>,
     },
     /// 400 with the server's validation errors.
-    #[error("{ctx}: bad request: {}{}", fmt_field_errors(fields), fmt_detail(detail))]
+    #[error(
+        "{ctx}: bad request: {}{}",
+        fmt_field_errors(fields),
+        fmt_detail(detail)
+    )]
     BadRequest {
         /// Request context.
         ctx: Box<RequestContext>,
@@ -229,7 +251,10 @@ pub enum Error {
         organization: Option<String>,
     },
     /// Several templates match the name.
-    #[error("template name {name:?} is ambiguous: {}; set an organization to choose", fmt_candidates(candidates))]
+    #[error(
+        "template name {name:?} is ambiguous: {}; set an organization to choose",
+        fmt_candidates(candidates)
+    )]
     AmbiguousTemplate {
         /// Template name.
         name: String,
@@ -285,7 +310,10 @@ impl Error {
             | Self::Transport { ctx, .. }
             | Self::Decode { ctx, .. }
             | Self::BodyTooLarge { ctx, .. } => Some(ctx),
-            Self::Discovery { source: Some(inner), .. } => inner.context(),
+            Self::Discovery {
+                source: Some(inner),
+                ..
+            } => inner.context(),
             _ => None,
         }
     }
@@ -318,7 +346,9 @@ impl Error {
     /// The `Retry-After` the server sent, if any.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            Self::RateLimited { retry_after, .. } | Self::Server { retry_after, .. } => *retry_after,
+            Self::RateLimited { retry_after, .. } | Self::Server { retry_after, .. } => {
+                *retry_after
+            }
             _ => None,
         }
     }

@@ -25,7 +25,9 @@ pub use auth::Credentials;
 pub use client::AapClient;
 pub use config::AapClientBuilder;
 pub use error::{Error, RequestContext, Result, TemplateCandidate};
+pub use provider::{AapProvider, AapProviderBuilder};
 pub use rate_limit::RateLimit;
 pub use retry::RetryConfig;
-pub use types::{AapJobStatus, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template, TemplateKind};
-pub use provider::{AapProvider, AapProviderBuilder};
+pub use types::{
+    AapJobStatus, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template, TemplateKind,
+};

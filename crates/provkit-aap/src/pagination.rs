@@ -26,7 +26,11 @@ pub(crate) async fn collect(client: &AapClient, first: String) -> Result<Vec<Val
                 }
                 next = following;
             }
-            Err(Error::NotFound { detail, .. }) if detail.as_deref().is_some_and(|d| d.contains("Invalid page")) => {
+            Err(Error::NotFound { detail, .. })
+                if detail
+                    .as_deref()
+                    .is_some_and(|d| d.contains("Invalid page")) =>
+            {
                 tracing::debug!("pagination ended on \"Invalid page.\"");
                 break;
             }

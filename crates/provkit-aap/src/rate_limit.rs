@@ -21,8 +21,15 @@ impl RateLimit {
     /// `per_second` requests per second on average (values ≤ 0 or not finite mean 1/s), at most
     /// `burst` (≥ 1) in a row.
     pub fn new(per_second: f64, burst: u32) -> Self {
-        let per_second = if per_second.is_finite() && per_second > 0.0 { per_second } else { 1.0 };
-        Self { per_second, burst: burst.max(1) }
+        let per_second = if per_second.is_finite() && per_second > 0.0 {
+            per_second
+        } else {
+            1.0
+        };
+        Self {
+            per_second,
+            burst: burst.max(1),
+        }
     }
 
     /// The sustained rate.
@@ -46,19 +53,26 @@ pub(crate) struct Bucket {
 
 impl Bucket {
     pub(crate) fn new(limit: RateLimit, now: Instant) -> Self {
-        Self { limit, tokens: f64::from(limit.burst), last: now }
+        Self {
+            limit,
+            tokens: f64::from(limit.burst),
+            last: now,
+        }
     }
 
     /// Takes a token, or says how long to wait for one.
     pub(crate) fn try_take(&mut self, now: Instant) -> Result<(), Duration> {
         let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
         self.last = now;
-        self.tokens = (self.tokens + elapsed * self.limit.per_second).min(f64::from(self.limit.burst));
+        self.tokens =
+            (self.tokens + elapsed * self.limit.per_second).min(f64::from(self.limit.burst));
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
             Ok(())
         } else {
-            Err(Duration::from_secs_f64((1.0 - self.tokens) / self.limit.per_second))
+            Err(Duration::from_secs_f64(
+                (1.0 - self.tokens) / self.limit.per_second,
+            ))
         }
     }
 }
@@ -71,7 +85,9 @@ pub(crate) struct RateLimiter {
 
 impl RateLimiter {
     pub(crate) fn new(limit: RateLimit) -> Self {
-        Self { bucket: Mutex::new(Bucket::new(limit, Instant::now())) }
+        Self {
+            bucket: Mutex::new(Bucket::new(limit, Instant::now())),
+        }
     }
 
     pub(crate) async fn acquire(&self) {

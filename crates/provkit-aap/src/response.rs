@@ -25,7 +25,9 @@ pub(crate) struct RawResponse {
 
 impl RawResponse {
     pub(crate) fn is_html(&self) -> bool {
-        self.content_type.as_deref().is_some_and(|c| c.to_ascii_lowercase().contains("text/html"))
+        self.content_type
+            .as_deref()
+            .is_some_and(|c| c.to_ascii_lowercase().contains("text/html"))
             || looks_like_html(&self.body)
     }
 
@@ -36,25 +38,35 @@ impl RawResponse {
         }
         serde_json::from_slice(&self.body).map_err(|source| Error::Decode {
             ctx: Box::new(self.ctx.clone()),
-            message: format!("{source}; body starts with {:?}", truncate(&String::from_utf8_lossy(&self.body), 120)),
+            message: format!(
+                "{source}; body starts with {:?}",
+                truncate(&String::from_utf8_lossy(&self.body), 120)
+            ),
             source: Some(source),
         })
     }
 }
 
 fn looks_like_html(body: &[u8]) -> bool {
-    let head = String::from_utf8_lossy(&body[..body.len().min(256)]).trim_start().to_ascii_lowercase();
+    let head = String::from_utf8_lossy(&body[..body.len().min(256)])
+        .trim_start()
+        .to_ascii_lowercase();
     head.starts_with("<!doctype html") || head.starts_with("<html")
 }
 
 fn html_instead_of_json(resp: &RawResponse) -> Error {
     let text = String::from_utf8_lossy(&resp.body).to_ascii_lowercase();
     if text.contains("migrat") || text.contains("upgrad") {
-        Error::Migrating { ctx: Box::new(resp.ctx.clone()) }
+        Error::Migrating {
+            ctx: Box::new(resp.ctx.clone()),
+        }
     } else {
         Error::Decode {
             ctx: Box::new(resp.ctx.clone()),
-            message: format!("expected JSON, got an HTML page ({})", summarize_body(&resp.body, true)),
+            message: format!(
+                "expected JSON, got an HTML page ({})",
+                summarize_body(&resp.body, true)
+            ),
             source: None,
         }
     }
@@ -82,7 +94,11 @@ pub(crate) fn summarize_body(body: &[u8], html: bool) -> String {
         let lower = text.to_ascii_lowercase();
         let title = lower
             .find("<title>")
-            .and_then(|start| lower[start + 7..].find("</title>").map(|end| (start + 7, start + 7 + end)))
+            .and_then(|start| {
+                lower[start + 7..]
+                    .find("</title>")
+                    .map(|end| (start + 7, start + 7 + end))
+            })
             .map(|(s, e)| text[s..e].trim().to_owned())
             .filter(|t| !t.is_empty());
         return match title {
@@ -96,7 +112,11 @@ pub(crate) fn summarize_body(body: &[u8], html: bool) -> String {
         }
         let (fields, _) = field_errors(&value);
         if !fields.is_empty() {
-            let joined = fields.iter().map(|(k, v)| format!("{k}: {}", v.join(" "))).collect::<Vec<_>>().join("; ");
+            let joined = fields
+                .iter()
+                .map(|(k, v)| format!("{k}: {}", v.join(" ")))
+                .collect::<Vec<_>>()
+                .join("; ");
             return truncate(&joined, SUMMARY_CHARS);
         }
     }
@@ -105,10 +125,12 @@ pub(crate) fn summarize_body(body: &[u8], html: bool) -> String {
 
 fn json_detail(value: &Value) -> Option<String> {
     let obj = value.as_object()?;
-    ["detail", "error"].iter().find_map(|key| match obj.get(*key)? {
-        Value::String(s) => Some(s.clone()),
-        other => Some(other.to_string()),
-    })
+    ["detail", "error"]
+        .iter()
+        .find_map(|key| match obj.get(*key)? {
+            Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        })
 }
 
 fn value_messages(value: &Value) -> Vec<String> {
@@ -130,7 +152,10 @@ pub(crate) fn field_errors(value: &Value) -> (BTreeMap<String, Vec<String>>, Opt
                 if key == "detail" || key == "error" {
                     continue;
                 }
-                let messages: Vec<String> = value_messages(val).into_iter().map(|m| truncate(&m, SUMMARY_CHARS)).collect();
+                let messages: Vec<String> = value_messages(val)
+                    .into_iter()
+                    .map(|m| truncate(&m, SUMMARY_CHARS))
+                    .collect();
                 fields.insert(key.clone(), messages);
             }
         }
@@ -139,7 +164,10 @@ pub(crate) fn field_errors(value: &Value) -> (BTreeMap<String, Vec<String>>, Opt
         }
         _ => {}
     }
-    (fields, json_detail(value).map(|d| truncate(&d, SUMMARY_CHARS)))
+    (
+        fields,
+        json_detail(value).map(|d| truncate(&d, SUMMARY_CHARS)),
+    )
 }
 
 /// Maps a non-2xx response to an error (the context must already hold status and request id).
@@ -156,11 +184,17 @@ pub(crate) fn classify(resp: &RawResponse, now: SystemTime) -> Error {
                 .map(|d| truncate(&d, SUMMARY_CHARS))
         }
     };
-    let retry_after: Option<Duration> = resp.retry_after.as_deref().and_then(|v| parse_retry_after(v, now));
+    let retry_after: Option<Duration> = resp
+        .retry_after
+        .as_deref()
+        .and_then(|v| parse_retry_after(v, now));
     match resp.status.as_u16() {
         300..=399 => {
             let location = resp.location.clone();
-            if location.as_deref().is_some_and(|l| l.contains("/migrations_notran")) {
+            if location
+                .as_deref()
+                .is_some_and(|l| l.contains("/migrations_notran"))
+            {
                 Error::Migrating { ctx }
             } else {
                 Error::Redirect { ctx, location }
@@ -169,16 +203,44 @@ pub(crate) fn classify(resp: &RawResponse, now: SystemTime) -> Error {
         400 => {
             let value = serde_json::from_slice::<Value>(&resp.body).unwrap_or(Value::Null);
             let (fields, detail_text) = field_errors(&value);
-            let detail_text = if value.is_null() { Some(summarize_body(&resp.body, html)) } else { detail_text };
-            Error::BadRequest { ctx, detail: detail_text, fields }
+            let detail_text = if value.is_null() {
+                Some(summarize_body(&resp.body, html))
+            } else {
+                detail_text
+            };
+            Error::BadRequest {
+                ctx,
+                detail: detail_text,
+                fields,
+            }
         }
-        401 => Error::Unauthorized { ctx, detail: detail() },
-        403 => Error::Forbidden { ctx, detail: detail() },
-        404 => Error::NotFound { ctx, detail: detail(), hint: None },
-        405 => Error::MethodNotAllowed { ctx, detail: detail() },
+        401 => Error::Unauthorized {
+            ctx,
+            detail: detail(),
+        },
+        403 => Error::Forbidden {
+            ctx,
+            detail: detail(),
+        },
+        404 => Error::NotFound {
+            ctx,
+            detail: detail(),
+            hint: None,
+        },
+        405 => Error::MethodNotAllowed {
+            ctx,
+            detail: detail(),
+        },
         429 => Error::RateLimited { ctx, retry_after },
-        500..=599 => Error::Server { ctx, summary: summarize_body(&resp.body, html), retry_after },
-        _ => Error::Status { ctx, summary: summarize_body(&resp.body, html) },
+        500..=599 => Error::Server {
+            ctx,
+            summary: summarize_body(&resp.body, html),
+            retry_after,
+        },
+        _ => Error::Status {
+            ctx,
+            summary: summarize_body(&resp.body, html),
+        },
     }
 }
 
@@ -206,17 +268,37 @@ mod tests {
     fn status_mapping_table() {
         let json = "application/json";
         let cases: Vec<(u16, &str, Check)> = vec![
-            (401, r#"{"detail":"Authentication credentials were not provided."}"#, |e| matches!(e, Error::Unauthorized { .. })),
-            (403, r#"{"detail":"You do not have permission to perform this action."}"#, |e| matches!(e, Error::Forbidden { .. })),
+            (
+                401,
+                r#"{"detail":"Authentication credentials were not provided."}"#,
+                |e| matches!(e, Error::Unauthorized { .. }),
+            ),
+            (
+                403,
+                r#"{"detail":"You do not have permission to perform this action."}"#,
+                |e| matches!(e, Error::Forbidden { .. }),
+            ),
             (404, r#"{"detail":"Not found."}"#, |e| e.is_not_found()),
-            (405, r#"{"detail":"Method \"POST\" not allowed."}"#, |e| e.is_method_not_allowed()),
-            (429, "", |e| matches!(e, Error::RateLimited { .. }) && e.is_retryable()),
-            (500, r#"{"detail":"A server error has occurred."}"#, |e| matches!(e, Error::Server { .. }) && !e.is_retryable()),
+            (405, r#"{"detail":"Method \"POST\" not allowed."}"#, |e| {
+                e.is_method_not_allowed()
+            }),
+            (429, "", |e| {
+                matches!(e, Error::RateLimited { .. }) && e.is_retryable()
+            }),
+            (500, r#"{"detail":"A server error has occurred."}"#, |e| {
+                matches!(e, Error::Server { .. }) && !e.is_retryable()
+            }),
             (502, "", |e| e.is_retryable()),
             (503, "", |e| e.is_retryable()),
             (504, "", |e| e.is_retryable()),
-            (409, r#"{"error":"Resource is being used by running jobs."}"#, |e| matches!(e, Error::Status { .. })),
-            (413, "too big", |e| matches!(e, Error::Status { .. }) && !e.is_outcome_unknown()),
+            (
+                409,
+                r#"{"error":"Resource is being used by running jobs."}"#,
+                |e| matches!(e, Error::Status { .. }),
+            ),
+            (413, "too big", |e| {
+                matches!(e, Error::Status { .. }) && !e.is_outcome_unknown()
+            }),
         ];
         for (status, body, check) in cases {
             let err = classify(&resp(status, json, body), SystemTime::now());
@@ -231,7 +313,10 @@ mod tests {
 
     #[test]
     fn unauthorized_mentions_token_expiry() {
-        let err = classify(&resp(401, "application/json", r#"{"detail":"x"}"#), SystemTime::now());
+        let err = classify(
+            &resp(401, "application/json", r#"{"detail":"x"}"#),
+            SystemTime::now(),
+        );
         assert!(err.to_string().contains("expired"), "{err}");
     }
 
@@ -239,20 +324,32 @@ mod tests {
     fn bad_request_renders_field_errors() {
         let body = r#"{"limit": ["Field is not configured to prompt on launch."], "extra_vars": ["Variables foo are not allowed on launch."]}"#;
         let err = classify(&resp(400, "application/json", body), SystemTime::now());
-        let Error::BadRequest { fields, .. } = &err else { panic!("{err:?}") };
-        assert_eq!(fields["limit"], vec!["Field is not configured to prompt on launch."]);
+        let Error::BadRequest { fields, .. } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(
+            fields["limit"],
+            vec!["Field is not configured to prompt on launch."]
+        );
         let text = err.to_string();
         assert!(text.contains("limit: Field is not configured"), "{text}");
         assert!(text.contains("extra_vars: Variables foo"), "{text}");
-        let list = classify(&resp(400, "application/json", r#"["a","b"]"#), SystemTime::now());
-        let Error::BadRequest { fields, .. } = &list else { panic!() };
+        let list = classify(
+            &resp(400, "application/json", r#"["a","b"]"#),
+            SystemTime::now(),
+        );
+        let Error::BadRequest { fields, .. } = &list else {
+            panic!()
+        };
         assert_eq!(fields["__all__"], vec!["a", "b"]);
     }
 
     #[test]
     fn html_bodies_are_summarised_not_dumped() {
         let filler = "x".repeat(100_000);
-        let body = format!("<html><head><title>502 Bad Gateway</title></head><body>{filler}</body></html>");
+        let body = format!(
+            "<html><head><title>502 Bad Gateway</title></head><body>{filler}</body></html>"
+        );
         let err = classify(&resp(502, "text/html", &body), SystemTime::now());
         let text = err.to_string();
         assert!(text.contains("502 Bad Gateway"), "{text}");
@@ -267,10 +364,20 @@ mod tests {
     fn redirects() {
         let mut r = resp(302, "text/html", "");
         r.location = Some("/migrations_notran/".into());
-        assert!(matches!(classify(&r, SystemTime::now()), Error::Migrating { .. }));
+        assert!(matches!(
+            classify(&r, SystemTime::now()),
+            Error::Migrating { .. }
+        ));
         r.location = Some("/api/v2/jobs/1/".into());
-        assert!(matches!(classify(&r, SystemTime::now()), Error::Redirect { .. }));
-        let page = resp(200, "text/html", "<html><title>Upgrading</title>AWX is migrating</html>");
+        assert!(matches!(
+            classify(&r, SystemTime::now()),
+            Error::Redirect { .. }
+        ));
+        let page = resp(
+            200,
+            "text/html",
+            "<html><title>Upgrading</title>AWX is migrating</html>",
+        );
         assert!(matches!(page.json::<Value>(), Err(Error::Migrating { .. })));
     }
 
@@ -279,9 +386,15 @@ mod tests {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
         let mut r = resp(429, "text/plain", "slow down");
         r.retry_after = Some("3".into());
-        assert_eq!(classify(&r, now).retry_after(), Some(Duration::from_secs(3)));
+        assert_eq!(
+            classify(&r, now).retry_after(),
+            Some(Duration::from_secs(3))
+        );
         r.retry_after = Some("Wed, 21 Oct 2015 07:28:07 GMT".into());
-        assert_eq!(classify(&r, now).retry_after(), Some(Duration::from_secs(7)));
+        assert_eq!(
+            classify(&r, now).retry_after(),
+            Some(Duration::from_secs(7))
+        );
     }
 
     #[test]

@@ -40,7 +40,10 @@ impl Default for RetryConfig {
 impl RetryConfig {
     /// No retries at all.
     pub fn disabled() -> Self {
-        Self { max_retries: 0, ..Self::default() }
+        Self {
+            max_retries: 0,
+            ..Self::default()
+        }
     }
 
     /// Maximum number of retries after the first attempt.
@@ -144,9 +147,15 @@ mod tests {
             ("5", Some(Duration::from_secs(5))),
             (" 17 ", Some(Duration::from_secs(17))),
             ("Wed, 21 Oct 2015 07:28:00 GMT", Some(Duration::ZERO)),
-            ("Wed, 21 Oct 2015 07:29:00 GMT", Some(Duration::from_secs(60))),
+            (
+                "Wed, 21 Oct 2015 07:29:00 GMT",
+                Some(Duration::from_secs(60)),
+            ),
             ("Tue, 20 Oct 2015 07:28:00 GMT", Some(Duration::ZERO)),
-            ("Wednesday, 21-Oct-15 07:28:10 GMT", Some(Duration::from_secs(10))),
+            (
+                "Wednesday, 21-Oct-15 07:28:10 GMT",
+                Some(Duration::from_secs(10)),
+            ),
             ("-1", None),
             ("1.5", None),
             ("soon", None),
@@ -163,7 +172,9 @@ mod tests {
             .jitter(false)
             .initial_backoff(Duration::from_millis(100))
             .max_backoff(Duration::from_millis(500));
-        let got: Vec<_> = (0..5).map(|n| cfg.delay(n, None, 0.3).as_millis()).collect();
+        let got: Vec<_> = (0..5)
+            .map(|n| cfg.delay(n, None, 0.3).as_millis())
+            .collect();
         assert_eq!(got, vec![100, 200, 400, 500, 500]);
         assert_eq!(cfg.delay(100, None, 0.0), Duration::from_millis(500));
     }
@@ -171,8 +182,14 @@ mod tests {
     #[test]
     fn retry_after_is_used_verbatim() {
         let cfg = RetryConfig::default().max_backoff(Duration::from_secs(3));
-        assert_eq!(cfg.delay(0, Some(Duration::from_secs(2)), 0.9), Duration::from_secs(2));
-        assert_eq!(cfg.delay(3, Some(Duration::from_secs(30)), 0.1), Duration::from_secs(30));
+        assert_eq!(
+            cfg.delay(0, Some(Duration::from_secs(2)), 0.9),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            cfg.delay(3, Some(Duration::from_secs(30)), 0.1),
+            Duration::from_secs(30)
+        );
     }
 
     proptest::proptest! {

@@ -26,8 +26,14 @@ fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-fn config_error(message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Error {
-    Error::Config { message: message.into(), source: Some(Box::new(source)) }
+fn config_error(
+    message: impl Into<String>,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> Error {
+    Error::Config {
+        message: message.into(),
+        source: Some(Box::new(source)),
+    }
 }
 
 /// Parses every certificate of a PEM bundle.
@@ -36,7 +42,10 @@ pub(crate) fn parse_pem_certificates(pem: &[u8]) -> Result<Vec<CertificateDer<'s
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|e| config_error("invalid CA certificate PEM", e))?;
     if certs.is_empty() {
-        return Err(Error::Config { message: "the CA PEM contains no certificate".into(), source: None });
+        return Err(Error::Config {
+            message: "the CA PEM contains no certificate".into(),
+            source: None,
+        });
     }
     Ok(certs)
 }
@@ -48,14 +57,23 @@ pub(crate) fn client_config(settings: &TlsSettings) -> Result<rustls::ClientConf
         .with_safe_default_protocol_versions()
         .map_err(|e| config_error("TLS protocol versions", e))?;
     if settings.insecure_skip_verify {
-        tracing::warn!("TLS certificate verification is disabled for the AAP client (insecure_skip_verify)");
-        let verifier = NoVerification { algorithms: provider.signature_verification_algorithms };
-        return Ok(builder.dangerous().with_custom_certificate_verifier(Arc::new(verifier)).with_no_client_auth());
+        tracing::warn!(
+            "TLS certificate verification is disabled for the AAP client (insecure_skip_verify)"
+        );
+        let verifier = NoVerification {
+            algorithms: provider.signature_verification_algorithms,
+        };
+        return Ok(builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
+            .with_no_client_auth());
     }
     let mut roots = RootCertStore::empty();
     for pem in &settings.extra_ca_pem {
         for cert in parse_pem_certificates(pem)? {
-            roots.add(cert).map_err(|e| config_error("unusable CA certificate", e))?;
+            roots
+                .add(cert)
+                .map_err(|e| config_error("unusable CA certificate", e))?;
         }
     }
     if settings.system_roots {
@@ -64,7 +82,9 @@ pub(crate) fn client_config(settings: &TlsSettings) -> Result<rustls::ClientConf
         tracing::debug!(added, ignored, "loaded system CA certificates");
     }
     if roots.is_empty() {
-        tracing::warn!("no CA certificates available: HTTPS connections to AAP will fail verification");
+        tracing::warn!(
+            "no CA certificates available: HTTPS connections to AAP will fail verification"
+        );
     }
     Ok(builder.with_root_certificates(roots).with_no_client_auth())
 }
@@ -117,15 +137,29 @@ mod tests {
     #[test]
     fn building_never_installs_a_process_provider() {
         let before = CryptoProvider::get_default().is_some();
-        client_config(&TlsSettings { system_roots: true, ..TlsSettings::default() }).unwrap();
-        client_config(&TlsSettings { insecure_skip_verify: true, ..TlsSettings::default() }).unwrap();
+        client_config(&TlsSettings {
+            system_roots: true,
+            ..TlsSettings::default()
+        })
+        .unwrap();
+        client_config(&TlsSettings {
+            insecure_skip_verify: true,
+            ..TlsSettings::default()
+        })
+        .unwrap();
         assert_eq!(CryptoProvider::get_default().is_some(), before);
     }
 
     #[test]
     fn bad_pem_is_a_config_error() {
-        assert!(matches!(parse_pem_certificates(b"not a pem"), Err(Error::Config { .. })));
-        let settings = TlsSettings { extra_ca_pem: vec![b"garbage".to_vec()], ..TlsSettings::default() };
+        assert!(matches!(
+            parse_pem_certificates(b"not a pem"),
+            Err(Error::Config { .. })
+        ));
+        let settings = TlsSettings {
+            extra_ca_pem: vec![b"garbage".to_vec()],
+            ..TlsSettings::default()
+        };
         assert!(client_config(&settings).is_err());
     }
 }

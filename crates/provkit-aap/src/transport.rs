@@ -2,8 +2,8 @@
 
 use std::time::SystemTime;
 
-use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use http::Method;
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
@@ -36,22 +36,46 @@ pub(crate) struct Call {
 
 impl Call {
     pub(crate) fn get(path: String, cap: usize) -> Self {
-        Self { method: Method::GET, path, body: None, idempotent: true, authenticated: true, cap, accept: "application/json" }
+        Self {
+            method: Method::GET,
+            path,
+            body: None,
+            idempotent: true,
+            authenticated: true,
+            cap,
+            accept: "application/json",
+        }
     }
 
     pub(crate) fn post(path: String, body: Vec<u8>, idempotent: bool, cap: usize) -> Self {
-        Self { method: Method::POST, path, body: Some(body), idempotent, authenticated: true, cap, accept: "application/json" }
+        Self {
+            method: Method::POST,
+            path,
+            body: Some(body),
+            idempotent,
+            authenticated: true,
+            cap,
+            accept: "application/json",
+        }
     }
 }
 
 fn reqwest_error(ctx: RequestContext, source: reqwest::Error) -> Error {
     let ctx = Box::new(ctx);
     if source.is_connect() {
-        Error::Transport { ctx, connect: true, source }
+        Error::Transport {
+            ctx,
+            connect: true,
+            source,
+        }
     } else if source.is_timeout() {
         Error::Timeout { ctx, source }
     } else {
-        Error::Transport { ctx, connect: false, source }
+        Error::Transport {
+            ctx,
+            connect: false,
+            source,
+        }
     }
 }
 
@@ -86,7 +110,10 @@ impl Inner {
             }
             // A 401 rejects the request before anything happens, so one more try with a rotated
             // token file is safe even for a launch.
-            if matches!(err, Error::Unauthorized { .. }) && !refreshed_token && self.auth.refresh_after_unauthorized() {
+            if matches!(err, Error::Unauthorized { .. })
+                && !refreshed_token
+                && self.auth.refresh_after_unauthorized()
+            {
                 refreshed_token = true;
                 tracing::info!(path = %call.path, "AAP token file changed after a 401; retrying once");
                 continue;
@@ -94,8 +121,12 @@ impl Inner {
             if !(call.idempotent && err.is_retryable() && retries < self.retry.max_retries) {
                 return Err(self.with_hint(err).await);
             }
-            let delay = self.retry.delay(retries, err.retry_after(), fastrand::f64());
-            if err.retry_after().is_some_and(|after| after > self.retry.max_backoff)
+            let delay = self
+                .retry
+                .delay(retries, err.retry_after(), fastrand::f64());
+            if err
+                .retry_after()
+                .is_some_and(|after| after > self.retry.max_backoff)
                 || started.elapsed() + delay > self.retry.max_elapsed
             {
                 return Err(err);
@@ -112,17 +143,32 @@ impl Inner {
         }
         let mut ctx = RequestContext::new(call.method.clone(), call.path.clone());
         let url = format!("{}{}", self.origin, call.path);
-        let mut req = self.http.request(call.method.clone(), url).header(ACCEPT, call.accept);
-        if call.authenticated && let Some(header) = self.auth.header()? {
+        let mut req = self
+            .http
+            .request(call.method.clone(), url)
+            .header(ACCEPT, call.accept);
+        if call.authenticated
+            && let Some(header) = self.auth.header()?
+        {
             req = req.header(AUTHORIZATION, header);
         }
         if let Some(body) = &call.body {
-            req = req.header(CONTENT_TYPE, "application/json").body(body.clone());
+            req = req
+                .header(CONTENT_TYPE, "application/json")
+                .body(body.clone());
         }
-        let mut resp = req.send().await.map_err(|e| reqwest_error(ctx.clone(), e))?;
+        let mut resp = req
+            .send()
+            .await
+            .map_err(|e| reqwest_error(ctx.clone(), e))?;
         let status = resp.status();
         ctx.status = Some(status);
-        let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let header = |name: &str| {
+            resp.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
         ctx.request_id = header(REQUEST_ID);
         let content_type = header(CONTENT_TYPE.as_str());
         let location = header(LOCATION.as_str());
@@ -139,15 +185,33 @@ impl Inner {
             let room = cap.saturating_sub(body.len());
             if chunk.len() > room {
                 if success {
-                    return Err(Error::BodyTooLarge { ctx: Box::new(ctx), limit: cap });
+                    return Err(Error::BodyTooLarge {
+                        ctx: Box::new(ctx),
+                        limit: cap,
+                    });
                 }
                 body.extend_from_slice(&chunk[..room]);
                 break;
             }
             body.extend_from_slice(&chunk);
         }
-        tracing::debug!(status = status.as_u16(), request_id = ctx.request_id.as_deref(), "AAP response");
-        let raw = RawResponse { status, content_type, location, retry_after, body, ctx };
-        if success { Ok(raw) } else { Err(classify(&raw, SystemTime::now())) }
+        tracing::debug!(
+            status = status.as_u16(),
+            request_id = ctx.request_id.as_deref(),
+            "AAP response"
+        );
+        let raw = RawResponse {
+            status,
+            content_type,
+            location,
+            retry_after,
+            body,
+            ctx,
+        };
+        if success {
+            Ok(raw)
+        } else {
+            Err(classify(&raw, SystemTime::now()))
+        }
     }
 }

@@ -161,7 +161,10 @@ impl AapJobStatus {
 
     /// `successful`, `failed`, `error`, `canceled`.
     pub fn is_terminal(&self) -> bool {
-        matches!(self, Self::Successful | Self::Failed | Self::Error | Self::Canceled)
+        matches!(
+            self,
+            Self::Successful | Self::Failed | Self::Error | Self::Canceled
+        )
     }
 }
 
@@ -232,7 +235,9 @@ fn as_string(value: Option<&Value>) -> String {
 
 fn as_time(value: Option<&Value>) -> Option<DateTime<Utc>> {
     let s = value?.as_str()?;
-    DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 fn as_f64(value: Option<&Value>) -> f64 {
@@ -276,7 +281,11 @@ impl Job {
     pub fn from_value(value: &Value, default_kind: JobKind) -> Option<Self> {
         let obj = value.as_object()?;
         let id = obj.get("id").and_then(as_u64)?;
-        let kind = obj.get("type").and_then(Value::as_str).and_then(JobKind::from_type).unwrap_or(default_kind);
+        let kind = obj
+            .get("type")
+            .and_then(Value::as_str)
+            .and_then(JobKind::from_type)
+            .unwrap_or(default_kind);
         let (extra_vars, extra_vars_raw) = parse_extra_vars(obj.get("extra_vars"));
         let artifacts = match obj.get("artifacts") {
             Some(Value::String(s)) => serde_json::from_str::<Value>(s)
@@ -301,14 +310,24 @@ impl Job {
             extra_vars,
             extra_vars_raw,
             artifacts,
-            launch_type: obj.get("launch_type").and_then(Value::as_str).map(str::to_owned),
+            launch_type: obj
+                .get("launch_type")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             job_template: obj.get("job_template").and_then(as_u64),
             workflow_job_template: obj.get("workflow_job_template").and_then(as_u64),
             unified_job_template: obj.get("unified_job_template").and_then(as_u64),
-            is_sliced_job: obj.get("is_sliced_job").and_then(Value::as_bool).unwrap_or(false),
-            event_processing_finished: obj.get("event_processing_finished").and_then(Value::as_bool),
+            is_sliced_job: obj
+                .get("is_sliced_job")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            event_processing_finished: obj
+                .get("event_processing_finished")
+                .and_then(Value::as_bool),
             url: obj.get("url").and_then(Value::as_str).map(str::to_owned),
-            source_workflow_job: value.pointer("/summary_fields/source_workflow_job/id").and_then(as_u64),
+            source_workflow_job: value
+                .pointer("/summary_fields/source_workflow_job/id")
+                .and_then(as_u64),
         })
     }
 }
@@ -353,7 +372,10 @@ pub struct LaunchRequest {
     pub other: Map<String, Value>,
 }
 
-fn serialize_without_nulls<S: serde::Serializer>(map: &Map<String, Value>, serializer: S) -> Result<S::Ok, S::Error> {
+fn serialize_without_nulls<S: serde::Serializer>(
+    map: &Map<String, Value>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
     let mut out = serializer.serialize_map(None)?;
     for (key, value) in map.iter().filter(|(_, v)| !v.is_null()) {
@@ -366,7 +388,10 @@ impl std::fmt::Debug for LaunchRequest {
     /// Shows only the extra_vars **keys**: values may hold kubeconfigs and passwords.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LaunchRequest")
-            .field("extra_vars_keys", &self.extra_vars.keys().collect::<Vec<_>>())
+            .field(
+                "extra_vars_keys",
+                &self.extra_vars.keys().collect::<Vec<_>>(),
+            )
             .field("limit", &self.limit)
             .field("inventory", &self.inventory)
             .field("job_tags", &self.job_tags)
@@ -382,7 +407,10 @@ impl std::fmt::Debug for LaunchRequest {
 impl LaunchRequest {
     /// A launch with these extra variables.
     pub fn new(extra_vars: Map<String, Value>) -> Self {
-        Self { extra_vars, ..Self::default() }
+        Self {
+            extra_vars,
+            ..Self::default()
+        }
     }
 
     /// Sets `limit`.
@@ -433,9 +461,17 @@ impl Launched {
     /// Decodes a launch response.
     pub(crate) fn from_value(value: &Value, default_kind: JobKind) -> Option<Self> {
         let obj = value.as_object()?;
-        let kind = obj.get("type").and_then(Value::as_str).and_then(JobKind::from_type).unwrap_or(
-            if obj.contains_key("workflow_job") && !obj.contains_key("job") { JobKind::WorkflowJob } else { default_kind },
-        );
+        let kind = obj
+            .get("type")
+            .and_then(Value::as_str)
+            .and_then(JobKind::from_type)
+            .unwrap_or(
+                if obj.contains_key("workflow_job") && !obj.contains_key("job") {
+                    JobKind::WorkflowJob
+                } else {
+                    default_kind
+                },
+            );
         let id = match kind {
             JobKind::Job => obj.get("job").and_then(as_u64),
             JobKind::WorkflowJob => obj.get("workflow_job").and_then(as_u64),
@@ -445,7 +481,11 @@ impl Launched {
             id,
             kind,
             status: AapJobStatus::parse(&as_string(obj.get("status"))),
-            ignored_fields: obj.get("ignored_fields").and_then(Value::as_object).cloned().unwrap_or_default(),
+            ignored_fields: obj
+                .get("ignored_fields")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
             url: obj.get("url").and_then(Value::as_str).map(str::to_owned),
         })
     }
@@ -493,7 +533,11 @@ mod tests {
         assert_eq!(job.extra_vars_raw.as_deref(), Some("---\nfoo: bar"));
         assert_eq!(job.artifacts, json!({"k": 1}));
         assert_eq!(job.job_template, Some(9));
-        let no_log = Job::from_value(&json!({"id": 3, "artifacts": "**** hidden ****"}), JobKind::Job).unwrap();
+        let no_log = Job::from_value(
+            &json!({"id": 3, "artifacts": "**** hidden ****"}),
+            JobKind::Job,
+        )
+        .unwrap();
         assert_eq!(no_log.artifacts, json!("**** hidden ****"));
         assert_eq!(no_log.status, AapJobStatus::Other(String::new()));
         assert!(Job::from_value(&json!({"status": "running"}), JobKind::Job).is_none());
@@ -522,9 +566,17 @@ mod tests {
 
     #[test]
     fn launch_response_kinds() {
-        let job = Launched::from_value(&json!({"job": 1, "id": 1, "type": "job", "status": "pending", "ignored_fields": {}}), JobKind::Job).unwrap();
+        let job = Launched::from_value(
+            &json!({"job": 1, "id": 1, "type": "job", "status": "pending", "ignored_fields": {}}),
+            JobKind::Job,
+        )
+        .unwrap();
         assert_eq!((job.id, job.kind), (1, JobKind::Job));
-        let wf = Launched::from_value(&json!({"workflow_job": 4, "id": 4, "type": "workflow_job"}), JobKind::WorkflowJob).unwrap();
+        let wf = Launched::from_value(
+            &json!({"workflow_job": 4, "id": 4, "type": "workflow_job"}),
+            JobKind::WorkflowJob,
+        )
+        .unwrap();
         assert_eq!((wf.id, wf.kind), (4, JobKind::WorkflowJob));
         let sliced = Launched::from_value(
             &json!({"workflow_job": 21, "ignored_fields": {"limit": "web"}, "id": 21, "type": "workflow_job", "is_sliced_job": true}),
@@ -545,7 +597,13 @@ mod tests {
         let mut other = Map::new();
         other.insert("forks".into(), json!(0));
         other.insert("timeout".into(), Value::Null);
-        let req = LaunchRequest { other, ..LaunchRequest::new(Map::new()).diff_mode(false) };
-        assert_eq!(serde_json::to_value(&req).unwrap(), json!({"extra_vars": {}, "diff_mode": false, "forks": 0}));
+        let req = LaunchRequest {
+            other,
+            ..LaunchRequest::new(Map::new()).diff_mode(false)
+        };
+        assert_eq!(
+            serde_json::to_value(&req).unwrap(),
+            json!({"extra_vars": {}, "diff_mode": false, "forks": 0})
+        );
     }
 }

@@ -14,7 +14,9 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-const STATUSES: [u16; 14] = [200, 201, 202, 204, 301, 400, 401, 403, 404, 405, 429, 500, 502, 503];
+const STATUSES: [u16; 14] = [
+    200, 201, 202, 204, 301, 400, 401, 403, 404, 405, 429, 500, 502, 503,
+];
 
 /// Answers every request on a connection with the current canned response (keep-alive).
 async fn serve(mut stream: TcpStream, response: Arc<Mutex<Vec<u8>>>) {
@@ -50,7 +52,12 @@ async fn serve(mut stream: TcpStream, response: Arc<Mutex<Vec<u8>>>) {
     }
 }
 
-fn raw_response(status: u16, content_type: Option<&str>, retry_after: Option<&str>, body: &[u8]) -> Vec<u8> {
+fn raw_response(
+    status: u16,
+    content_type: Option<&str>,
+    retry_after: Option<&str>,
+    body: &[u8],
+) -> Vec<u8> {
     let body = if status == 204 { &[][..] } else { body };
     let mut out = format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\n", body.len()).into_bytes();
     if let Some(ct) = content_type {
@@ -70,7 +77,9 @@ fn leaf() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
         any::<u64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
         any::<String>().prop_map(Value::from),
         prop_oneof![
             Just("successful"),
@@ -126,7 +135,9 @@ fn body() -> impl Strategy<Value = Vec<u8>> {
 
 fn decode_directly(body: &[u8]) {
     let _ = map_status(&String::from_utf8_lossy(body));
-    let Ok(value) = serde_json::from_slice::<Value>(body) else { return };
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        return;
+    };
     let mut jobs = Vec::new();
     let items: Vec<&Value> = match value.get("results") {
         Some(Value::Array(items)) => items.iter().chain([&value]).collect(),
@@ -135,7 +146,10 @@ fn decode_directly(body: &[u8]) {
     for v in items {
         for kind in [JobKind::Job, JobKind::WorkflowJob] {
             if let Some(job) = Job::from_value(v, kind) {
-                assert_eq!(provision_status(&job.id.to_string(), &job).job_id, job.id.to_string());
+                assert_eq!(
+                    provision_status(&job.id.to_string(), &job).job_id,
+                    job.id.to_string()
+                );
                 jobs.push(job);
             }
         }
@@ -147,8 +161,20 @@ async fn exercise(client: &AapClient, op: u8, status: u16) {
     let failed = status >= 400;
     match op % 8 {
         0 => assert!(!(failed && client.get_template("osac-create-subnet").await.is_ok())),
-        1 => assert!(!(failed && client.launch_job_template(7, &LaunchRequest::default()).await.is_ok())),
-        2 => assert!(!(failed && client.launch_workflow_template(7, &LaunchRequest::default()).await.is_ok())),
+        1 => assert!(
+            !(failed
+                && client
+                    .launch_job_template(7, &LaunchRequest::default())
+                    .await
+                    .is_ok())
+        ),
+        2 => assert!(
+            !(failed
+                && client
+                    .launch_workflow_template(7, &LaunchRequest::default())
+                    .await
+                    .is_ok())
+        ),
         3 => assert!(!(failed && client.get_job(9).await.is_ok())),
         4 => assert!(!(failed && client.get_workflow_job(9).await.is_ok())),
         5 => {
@@ -176,7 +202,11 @@ proptest! {
 
 #[test]
 fn client_survives_arbitrary_responses() {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
     let response = Arc::new(Mutex::new(Vec::new()));
     let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
     let addr = listener.local_addr().unwrap();
@@ -195,23 +225,55 @@ fn client_survives_arbitrary_responses() {
             .build()
             .unwrap()
     };
+    // The harness really reaches the client's decoders: a well-formed job decodes, a 404 is typed.
+    *response.lock().unwrap() = raw_response(
+        200,
+        Some("application/json"),
+        None,
+        br#"{"id": 9, "status": "running"}"#,
+    );
+    let job = rt.block_on(client.get_job(9)).unwrap();
+    assert_eq!((job.id, job.status.as_str()), (9, "running"));
+    *response.lock().unwrap() = raw_response(
+        404,
+        Some("application/json"),
+        None,
+        br#"{"detail": "Not found."}"#,
+    );
+    assert!(rt.block_on(client.get_job(9)).unwrap_err().is_not_found());
+
     let strategy = (
         0..STATUSES.len(),
-        prop_oneof![Just(Some("application/json")), Just(Some("text/html")), Just(None)],
-        prop_oneof![Just(None), Just(Some("5")), Just(Some("Wed, 21 Oct 2015 07:28:00 GMT")), Just(Some("soon"))],
+        prop_oneof![
+            Just(Some("application/json")),
+            Just(Some("text/html")),
+            Just(None)
+        ],
+        prop_oneof![
+            Just(None),
+            Just(Some("5")),
+            Just(Some("Wed, 21 Oct 2015 07:28:00 GMT")),
+            Just(Some("soon"))
+        ],
         any::<u8>(),
         body(),
     );
-    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig { cases: 128, ..ProptestConfig::default() });
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 128,
+        ..ProptestConfig::default()
+    });
     runner
-        .run(&strategy, |(status, content_type, retry_after, op, body)| {
-            let status = STATUSES[status];
-            decode_directly(&body);
-            *response.lock().unwrap() = raw_response(status, content_type, retry_after, &body);
-            client.clear_template_cache();
-            rt.block_on(exercise(&client, op, status));
-            Ok(())
-        })
+        .run(
+            &strategy,
+            |(status, content_type, retry_after, op, body)| {
+                let status = STATUSES[status];
+                decode_directly(&body);
+                *response.lock().unwrap() = raw_response(status, content_type, retry_after, &body);
+                client.clear_template_cache();
+                rt.block_on(exercise(&client, op, status));
+                Ok(())
+            },
+        )
         .unwrap();
     server.abort();
 }

@@ -40,8 +40,10 @@ where
     let mut json = serde_json::to_value(obj)?;
     // Typed objects built in code may lack TypeMeta; the provider needs both.
     if let Some(map) = json.as_object_mut() {
-        map.entry("apiVersion").or_insert_with(|| K::api_version(&()).into_owned().into());
-        map.entry("kind").or_insert_with(|| K::kind(&()).into_owned().into());
+        map.entry("apiVersion")
+            .or_insert_with(|| K::api_version(&()).into_owned().into());
+        map.entry("kind")
+            .or_insert_with(|| K::kind(&()).into_owned().into());
     }
     Ok(ResourceView::new(
         K::kind(&()).into_owned(),
@@ -101,7 +103,10 @@ pub struct ApiServerJobs<K: ProvisionedResource> {
 impl<K: ProvisionedResource> ApiServerJobs<K> {
     /// Reads object `name` through `api`.
     pub fn new(api: Api<K>, name: impl Into<String>) -> Self {
-        Self { api, name: name.into() }
+        Self {
+            api,
+            name: name.into(),
+        }
     }
 }
 
@@ -130,7 +135,10 @@ pub struct SessionFlush<'a, K: ProvisionedResource> {
 impl<'a, K: ProvisionedResource> SessionFlush<'a, K> {
     /// Flushes through `session`, writing `desired_config_version` alongside the jobs.
     pub fn new(session: &'a StatusSession<K>, desired_config_version: impl Into<String>) -> Self {
-        Self { session, desired_config_version: desired_config_version.into() }
+        Self {
+            session,
+            desired_config_version: desired_config_version.into(),
+        }
     }
 }
 

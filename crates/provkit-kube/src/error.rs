@@ -24,7 +24,9 @@ pub const DEFAULT_ERROR_REQUEUE: Duration = Duration::from_secs(30);
 #[non_exhaustive]
 pub enum ReconcileError {
     /// Deprovisioning is in progress (or blocked by a failed job); the finalizer stays.
-    #[error("deprovisioning of {object} not finished ({step}); keeping the finalizer, retry in {requeue_after:?}")]
+    #[error(
+        "deprovisioning of {object} not finished ({step}); keeping the finalizer, retry in {requeue_after:?}"
+    )]
     KeepFinalizer {
         /// `namespace/name`.
         object: String,
@@ -81,7 +83,9 @@ impl ReconcileError {
         match self {
             Self::KeepFinalizer { requeue_after, .. } => Some(*requeue_after),
             Self::Finalizer(inner) => match inner.as_ref() {
-                finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e.requeue_after(),
+                finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => {
+                    e.requeue_after()
+                }
                 _ => None,
             },
             _ => None,

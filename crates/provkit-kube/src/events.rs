@@ -135,7 +135,9 @@ impl EventPublisher {
     /// Publishes through `recorder`.
     #[must_use]
     pub fn new(recorder: Recorder) -> Self {
-        Self { recorder: Some(recorder) }
+        Self {
+            recorder: Some(recorder),
+        }
     }
 
     /// Publishes nothing.
@@ -152,7 +154,9 @@ impl EventPublisher {
 
     /// Publishes `event` for `regarding`; logs and swallows errors.
     pub async fn publish(&self, event: &JobEvent, regarding: &ObjectReference) {
-        let Some(recorder) = &self.recorder else { return };
+        let Some(recorder) = &self.recorder else {
+            return;
+        };
         if let Err(error) = recorder.publish(&event.to_event(), regarding).await {
             warn!(%error, reason = %event.to_event().reason, "failed to publish Kubernetes event");
         }
@@ -166,16 +170,34 @@ mod tests {
     #[test]
     fn event_table() {
         let cases = [
-            (JobEvent::ProvisionTriggered { job_id: "1".into() }, EventType::Normal, "ProvisionJobTriggered"),
-            (JobEvent::ProvisionSucceeded { job_id: "1".into() }, EventType::Normal, "ProvisionJobSucceeded"),
             (
-                JobEvent::ProvisionFailed { job_id: "1".into(), message: "boom".into() },
+                JobEvent::ProvisionTriggered { job_id: "1".into() },
+                EventType::Normal,
+                "ProvisionJobTriggered",
+            ),
+            (
+                JobEvent::ProvisionSucceeded { job_id: "1".into() },
+                EventType::Normal,
+                "ProvisionJobSucceeded",
+            ),
+            (
+                JobEvent::ProvisionFailed {
+                    job_id: "1".into(),
+                    message: "boom".into(),
+                },
                 EventType::Warning,
                 "ProvisionJobFailed",
             ),
-            (JobEvent::DeprovisionTriggered { job_id: "2".into() }, EventType::Normal, "DeprovisionJobTriggered"),
             (
-                JobEvent::DeprovisionFailed { job_id: "2".into(), message: "x".into() },
+                JobEvent::DeprovisionTriggered { job_id: "2".into() },
+                EventType::Normal,
+                "DeprovisionJobTriggered",
+            ),
+            (
+                JobEvent::DeprovisionFailed {
+                    job_id: "2".into(),
+                    message: "x".into(),
+                },
                 EventType::Warning,
                 "DeprovisionJobFailed",
             ),
@@ -187,7 +209,10 @@ mod tests {
             assert_eq!(e.reason, reason);
             assert!(e.reason.len() <= 128 && e.action.len() <= 128);
         }
-        let long = JobEvent::ProvisionFailed { job_id: "1".into(), message: "é".repeat(2000) };
+        let long = JobEvent::ProvisionFailed {
+            job_id: "1".into(),
+            message: "é".repeat(2000),
+        };
         assert!(long.to_event().note.unwrap_or_default().len() <= 1024);
     }
 }

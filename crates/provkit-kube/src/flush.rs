@@ -128,7 +128,10 @@ impl StatusWriteError {
     /// Whether retrying the whole reconcile later may succeed (conflicts and API errors).
     #[must_use]
     pub fn is_retryable(&self) -> bool {
-        !matches!(self, Self::UnnamedObject | Self::Serialize { .. } | Self::Gone { .. })
+        !matches!(
+            self,
+            Self::UnnamedObject | Self::Serialize { .. } | Self::Gone { .. }
+        )
     }
 }
 
@@ -160,7 +163,11 @@ impl<K: ProvisionedResource> StatusSession<K> {
     /// # Errors
     /// [`StatusWriteError::UnnamedObject`].
     pub fn new(api: Api<K>, obj: &K, config: StatusWriteConfig) -> Result<Self, StatusWriteError> {
-        let name = obj.meta().name.clone().ok_or(StatusWriteError::UnnamedObject)?;
+        let name = obj
+            .meta()
+            .name
+            .clone()
+            .ok_or(StatusWriteError::UnnamedObject)?;
         Ok(Self {
             api,
             name,
@@ -193,7 +200,9 @@ impl<K: ProvisionedResource> StatusSession<K> {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
-        self.known.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The status flush: persists `jobs` (merged with the server's) and `desired_config_version`
@@ -238,10 +247,11 @@ impl<K: ProvisionedResource> StatusSession<K> {
                 let merged = merge_job_histories(server_jobs, &ours, self.config.max_history);
                 let mut copy = obj.clone();
                 copy.provisioning_status_mut().provisioning_jobs = merged.clone();
-                let value = serde_json::to_value(&copy).map_err(|source| StatusWriteError::Serialize {
-                    name: self.name.clone(),
-                    source,
-                })?;
+                let value =
+                    serde_json::to_value(&copy).map_err(|source| StatusWriteError::Serialize {
+                        name: self.name.clone(),
+                        source,
+                    })?;
                 let status = value.get("status").cloned().unwrap_or(Value::Null);
                 Ok((status, merged))
             })
@@ -282,15 +292,23 @@ impl<K: ProvisionedResource> StatusSession<K> {
                     self.reread().await?;
                 }
                 Err(kube::Error::Api(status)) if status.is_not_found() => {
-                    return Err(StatusWriteError::Gone { name: self.name.clone() });
+                    return Err(StatusWriteError::Gone {
+                        name: self.name.clone(),
+                    });
                 }
                 Err(source) => {
-                    return Err(StatusWriteError::Patch { name: self.name.clone(), source });
+                    return Err(StatusWriteError::Patch {
+                        name: self.name.clone(),
+                        source,
+                    });
                 }
             }
         }
         warn!(object.name = %self.name, attempts, "status write gave up after repeated conflicts");
-        Err(StatusWriteError::Conflicts { name: self.name.clone(), attempts })
+        Err(StatusWriteError::Conflicts {
+            name: self.name.clone(),
+            attempts,
+        })
     }
 
     async fn reread(&self) -> Result<(), StatusWriteError> {
@@ -298,8 +316,13 @@ impl<K: ProvisionedResource> StatusSession<K> {
             .api
             .get_opt(&self.name)
             .await
-            .map_err(|source| StatusWriteError::Reread { name: self.name.clone(), source })?
-            .ok_or_else(|| StatusWriteError::Gone { name: self.name.clone() })?;
+            .map_err(|source| StatusWriteError::Reread {
+                name: self.name.clone(),
+                source,
+            })?
+            .ok_or_else(|| StatusWriteError::Gone {
+                name: self.name.clone(),
+            })?;
         let mut k = self.lock();
         k.resource_version = fresh.meta().resource_version.clone();
         k.server_jobs = fresh.provisioning_jobs().to_vec();
@@ -349,8 +372,8 @@ pub fn merge_job_histories(
                 }
             }
             None => {
-                let trimmed_by_them = full
-                    && matches!((job.timestamp, oldest_theirs), (Some(t), Some(o)) if t < o);
+                let trimmed_by_them =
+                    full && matches!((job.timestamp, oldest_theirs), (Some(t), Some(o)) if t < o);
                 if !trimmed_by_them {
                     append_job(&mut merged, job.clone(), max_history);
                 }
@@ -386,15 +409,30 @@ mod tests {
 
     #[test]
     fn union_keeps_their_order_and_appends_ours() {
-        let theirs = vec![job("1", JobState::Succeeded, 0), job("9", JobState::Running, 5)];
-        let ours = vec![job("1", JobState::Succeeded, 0), job("2", JobState::Pending, 6)];
-        assert_eq!(ids(&merge_job_histories(&theirs, &ours, cap(10))), ["1", "9", "2"]);
+        let theirs = vec![
+            job("1", JobState::Succeeded, 0),
+            job("9", JobState::Running, 5),
+        ];
+        let ours = vec![
+            job("1", JobState::Succeeded, 0),
+            job("2", JobState::Pending, 6),
+        ];
+        assert_eq!(
+            ids(&merge_job_histories(&theirs, &ours, cap(10))),
+            ["1", "9", "2"]
+        );
     }
 
     #[test]
     fn ours_wins_for_same_id_unless_it_would_leave_a_terminal_state() {
-        let theirs = vec![job("1", JobState::Running, 0), job("2", JobState::Failed, 1)];
-        let ours = vec![job("1", JobState::Succeeded, 0), job("2", JobState::Running, 1)];
+        let theirs = vec![
+            job("1", JobState::Running, 0),
+            job("2", JobState::Failed, 1),
+        ];
+        let ours = vec![
+            job("1", JobState::Succeeded, 0),
+            job("2", JobState::Running, 1),
+        ];
         let m = merge_job_histories(&theirs, &ours, cap(10));
         assert_eq!(m[0].state, JobState::Succeeded);
         assert_eq!(m[1].state, JobState::Failed);
@@ -402,9 +440,17 @@ mod tests {
 
     #[test]
     fn a_job_the_other_writer_trimmed_is_not_resurrected() {
-        let theirs: Vec<_> = (1..=3).map(|i| job(&i.to_string(), JobState::Succeeded, i)).collect();
-        let ours = vec![job("0", JobState::Succeeded, 0), job("4", JobState::Pending, 4)];
-        assert_eq!(ids(&merge_job_histories(&theirs, &ours, cap(3))), ["2", "3", "4"]);
+        let theirs: Vec<_> = (1..=3)
+            .map(|i| job(&i.to_string(), JobState::Succeeded, i))
+            .collect();
+        let ours = vec![
+            job("0", JobState::Succeeded, 0),
+            job("4", JobState::Pending, 4),
+        ];
+        assert_eq!(
+            ids(&merge_job_histories(&theirs, &ours, cap(3))),
+            ["2", "3", "4"]
+        );
     }
 
     #[test]
@@ -419,7 +465,10 @@ mod tests {
     #[test]
     fn merging_is_idempotent() {
         let theirs = vec![job("1", JobState::Succeeded, 0)];
-        let ours = vec![job("1", JobState::Succeeded, 0), job("2", JobState::Pending, 1)];
+        let ours = vec![
+            job("1", JobState::Succeeded, 0),
+            job("2", JobState::Pending, 1),
+        ];
         let once = merge_job_histories(&theirs, &ours, cap(10));
         assert_eq!(merge_job_histories(&once, &ours, cap(10)), once);
     }

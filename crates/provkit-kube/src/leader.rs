@@ -103,7 +103,11 @@ impl LeaderElector {
     }
 
     fn api_err(&self, operation: &'static str) -> impl FnOnce(kube::Error) -> LeaderError + '_ {
-        move |source| LeaderError::Api { operation, lease: self.lease_name.clone(), source }
+        move |source| LeaderError::Api {
+            operation,
+            lease: self.lease_name.clone(),
+            source,
+        }
     }
 
     /// One round of the election: acquire, renew or observe. Returns whether this candidate
@@ -114,10 +118,17 @@ impl LeaderElector {
     pub async fn try_acquire_or_renew(&self) -> Result<bool, LeaderError> {
         let now = self.clock.now();
         let now_k8s = to_k8s_micro_time(now).map_err(LeaderError::Time)?;
-        let current = self.api.get_opt(&self.lease_name).await.map_err(self.api_err("get"))?;
+        let current = self
+            .api
+            .get_opt(&self.lease_name)
+            .await
+            .map_err(self.api_err("get"))?;
         let Some(mut lease) = current else {
             let lease = Lease {
-                metadata: ObjectMeta { name: Some(self.lease_name.clone()), ..ObjectMeta::default() },
+                metadata: ObjectMeta {
+                    name: Some(self.lease_name.clone()),
+                    ..ObjectMeta::default()
+                },
                 spec: Some(LeaseSpec {
                     holder_identity: Some(self.identity.clone()),
                     lease_duration_seconds: Some(self.duration_secs()),
@@ -152,7 +163,11 @@ impl LeaderElector {
             debug!(lease = %self.lease_name, holder = %holder, "lease held by another candidate");
             return Ok(false);
         }
-        match self.api.replace(&self.lease_name, &PostParams::default(), &lease).await {
+        match self
+            .api
+            .replace(&self.lease_name, &PostParams::default(), &lease)
+            .await
+        {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(s)) if s.is_conflict() => Ok(false),
             Err(e) => Err(self.api_err("replace")(e)),
@@ -165,7 +180,12 @@ impl LeaderElector {
     /// # Errors
     /// [`LeaderError`] for API failures other than a conflict.
     pub async fn step_down(&self) -> Result<bool, LeaderError> {
-        let Some(mut lease) = self.api.get_opt(&self.lease_name).await.map_err(self.api_err("get"))? else {
+        let Some(mut lease) = self
+            .api
+            .get_opt(&self.lease_name)
+            .await
+            .map_err(self.api_err("get"))?
+        else {
             return Ok(false);
         };
         let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
@@ -173,7 +193,11 @@ impl LeaderElector {
             return Ok(false);
         }
         spec.holder_identity = None;
-        match self.api.replace(&self.lease_name, &PostParams::default(), &lease).await {
+        match self
+            .api
+            .replace(&self.lease_name, &PostParams::default(), &lease)
+            .await
+        {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(s)) if s.is_conflict() => Ok(false),
             Err(e) => Err(self.api_err("replace")(e)),

@@ -29,6 +29,8 @@ pub use management::{Management, ManagementHook, ManagementStatePolicy};
 #[doc(inline)]
 pub use reconcile::{NoCallbacks, Provisioner, ProvisioningCallbacks};
 #[doc(inline)]
+pub use resource::NamespaceScope;
+#[doc(inline)]
 pub use resource::ProvisionedResource;
 #[doc(inline)]
 pub use stale_check::{OnStaleCheckError, api_server_has_non_terminal_provision_job};

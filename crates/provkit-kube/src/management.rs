@@ -25,7 +25,11 @@ pub enum Management {
 /// is [`ManagementStatePolicy`].
 pub trait ManagementHook: Send + Sync + std::fmt::Debug {
     /// Decide for `obj`; `deleting` is whether `metadata.deletionTimestamp` is set.
-    fn management(&self, annotations: &std::collections::BTreeMap<String, String>, deleting: bool) -> Management;
+    fn management(
+        &self,
+        annotations: &std::collections::BTreeMap<String, String>,
+        deleting: bool,
+    ) -> Management;
 }
 
 /// The Go rule set, configurable: an annotation key, the values that mean "unmanaged"
@@ -86,7 +90,11 @@ impl ManagementStatePolicy {
     /// A policy that manages everything.
     #[must_use]
     pub fn manage_everything() -> Self {
-        Self { unmanaged_values: Vec::new(), manual_values: Vec::new(), ..Self::default() }
+        Self {
+            unmanaged_values: Vec::new(),
+            manual_values: Vec::new(),
+            ..Self::default()
+        }
     }
 
     /// Decide for a typed object.
@@ -101,11 +109,17 @@ impl ManagementStatePolicy {
 }
 
 impl ManagementHook for ManagementStatePolicy {
-    fn management(&self, annotations: &std::collections::BTreeMap<String, String>, deleting: bool) -> Management {
+    fn management(
+        &self,
+        annotations: &std::collections::BTreeMap<String, String>,
+        deleting: bool,
+    ) -> Management {
         // The Go operator compares the value exactly (lower case).
         match annotations.get(&self.annotation) {
             Some(v) if self.manual_values.iter().any(|m| m == v) => Management::Skip,
-            Some(v) if !deleting && self.unmanaged_values.iter().any(|m| m == v) => Management::Skip,
+            Some(v) if !deleting && self.unmanaged_values.iter().any(|m| m == v) => {
+                Management::Skip
+            }
             _ => Management::Managed,
         }
     }
@@ -123,22 +137,54 @@ mod tests {
         let cases: &[(Option<&str>, bool, Management, Management)] = &[
             (None, false, Management::Managed, Management::Managed),
             (Some("unmanaged"), false, Management::Skip, Management::Skip),
-            (Some("unmanaged"), true, Management::Managed, Management::Managed),
-            (Some("Unmanaged"), false, Management::Managed, Management::Managed),
+            (
+                Some("unmanaged"),
+                true,
+                Management::Managed,
+                Management::Managed,
+            ),
+            (
+                Some("Unmanaged"),
+                false,
+                Management::Managed,
+                Management::Managed,
+            ),
             (Some("manual"), false, Management::Managed, Management::Skip),
             (Some("manual"), true, Management::Managed, Management::Skip),
-            (Some("managed"), false, Management::Managed, Management::Managed),
+            (
+                Some("managed"),
+                false,
+                Management::Managed,
+                Management::Managed,
+            ),
         ];
         for (value, deleting, want_go, want_manual) in cases {
             let ann: BTreeMap<String, String> = value
                 .map(|v| (MANAGEMENT_STATE_ANNOTATION.to_owned(), v.to_owned()))
                 .into_iter()
                 .collect();
-            assert_eq!(go.management(&ann, *deleting), *want_go, "{value:?} {deleting}");
-            assert_eq!(manual.management(&ann, *deleting), *want_manual, "{value:?} {deleting}");
+            assert_eq!(
+                go.management(&ann, *deleting),
+                *want_go,
+                "{value:?} {deleting}"
+            );
+            assert_eq!(
+                manual.management(&ann, *deleting),
+                *want_manual,
+                "{value:?} {deleting}"
+            );
         }
-        let ann = BTreeMap::from([(MANAGEMENT_STATE_ANNOTATION.to_owned(), "unmanaged".to_owned())]);
-        assert_eq!(ManagementStatePolicy::manage_everything().management(&ann, false), Management::Managed);
-        assert_eq!(go.clone().with_annotation("x/y").management(&ann, false), Management::Managed);
+        let ann = BTreeMap::from([(
+            MANAGEMENT_STATE_ANNOTATION.to_owned(),
+            "unmanaged".to_owned(),
+        )]);
+        assert_eq!(
+            ManagementStatePolicy::manage_everything().management(&ann, false),
+            Management::Managed
+        );
+        assert_eq!(
+            go.clone().with_annotation("x/y").management(&ann, false),
+            Management::Managed
+        );
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Api, Client, ResourceExt};
 use provkit_core::{ConfigHasher, JobState, JobStatus, JobType, find_latest_job_by_type};
 use provkit_lifecycle::{
     DeprovisionHooks, DeprovisionStep, LaunchContext, Lifecycle, ProvisionHooks, ProvisionStatus,
@@ -20,7 +20,7 @@ use crate::error::ReconcileError;
 use crate::events::{EventPublisher, JobEvent};
 use crate::flush::{StatusSession, StatusWriteConfig};
 use crate::management::{Management, ManagementHook, ManagementStatePolicy};
-use crate::resource::ProvisionedResource;
+use crate::resource::{NamespaceScope, ProvisionedResource};
 
 /// User callbacks of [`Provisioner::reconcile`]: phase, conditions and the per-launch context.
 /// Every method has a no-op default.
@@ -99,10 +99,7 @@ impl<K> fmt::Debug for Provisioner<K> {
     }
 }
 
-impl<K: ProvisionedResource> Provisioner<K>
-where
-    K::Scope: NamespaceScope,
-{
+impl<K: ProvisionedResource> Provisioner<K> {
     /// A provisioner with the Go defaults: management annotation
     /// `osac.openshift.io/management-state` (`unmanaged` skipped), no events, FNV-1a config
     /// versions, status writes with the lifecycle's history cap.
@@ -202,7 +199,9 @@ where
             job_id = tracing::field::Empty,
         );
         async move {
-            if self.management.management(obj.annotations(), obj.meta().deletion_timestamp.is_some())
+            if self
+                .management
+                .management(obj.annotations(), obj.meta().deletion_timestamp.is_some())
                 == Management::Skip
             {
                 tracing::debug!("skipping object per management-state policy");
@@ -231,16 +230,24 @@ where
         let desired = self
             .hasher
             .compute(&working.config_source())
-            .map_err(|source| ReconcileError::ConfigVersion { object: object.clone(), source })?;
-        working.provisioning_status_mut().desired_config_version.clone_from(&desired);
+            .map_err(|source| ReconcileError::ConfigVersion {
+                object: object.clone(),
+                source,
+            })?;
+        working
+            .provisioning_status_mut()
+            .desired_config_version
+            .clone_from(&desired);
         let applied = is_config_applied(working.provisioning_jobs(), &desired);
         callbacks.on_apply(&mut working, applied);
 
         let session = self.session(api, obj, &object)?;
         let stale = ApiServerJobs::new(api.clone(), obj.name_any());
         let flush = SessionFlush::new(&session, desired.clone());
-        let view = resource_view(&working)
-            .map_err(|source| ReconcileError::Serialize { object: object.clone(), source })?;
+        let view = resource_view(&working).map_err(|source| ReconcileError::Serialize {
+            object: object.clone(),
+            source,
+        })?;
         let ctx = callbacks.launch_context(&working);
         let mut jobs = std::mem::take(&mut working.provisioning_status_mut().provisioning_jobs);
 
@@ -267,9 +274,13 @@ where
         // not when the cache proved stale: the next reconcile works on the fresh object.
         let stale_cache = matches!(&result, Ok(o) if o.step == ProvisionStep::StaleCache);
         if !stale_cache {
-            self.write_if_changed(&session, obj, &working, &object).await?;
+            self.write_if_changed(&session, obj, &working, &object)
+                .await?;
         }
-        let outcome = result.map_err(|source| ReconcileError::Lifecycle { object: object.clone(), source })?;
+        let outcome = result.map_err(|source| ReconcileError::Lifecycle {
+            object: object.clone(),
+            source,
+        })?;
 
         let regarding = obj.object_ref(&());
         match &outcome.step {
@@ -277,19 +288,35 @@ where
                 tracing::Span::current().record("job_id", job_id.as_str());
                 tracing::info!(job_id = %job_id, "provision job triggered");
                 self.events
-                    .publish(&JobEvent::ProvisionTriggered { job_id: job_id.clone() }, &regarding)
+                    .publish(
+                        &JobEvent::ProvisionTriggered {
+                            job_id: job_id.clone(),
+                        },
+                        &regarding,
+                    )
                     .await;
             }
             ProvisionStep::Polled { job_id, state } => {
                 tracing::Span::current().record("job_id", job_id.as_str());
                 if *state == JobState::Succeeded {
                     self.events
-                        .publish(&JobEvent::ProvisionSucceeded { job_id: job_id.clone() }, &regarding)
+                        .publish(
+                            &JobEvent::ProvisionSucceeded {
+                                job_id: job_id.clone(),
+                            },
+                            &regarding,
+                        )
                         .await;
                 } else if matches!(state, JobState::Failed | JobState::Canceled) {
                     let message = failed.clone().unwrap_or_else(|| state.as_str().to_owned());
                     self.events
-                        .publish(&JobEvent::ProvisionFailed { job_id: job_id.clone(), message }, &regarding)
+                        .publish(
+                            &JobEvent::ProvisionFailed {
+                                job_id: job_id.clone(),
+                                message,
+                            },
+                            &regarding,
+                        )
                         .await;
                 }
             }
@@ -297,7 +324,13 @@ where
                 tracing::Span::current().record("job_id", job_id.as_str());
                 let message = "the provider no longer knows this job".to_owned();
                 self.events
-                    .publish(&JobEvent::ProvisionFailed { job_id: job_id.clone(), message }, &regarding)
+                    .publish(
+                        &JobEvent::ProvisionFailed {
+                            job_id: job_id.clone(),
+                            message,
+                        },
+                        &regarding,
+                    )
                     .await;
             }
             _ => {}
@@ -305,7 +338,12 @@ where
         Ok(outcome.outcome.into())
     }
 
-    async fn cleanup<C>(&self, api: &Api<K>, obj: &K, callbacks: &C) -> Result<Action, ReconcileError>
+    async fn cleanup<C>(
+        &self,
+        api: &Api<K>,
+        obj: &K,
+        callbacks: &C,
+    ) -> Result<Action, ReconcileError>
     where
         C: ProvisioningCallbacks<K> + ?Sized,
     {
@@ -318,8 +356,10 @@ where
             .unwrap_or_default();
         let session = self.session(api, obj, &object)?;
         let flush = SessionFlush::new(&session, desired.clone());
-        let view = resource_view(&working)
-            .map_err(|source| ReconcileError::Serialize { object: object.clone(), source })?;
+        let view = resource_view(&working).map_err(|source| ReconcileError::Serialize {
+            object: object.clone(),
+            source,
+        })?;
         let ctx = callbacks.launch_context(&working);
         let mut jobs = std::mem::take(&mut working.provisioning_status_mut().provisioning_jobs);
         let result = {
@@ -329,8 +369,12 @@ where
                 .await
         };
         working.provisioning_status_mut().provisioning_jobs = jobs;
-        self.write_if_changed(&session, obj, &working, &object).await?;
-        let outcome = result.map_err(|source| ReconcileError::Lifecycle { object: object.clone(), source })?;
+        self.write_if_changed(&session, obj, &working, &object)
+            .await?;
+        let outcome = result.map_err(|source| ReconcileError::Lifecycle {
+            object: object.clone(),
+            source,
+        })?;
 
         let regarding = obj.object_ref(&());
         match &outcome.step {
@@ -338,21 +382,38 @@ where
                 tracing::Span::current().record("job_id", job_id.as_str());
                 tracing::info!(job_id = %job_id, "deprovision job triggered");
                 self.events
-                    .publish(&JobEvent::DeprovisionTriggered { job_id: job_id.clone() }, &regarding)
+                    .publish(
+                        &JobEvent::DeprovisionTriggered {
+                            job_id: job_id.clone(),
+                        },
+                        &regarding,
+                    )
                     .await;
             }
             _ => {}
         }
         if let Some(failed) = newly_failed_deprovision_job(obj, &working) {
             tracing::Span::current().record("job_id", failed.job_id.as_str());
-            let message = if failed.message.is_empty() { failed.state.as_str().to_owned() } else { failed.message.clone() };
+            let message = if failed.message.is_empty() {
+                failed.state.as_str().to_owned()
+            } else {
+                failed.message.clone()
+            };
             self.events
-                .publish(&JobEvent::DeprovisionFailed { job_id: failed.job_id.clone(), message }, &regarding)
+                .publish(
+                    &JobEvent::DeprovisionFailed {
+                        job_id: failed.job_id.clone(),
+                        message,
+                    },
+                    &regarding,
+                )
                 .await;
         }
         if outcome.may_remove_finalizer() {
             tracing::info!(step = ?outcome.step, "deprovisioning finished; removing finalizer");
-            self.events.publish(&JobEvent::Deprovisioned, &regarding).await;
+            self.events
+                .publish(&JobEvent::Deprovisioned, &regarding)
+                .await;
             return Ok(Action::await_change());
         }
         Err(ReconcileError::KeepFinalizer {
@@ -364,9 +425,18 @@ where
         })
     }
 
-    fn session(&self, api: &Api<K>, obj: &K, object: &str) -> Result<StatusSession<K>, ReconcileError> {
-        StatusSession::new(api.clone(), obj, self.status.clone())
-            .map_err(|source| ReconcileError::Status { object: object.to_owned(), source })
+    fn session(
+        &self,
+        api: &Api<K>,
+        obj: &K,
+        object: &str,
+    ) -> Result<StatusSession<K>, ReconcileError> {
+        StatusSession::new(api.clone(), obj, self.status.clone()).map_err(|source| {
+            ReconcileError::Status {
+                object: object.to_owned(),
+                source,
+            }
+        })
     }
 
     /// Writes `working`'s status unless it equals what the API server is known to hold: the
@@ -387,7 +457,10 @@ where
         let status_of = |k: &K| {
             serde_json::to_value(k)
                 .map(|v| v.get("status").cloned().unwrap_or_default())
-                .map_err(|source| ReconcileError::Serialize { object: object.to_owned(), source })
+                .map_err(|source| ReconcileError::Serialize {
+                    object: object.to_owned(),
+                    source,
+                })
         };
         let merged_jobs = crate::flush::merge_job_histories(
             &session.server_jobs(),
@@ -403,50 +476,30 @@ where
             .write_status(working)
             .await
             .map(drop)
-            .map_err(|source| ReconcileError::Status { object: object.to_owned(), source })
+            .map_err(|source| ReconcileError::Status {
+                object: object.to_owned(),
+                source,
+            })
     }
 }
 
 /// The latest deprovision job of `after` if it is Failed/Canceled and was not already so in
 /// `before` (a failure observed in this reconcile).
-fn newly_failed_deprovision_job<K: ProvisionedResource>(before: &K, after: &K) -> Option<JobStatus> {
+fn newly_failed_deprovision_job<K: ProvisionedResource>(
+    before: &K,
+    after: &K,
+) -> Option<JobStatus> {
     let failed = |j: &JobStatus| matches!(j.state, JobState::Failed | JobState::Canceled);
     let now = find_latest_job_by_type(after.provisioning_jobs(), &JobType::Deprovision)?;
     if !failed(now) {
         return None;
     }
-    let was = before.provisioning_jobs().iter().find(|j| j.job_id == now.job_id && j.job_type == JobType::Deprovision);
+    let was = before
+        .provisioning_jobs()
+        .iter()
+        .find(|j| j.job_id == now.job_id && j.job_type == JobType::Deprovision);
     match was {
         Some(was) if failed(was) => None,
         _ => Some(now.clone()),
-    }
-}
-
-/// How an `Api<K>` is built for an object of scope `K::Scope` (namespaced or cluster).
-pub trait NamespaceScope {
-    /// The `Api` for an object in `namespace` (`None` for cluster-scoped objects).
-    fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
-    where
-        K: Resource<DynamicType = (), Scope = Self>;
-}
-
-impl NamespaceScope for k8s_openapi::NamespaceResourceScope {
-    fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
-    where
-        K: Resource<DynamicType = (), Scope = Self>,
-    {
-        match namespace {
-            Some(ns) => Api::namespaced(client, ns),
-            None => Api::default_namespaced(client),
-        }
-    }
-}
-
-impl NamespaceScope for k8s_openapi::ClusterResourceScope {
-    fn api<K>(client: Client, _namespace: Option<&str>) -> Api<K>
-    where
-        K: Resource<DynamicType = (), Scope = Self>,
-    {
-        Api::all(client)
     }
 }

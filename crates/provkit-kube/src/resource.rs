@@ -2,7 +2,7 @@
 
 use std::fmt::Debug;
 
-use kube::Resource;
+use kube::{Api, Client, Resource};
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::status::ProvisioningStatus;
@@ -41,7 +41,14 @@ use crate::status::ProvisioningStatus;
 /// # fn main() {}
 /// ```
 pub trait ProvisionedResource:
-    Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug + Send + Sync + 'static
+    Resource<DynamicType = (), Scope: NamespaceScope>
+    + Clone
+    + Serialize
+    + DeserializeOwned
+    + Debug
+    + Send
+    + Sync
+    + 'static
 {
     /// The value the desired config version is hashed from (Go: `resource.Spec`, or a wrapper
     /// such as `{Spec, ImplementationStrategy}`). For Go-compatible hashes its JSON must be
@@ -73,5 +80,35 @@ pub trait ProvisionedResource:
     fn provisioning_jobs(&self) -> &[provkit_core::JobStatus] {
         self.provisioning_status()
             .map_or(&[], |s| s.provisioning_jobs.as_slice())
+    }
+}
+
+/// How an `Api<K>` is built for an object of scope `K::Scope`: implemented for
+/// k8s-openapi's namespaced and cluster scopes, so [`ProvisionedResource`] works for both.
+pub trait NamespaceScope {
+    /// The `Api` for an object in `namespace` (`None` for cluster-scoped objects).
+    fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = Self>;
+}
+
+impl NamespaceScope for k8s_openapi::NamespaceResourceScope {
+    fn api<K>(client: Client, namespace: Option<&str>) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = Self>,
+    {
+        match namespace {
+            Some(ns) => Api::namespaced(client, ns),
+            None => Api::default_namespaced(client),
+        }
+    }
+}
+
+impl NamespaceScope for k8s_openapi::ClusterResourceScope {
+    fn api<K>(client: Client, _namespace: Option<&str>) -> Api<K>
+    where
+        K: Resource<DynamicType = (), Scope = Self>,
+    {
+        Api::all(client)
     }
 }

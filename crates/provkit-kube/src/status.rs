@@ -40,7 +40,9 @@ use crate::time::to_k8s_time;
 /// [`ProvisionedResource::provisioning_status_patch`]: crate::ProvisionedResource::provisioning_status_patch
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(description = "Provisioning status: job history, desired config version and conditions.")]
+#[schemars(
+    description = "Provisioning status: job history, desired config version and conditions."
+)]
 pub struct ProvisioningStatus {
     /// Provision and deprovision jobs, oldest first (Go `status.provisioningJobs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -57,7 +59,10 @@ pub struct ProvisioningStatus {
 
 /// Replaces the long rustdoc of `JobStatus` (with its examples) by a one-line CRD description.
 fn short_job_description(schema: &mut schemars::Schema) {
-    if let Some(items) = schema.get_mut("items").and_then(serde_json::Value::as_object_mut) {
+    if let Some(items) = schema
+        .get_mut("items")
+        .and_then(serde_json::Value::as_object_mut)
+    {
         items.insert(
             "description".to_owned(),
             "One job of the history (Go v1alpha1.JobStatus).".into(),
@@ -213,7 +218,12 @@ mod tests {
         let t = Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap();
         let mut s = ProvisioningStatus::default();
         assert_eq!(serde_json::to_value(&s).unwrap(), json!({}));
-        s.provisioning_jobs.push(JobStatus::new("1", JobType::Provision, JobState::Running, t));
+        s.provisioning_jobs.push(JobStatus::new(
+            "1",
+            JobType::Provision,
+            JobState::Running,
+            t,
+        ));
         s.desired_config_version = "abc".into();
         assert_eq!(
             serde_json::to_value(&s).unwrap(),
@@ -222,7 +232,8 @@ mod tests {
                 "desiredConfigVersion": "abc"
             })
         );
-        let back: ProvisioningStatus = serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
+        let back: ProvisioningStatus =
+            serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
         assert_eq!(back, s);
     }
 
@@ -245,7 +256,10 @@ mod tests {
         assert_eq!(crate::time::from_k8s_time(&cs[0].last_transition_time), t1);
         assert!(!set_condition(&mut cs, c(ConditionStatus::True), t0));
         assert_eq!(crate::time::from_k8s_time(&cs[0].last_transition_time), t1);
-        let other = NewCondition { type_: "Degraded", ..c(ConditionStatus::Unknown) };
+        let other = NewCondition {
+            type_: "Degraded",
+            ..c(ConditionStatus::Unknown)
+        };
         assert!(set_condition(&mut cs, other, t0));
         assert_eq!(cs.len(), 2);
         assert_eq!(find_condition(&cs, "Degraded").unwrap().status, "Unknown");

@@ -92,13 +92,20 @@ mod tests {
     fn whole_second_round_trip() {
         let dt = Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap();
         let t = to_k8s_time(dt).unwrap();
-        assert_eq!(serde_json::to_string(&t).unwrap(), "\"2026-06-29T12:00:00Z\"");
+        assert_eq!(
+            serde_json::to_string(&t).unwrap(),
+            "\"2026-06-29T12:00:00Z\""
+        );
         assert_eq!(from_k8s_time(&t), dt);
     }
 
     #[test]
     fn sub_second_survives_in_memory_and_is_dropped_on_the_wire() {
-        let dt = Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap().with_nanosecond(250_000_000).unwrap();
+        let dt = Utc
+            .with_ymd_and_hms(2026, 6, 29, 12, 0, 0)
+            .unwrap()
+            .with_nanosecond(250_000_000)
+            .unwrap();
         let t = to_k8s_time(dt).unwrap();
         assert_eq!(from_k8s_time(&t), dt);
         let wire: Time = serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
@@ -107,7 +114,11 @@ mod tests {
 
     #[test]
     fn pre_1970_with_fraction_round_trips() {
-        let dt = Utc.with_ymd_and_hms(1969, 12, 31, 23, 59, 59).unwrap().with_nanosecond(500_000_000).unwrap();
+        let dt = Utc
+            .with_ymd_and_hms(1969, 12, 31, 23, 59, 59)
+            .unwrap()
+            .with_nanosecond(500_000_000)
+            .unwrap();
         let j = to_jiff(dt).unwrap();
         assert_eq!(j.as_second(), -1);
         assert_eq!(j.subsec_nanosecond(), 500_000_000);
@@ -119,7 +130,11 @@ mod tests {
 
     #[test]
     fn leap_second_is_clamped() {
-        let leap = Utc.with_ymd_and_hms(2016, 12, 31, 23, 59, 59).unwrap().with_nanosecond(1_500_000_000).unwrap();
+        let leap = Utc
+            .with_ymd_and_hms(2016, 12, 31, 23, 59, 59)
+            .unwrap()
+            .with_nanosecond(1_500_000_000)
+            .unwrap();
         let j = to_jiff(leap).unwrap();
         assert_eq!(j.subsec_nanosecond(), 999_999_999);
         assert_eq!(j.as_second(), leap.timestamp());
@@ -134,7 +149,11 @@ mod tests {
 
     #[test]
     fn micro_time_round_trip() {
-        let dt = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap().with_nanosecond(123_456_000).unwrap();
+        let dt = Utc
+            .with_ymd_and_hms(2026, 1, 2, 3, 4, 5)
+            .unwrap()
+            .with_nanosecond(123_456_000)
+            .unwrap();
         let t = to_k8s_micro_time(dt).unwrap();
         assert_eq!(from_k8s_micro_time(&t), dt);
     }

@@ -94,15 +94,31 @@ pub struct Evaluation<'a> {
 /// assert_eq!(evaluate_action(&jobs, "v1", LegacyJobs::Adopt).action, Action::Backoff);
 /// assert_eq!(evaluate_action(&jobs, "v2", LegacyJobs::Adopt).action, Action::Trigger);
 /// ```
-pub fn evaluate_action<'a>(jobs: &'a [JobStatus], desired: &str, legacy: LegacyJobs) -> Evaluation<'a> {
+pub fn evaluate_action<'a>(
+    jobs: &'a [JobStatus],
+    desired: &str,
+    legacy: LegacyJobs,
+) -> Evaluation<'a> {
     let latest = find_latest_job_by_type(jobs, &JobType::Provision);
     if let Some(job) = latest.filter(|j| has_job_id(Some(j))) {
         if !job.state.is_terminal() {
-            return Evaluation { action: Action::Poll, latest, adopt_legacy: false };
+            return Evaluation {
+                action: Action::Poll,
+                latest,
+                adopt_legacy: false,
+            };
         }
         if job.config_version == desired {
-            let action = if job.state == JobState::Succeeded { Action::Skip } else { Action::Backoff };
-            return Evaluation { action, latest, adopt_legacy: false };
+            let action = if job.state == JobState::Succeeded {
+                Action::Skip
+            } else {
+                Action::Backoff
+            };
+            return Evaluation {
+                action,
+                latest,
+                adopt_legacy: false,
+            };
         }
         if job.config_version.is_empty() && job.state == JobState::Succeeded {
             return Evaluation {
@@ -112,7 +128,11 @@ pub fn evaluate_action<'a>(jobs: &'a [JobStatus], desired: &str, legacy: LegacyJ
             };
         }
     }
-    Evaluation { action: Action::Trigger, latest, adopt_legacy: false }
+    Evaluation {
+        action: Action::Trigger,
+        latest,
+        adopt_legacy: false,
+    }
 }
 
 /// Go's `EvaluateAction` exactly: [`evaluate_action`], then on the would-trigger path (and only there)
@@ -137,9 +157,16 @@ pub fn evaluate_action_with_check<'a>(
 
 /// Turns a "would trigger" into Requeue when `cache_is_stale` says so; any other evaluation is returned
 /// unchanged and the closure is not called.
-pub fn confirm_trigger<'a>(eval: Evaluation<'a>, cache_is_stale: impl FnOnce() -> bool) -> Evaluation<'a> {
+pub fn confirm_trigger<'a>(
+    eval: Evaluation<'a>,
+    cache_is_stale: impl FnOnce() -> bool,
+) -> Evaluation<'a> {
     if eval.action == Action::Trigger && cache_is_stale() {
-        Evaluation { action: Action::Requeue, latest: None, adopt_legacy: false }
+        Evaluation {
+            action: Action::Requeue,
+            latest: None,
+            adopt_legacy: false,
+        }
     } else {
         eval
     }
@@ -189,7 +216,10 @@ pub struct Backoff {
 
 impl Default for Backoff {
     fn default() -> Self {
-        Self { base: BACKOFF_BASE_DELAY, max: BACKOFF_MAX_DELAY }
+        Self {
+            base: BACKOFF_BASE_DELAY,
+            max: BACKOFF_MAX_DELAY,
+        }
     }
 }
 
@@ -200,8 +230,15 @@ impl Backoff {
     }
 }
 
-fn backoff_from_failed(jobs: &[JobStatus], bounds: Backoff, matches: impl Fn(&JobStatus) -> bool) -> Duration {
-    let mut failed = jobs.iter().rev().filter(|j| j.state == JobState::Failed && matches(j));
+fn backoff_from_failed(
+    jobs: &[JobStatus],
+    bounds: Backoff,
+    matches: impl Fn(&JobStatus) -> bool,
+) -> Duration {
+    let mut failed = jobs
+        .iter()
+        .rev()
+        .filter(|j| j.state == JobState::Failed && matches(j));
     let (Some(last), Some(prev)) = (failed.next(), failed.next()) else {
         return bounds.clamp(bounds.base);
     };
@@ -236,7 +273,11 @@ fn backoff_from_failed(jobs: &[JobStatus], bounds: Backoff, matches: impl Fn(&Jo
 /// let jobs = vec![failed(t - chrono::Duration::minutes(5)), failed(t)];
 /// assert_eq!(compute_backoff_from_jobs(&jobs, "v1", Backoff::default()), Duration::from_secs(600));
 /// ```
-pub fn compute_backoff_from_jobs(jobs: &[JobStatus], config_version: &str, bounds: Backoff) -> Duration {
+pub fn compute_backoff_from_jobs(
+    jobs: &[JobStatus],
+    config_version: &str,
+    bounds: Backoff,
+) -> Duration {
     backoff_from_failed(jobs, bounds, |j| {
         j.job_type == JobType::Provision && j.config_version == config_version
     })
@@ -261,7 +302,11 @@ pub fn backoff_remaining(
 ) -> Option<Duration> {
     let triggered_at = triggered_at?;
     let elapsed = (now - triggered_at).to_std().unwrap_or(Duration::ZERO);
-    if elapsed >= backoff { None } else { Some(backoff - elapsed) }
+    if elapsed >= backoff {
+        None
+    } else {
+        Some(backoff - elapsed)
+    }
 }
 
 /// Go's `IsConfigApplied`: true when the **latest** provision job (by timestamp) succeeded with the
@@ -285,7 +330,8 @@ pub fn backoff_remaining(
 /// ```
 pub fn is_config_applied(jobs: &[JobStatus], desired: &str) -> bool {
     find_latest_job_by_type(jobs, &JobType::Provision).is_some_and(|j| {
-        j.state == JobState::Succeeded && (j.config_version == desired || j.config_version.is_empty())
+        j.state == JobState::Succeeded
+            && (j.config_version == desired || j.config_version.is_empty())
     })
 }
 

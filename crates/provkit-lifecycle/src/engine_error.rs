@@ -60,9 +60,8 @@ impl LifecycleError {
     /// True when the failed call may have created a job (outcome unknown or empty id).
     pub fn outcome_unknown(&self) -> bool {
         match self {
-            Self::TriggerProvision { certainty, .. } | Self::TriggerDeprovision { certainty, .. } => {
-                *certainty == LaunchCertainty::Unknown
-            }
+            Self::TriggerProvision { certainty, .. }
+            | Self::TriggerDeprovision { certainty, .. } => *certainty == LaunchCertainty::Unknown,
             Self::EmptyJobId { .. } => true,
             Self::IdempotencyLookup { .. } => false,
         }

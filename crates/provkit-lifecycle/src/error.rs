@@ -113,39 +113,60 @@ impl ProviderError {
 
     /// A [`NotFound`](Self::NotFound) error without a source.
     pub fn not_found(what: impl Into<String>) -> Self {
-        Self::NotFound { what: what.into(), source: None }
+        Self::NotFound {
+            what: what.into(),
+            source: None,
+        }
     }
 
     /// A [`NotFound`](Self::NotFound) error with a source.
     pub fn not_found_with_source(what: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        Self::NotFound { what: what.into(), source: Some(source.into()) }
+        Self::NotFound {
+            what: what.into(),
+            source: Some(source.into()),
+        }
     }
 
     /// A [`LaunchNotMade`](Self::LaunchNotMade) error.
     pub fn launch_not_made(message: impl Into<String>, source: Option<BoxError>) -> Self {
-        Self::LaunchNotMade { message: message.into(), source }
+        Self::LaunchNotMade {
+            message: message.into(),
+            source,
+        }
     }
 
     /// An [`OutcomeUnknown`](Self::OutcomeUnknown) error.
     pub fn outcome_unknown(message: impl Into<String>, source: Option<BoxError>) -> Self {
-        Self::OutcomeUnknown { message: message.into(), source }
+        Self::OutcomeUnknown {
+            message: message.into(),
+            source,
+        }
     }
 
     /// An [`Unsupported`](Self::Unsupported) error.
     pub fn unsupported(operation: &'static str, provider: impl Into<String>) -> Self {
-        Self::Unsupported { operation, provider: provider.into() }
+        Self::Unsupported {
+            operation,
+            provider: provider.into(),
+        }
     }
 
     /// An [`Other`](Self::Other) error without a source.
     pub fn other(message: impl Into<String>) -> Self {
-        Self::Other { message: message.into(), source: None }
+        Self::Other {
+            message: message.into(),
+            source: None,
+        }
     }
 
     /// An [`Other`](Self::Other) error with a source. The message is shown as `"<message>: <source>"`
     /// so that substrings of the source stay visible in the rendered error.
     pub fn other_with_source(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
         let source = source.into();
-        Self::Other { message: format!("{}: {source}", message.into()), source: Some(source) }
+        Self::Other {
+            message: format!("{}: {source}", message.into()),
+            source: Some(source),
+        }
     }
 
     /// The retry-after duration when this error, or any error in its source chain, is a rate limit.
@@ -204,7 +225,8 @@ pub struct RateLimitError {
 pub fn find_rate_limit(err: &(dyn StdError + 'static)) -> Option<Duration> {
     let mut current: Option<&(dyn StdError + 'static)> = Some(err);
     while let Some(e) = current {
-        if let Some(ProviderError::RateLimited { retry_after }) = e.downcast_ref::<ProviderError>() {
+        if let Some(ProviderError::RateLimited { retry_after }) = e.downcast_ref::<ProviderError>()
+        {
             return Some(*retry_after);
         }
         if let Some(r) = e.downcast_ref::<RateLimitError>() {
@@ -300,7 +322,9 @@ mod tests {
 
     #[test]
     fn rate_limit_found_through_foreign_wrappers() {
-        let err = Outer(RateLimitError { retry_after: Duration::from_secs(5) });
+        let err = Outer(RateLimitError {
+            retry_after: Duration::from_secs(5),
+        });
         assert_eq!(find_rate_limit(&err), Some(Duration::from_secs(5)));
         let plain = ProviderError::other("boom");
         assert_eq!(find_rate_limit(&plain), None);
@@ -309,12 +333,30 @@ mod tests {
 
     #[test]
     fn classification() {
-        assert_eq!(ProviderError::rate_limited(Duration::ZERO).launch_certainty(), LaunchCertainty::NotMade);
-        assert_eq!(ProviderError::not_found("template x").launch_certainty(), LaunchCertainty::NotMade);
-        assert_eq!(ProviderError::launch_not_made("400", None).launch_certainty(), LaunchCertainty::NotMade);
-        assert_eq!(ProviderError::outcome_unknown("timeout", None).launch_certainty(), LaunchCertainty::Unknown);
-        assert_eq!(ProviderError::other("?").launch_certainty(), LaunchCertainty::Unknown);
-        let wrapped_rl = ProviderError::other_with_source("x", ProviderError::rate_limited(Duration::from_secs(1)));
+        assert_eq!(
+            ProviderError::rate_limited(Duration::ZERO).launch_certainty(),
+            LaunchCertainty::NotMade
+        );
+        assert_eq!(
+            ProviderError::not_found("template x").launch_certainty(),
+            LaunchCertainty::NotMade
+        );
+        assert_eq!(
+            ProviderError::launch_not_made("400", None).launch_certainty(),
+            LaunchCertainty::NotMade
+        );
+        assert_eq!(
+            ProviderError::outcome_unknown("timeout", None).launch_certainty(),
+            LaunchCertainty::Unknown
+        );
+        assert_eq!(
+            ProviderError::other("?").launch_certainty(),
+            LaunchCertainty::Unknown
+        );
+        let wrapped_rl = ProviderError::other_with_source(
+            "x",
+            ProviderError::rate_limited(Duration::from_secs(1)),
+        );
         assert_eq!(wrapped_rl.launch_certainty(), LaunchCertainty::NotMade);
         let wrapped_nf = ProviderError::other_with_source("x", ProviderError::not_found("job 1"));
         assert!(wrapped_nf.is_not_found());

@@ -153,10 +153,13 @@ impl fmt::Debug for ProvisionHooks<'_> {
 }
 
 /// The hooks of a deprovisioning call: an optional status flush after a launch (Go has none; with it a
-/// deprovision launch is as crash-safe as a provision launch).
+/// deprovision launch is as crash-safe as a provision launch), and an optional stale-cache check run
+/// before a deprovision launch (Go has none: a deletion reconcile on a cached copy that does not yet
+/// show the deprovision job launched by the previous reconcile would launch a second one).
 #[derive(Default)]
 pub struct DeprovisionHooks<'a> {
     pub(crate) status_flush: Option<&'a dyn StatusFlush>,
+    pub(crate) stale_check: Option<&'a dyn StaleCacheCheck>,
 }
 
 impl<'a> DeprovisionHooks<'a> {
@@ -171,10 +174,22 @@ impl<'a> DeprovisionHooks<'a> {
         self.status_flush = Some(flush);
         self
     }
+
+    /// Sets the stale-cache check: before launching a deprovision job, the engine reads the fresh job
+    /// history and, when it shows a deprovision job newer than the cached latest one, requeues without
+    /// launching ([`DeprovisionStep::StaleCache`](crate::DeprovisionStep::StaleCache)).
+    #[must_use]
+    pub fn stale_check(mut self, check: &'a dyn StaleCacheCheck) -> Self {
+        self.stale_check = Some(check);
+        self
+    }
 }
 
 impl fmt::Debug for DeprovisionHooks<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeprovisionHooks").field("status_flush", &self.status_flush.is_some()).finish()
+        f.debug_struct("DeprovisionHooks")
+            .field("status_flush", &self.status_flush.is_some())
+            .field("stale_check", &self.stale_check.is_some())
+            .finish()
     }
 }

@@ -111,7 +111,11 @@ pub struct FoundJob {
 impl FoundJob {
     /// Builds a found job.
     pub fn new(job_id: impl Into<String>, state: JobState, message: impl Into<String>) -> Self {
-        Self { job_id: job_id.into(), state, message: message.into() }
+        Self {
+            job_id: job_id.into(),
+            state,
+            message: message.into(),
+        }
     }
 }
 

@@ -65,7 +65,10 @@ pub struct ResolvedStorageClass {
 impl ResolvedStorageClass {
     /// Builds a storage class entry.
     pub fn new(name: impl Into<String>, tier: impl Into<String>) -> Self {
-        Self { name: name.into(), tier: tier.into() }
+        Self {
+            name: name.into(),
+            tier: tier.into(),
+        }
     }
 }
 

@@ -27,8 +27,7 @@ pub use error::{
 };
 #[doc(inline)]
 pub use hooks::{
-    DeprovisionHooks, ProvisionHooks, StaleCacheCheck, StatusFlush, stale_check_fn,
-    status_flush_fn,
+    DeprovisionHooks, ProvisionHooks, StaleCacheCheck, StatusFlush, stale_check_fn, status_flush_fn,
 };
 #[doc(inline)]
 pub use idempotency::{FoundJob, IdempotencyKey, IdempotencySupport};
@@ -39,8 +38,8 @@ pub use launch_context::{
 };
 #[doc(inline)]
 pub use outcome::{
-    DeprovisionOutcome, DeprovisionStep, FinalizerDecision, FlushReport, Outcome,
-    ProvisionOutcome, ProvisionStep,
+    DeprovisionOutcome, DeprovisionStep, FinalizerDecision, FlushReport, Outcome, ProvisionOutcome,
+    ProvisionStep,
 };
 #[doc(inline)]
 pub use policy::{Jitter, LifecyclePolicy, LookupBeforeLaunch};

@@ -146,6 +146,8 @@ pub enum FinalizerDecision {
 pub enum DeprovisionStep {
     /// The provider said nothing needs tearing down.
     Skipped,
+    /// The cache was stale (the API server shows a newer deprovision job); nothing launched.
+    StaleCache,
     /// The provider is waiting (for example for a provision job to be cancelled).
     Waiting,
     /// A deprovision job was launched and recorded.

@@ -27,9 +27,17 @@ impl Jitter {
         match *self {
             Self::None => d,
             Self::Proportional { max_fraction } => {
-                let fraction = if max_fraction.is_finite() { max_fraction.clamp(0.0, 1.0) } else { 0.0 };
+                let fraction = if max_fraction.is_finite() {
+                    max_fraction.clamp(0.0, 1.0)
+                } else {
+                    0.0
+                };
                 let r = unit();
-                let r = if r.is_finite() { r.clamp(0.0, 1.0) } else { 0.0 };
+                let r = if r.is_finite() {
+                    r.clamp(0.0, 1.0)
+                } else {
+                    0.0
+                };
                 d.saturating_add(d.mul_f64(fraction * r))
             }
         }
@@ -173,7 +181,9 @@ impl LifecyclePolicy {
     }
 
     pub(crate) fn poll_requeue(&self) -> Duration {
-        self.poll_jitter.apply(self.poll_interval).max(self.min_requeue)
+        self.poll_jitter
+            .apply(self.poll_interval)
+            .max(self.min_requeue)
     }
 
     pub(crate) fn backoff_requeue(&self, wait: Duration) -> Duration {

@@ -24,8 +24,16 @@ pub struct ProvisionResult {
 
 impl ProvisionResult {
     /// Builds a result.
-    pub fn new(job_id: impl Into<String>, initial_state: JobState, message: impl Into<String>) -> Self {
-        Self { job_id: job_id.into(), initial_state, message: message.into() }
+    pub fn new(
+        job_id: impl Into<String>,
+        initial_state: JobState,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            job_id: job_id.into(),
+            initial_state,
+            message: message.into(),
+        }
     }
 }
 
@@ -64,7 +72,12 @@ pub struct ProvisionStatus {
 impl ProvisionStatus {
     /// Builds a status with the given id, state and message.
     pub fn new(job_id: impl Into<String>, state: JobState, message: impl Into<String>) -> Self {
-        Self { job_id: job_id.into(), state, message: message.into(), ..Self::default() }
+        Self {
+            job_id: job_id.into(),
+            state,
+            message: message.into(),
+            ..Self::default()
+        }
     }
 
     /// Sets the error details.

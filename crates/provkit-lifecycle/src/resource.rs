@@ -70,7 +70,13 @@ impl ResourceView {
         uid: impl Into<String>,
         object: &T,
     ) -> Result<Self, serde_json::Error> {
-        Ok(Self::new(kind, name, namespace, uid, serde_json::to_value(object)?))
+        Ok(Self::new(
+            kind,
+            name,
+            namespace,
+            uid,
+            serde_json::to_value(object)?,
+        ))
     }
 
     /// Sets the `apiVersion`.

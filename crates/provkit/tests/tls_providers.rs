@@ -51,13 +51,25 @@ async fn child_aap_then_kube() {
 fn run_child(name: &str) {
     let exe = std::env::current_exe().unwrap();
     let out = Command::new(exe)
-        .args(["--ignored", "--exact", name, "--test-threads=1", "--nocapture"])
+        .args([
+            "--ignored",
+            "--exact",
+            name,
+            "--test-threads=1",
+            "--nocapture",
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "child {name} failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("1 passed"), "child {name} did not run:\n{stdout}\n{stderr}");
+    assert!(
+        out.status.success(),
+        "child {name} failed:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "child {name} did not run:\n{stdout}\n{stderr}"
+    );
     assert!(!stderr.contains("CryptoProvider"), "{stderr}");
 }
 

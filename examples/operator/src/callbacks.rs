@@ -22,13 +22,25 @@ impl VirtualNetworkCallbacks {
         Self { clock }
     }
 
-    fn ready(&self, obj: &mut VirtualNetwork, status: ConditionStatus, reason: &str, message: &str) {
+    fn ready(
+        &self,
+        obj: &mut VirtualNetwork,
+        status: ConditionStatus,
+        reason: &str,
+        message: &str,
+    ) {
         let generation = obj.meta().generation;
         let now = self.clock.now();
         let s = obj.status.get_or_insert_with(Default::default);
         set_condition(
             &mut s.provisioning.conditions,
-            NewCondition { type_: "Ready", status, reason, message, observed_generation: generation },
+            NewCondition {
+                type_: "Ready",
+                status,
+                reason,
+                message,
+                observed_generation: generation,
+            },
             now,
         );
     }
@@ -46,7 +58,12 @@ impl ProvisioningCallbacks<VirtualNetwork> for VirtualNetworkCallbacks {
         };
         if progressing {
             s.phase = Some(Phase::Progressing);
-            self.ready(obj, ConditionStatus::False, "Provisioning", "provisioning the current spec");
+            self.ready(
+                obj,
+                ConditionStatus::False,
+                "Provisioning",
+                "provisioning the current spec",
+            );
         }
     }
 
@@ -57,7 +74,12 @@ impl ProvisioningCallbacks<VirtualNetwork> for VirtualNetworkCallbacks {
 
     fn on_succeeded(&self, obj: &mut VirtualNetwork, _status: &ProvisionStatus) {
         obj.status.get_or_insert_with(Default::default).phase = Some(Phase::Ready);
-        self.ready(obj, ConditionStatus::True, "Provisioned", "the current spec is provisioned");
+        self.ready(
+            obj,
+            ConditionStatus::True,
+            "Provisioned",
+            "the current spec is provisioned",
+        );
     }
 
     fn on_deleting(&self, obj: &mut VirtualNetwork) {
@@ -75,7 +97,13 @@ mod tests {
     use provkit_lifecycle::ProvisionStatus;
 
     fn vnet() -> VirtualNetwork {
-        VirtualNetwork::new("n", VirtualNetworkSpec { cidr: "10.0.0.0/24".into(), region: None })
+        VirtualNetwork::new(
+            "n",
+            VirtualNetworkSpec {
+                cidr: "10.0.0.0/24".into(),
+                region: None,
+            },
+        )
     }
 
     #[test]
@@ -92,9 +120,15 @@ mod tests {
         // Failed is kept during backoff
         cb.on_apply(&mut n, false);
         assert_eq!(n.status.as_ref().unwrap().phase, Some(Phase::Failed));
-        cb.on_succeeded(&mut n, &ProvisionStatus::new("1", provkit_core::JobState::Succeeded, "successful"));
+        cb.on_succeeded(
+            &mut n,
+            &ProvisionStatus::new("1", provkit_core::JobState::Succeeded, "successful"),
+        );
         assert_eq!(n.status.as_ref().unwrap().phase, Some(Phase::Ready));
-        assert_eq!(n.status.as_ref().unwrap().provisioning.conditions[0].status, "True");
+        assert_eq!(
+            n.status.as_ref().unwrap().provisioning.conditions[0].status,
+            "True"
+        );
         cb.on_apply(&mut n, true);
         assert_eq!(n.status.as_ref().unwrap().phase, Some(Phase::Ready));
         cb.on_apply(&mut n, false);

@@ -39,10 +39,16 @@ impl Context {
         identity: &str,
     ) -> Self {
         let lifecycle = Lifecycle::new(provider, clock.clone()).with_policy(policy);
-        let reporter = Reporter { controller: "provkit-example-operator".into(), instance: Some(identity.into()) };
+        let reporter = Reporter {
+            controller: "provkit-example-operator".into(),
+            instance: Some(identity.into()),
+        };
         let provisioner = Provisioner::new(client.clone(), lifecycle, FINALIZER)
             .with_events(EventPublisher::new(Recorder::new(client, reporter)));
-        Self { provisioner, callbacks: VirtualNetworkCallbacks::new(clock) }
+        Self {
+            provisioner,
+            callbacks: VirtualNetworkCallbacks::new(clock),
+        }
     }
 }
 
@@ -50,7 +56,10 @@ impl Context {
 ///
 /// # Errors
 /// [`ReconcileError`]; `KeepFinalizer` carries the requeue delay of an unfinished deletion.
-pub async fn reconcile(obj: Arc<VirtualNetwork>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+pub async fn reconcile(
+    obj: Arc<VirtualNetwork>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
     ctx.provisioner.reconcile(obj, &ctx.callbacks).await
 }
 
@@ -60,7 +69,11 @@ pub fn error_policy(obj: Arc<VirtualNetwork>, error: &ReconcileError, ctx: Arc<C
 }
 
 /// Runs the controller over `api` until `shutdown` resolves (or SIGTERM/Ctrl-C).
-pub async fn run(api: Api<VirtualNetwork>, ctx: Arc<Context>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+pub async fn run(
+    api: Api<VirtualNetwork>,
+    ctx: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
     Controller::new(api, watcher::Config::default())
         .graceful_shutdown_on(shutdown)
         .shutdown_on_signal()

@@ -59,7 +59,10 @@ impl ProvisionedResource for VirtualNetwork {
         self.status.as_ref().map(|s| &s.provisioning)
     }
     fn provisioning_status_mut(&mut self) -> &mut ProvisioningStatus {
-        &mut self.status.get_or_insert_with(Default::default).provisioning
+        &mut self
+            .status
+            .get_or_insert_with(Default::default)
+            .provisioning
     }
 }
 
@@ -87,9 +90,19 @@ mod tests {
         assert_eq!(v["subresources"]["status"], serde_json::json!({}));
         let status = &v["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"];
         assert_eq!(status["conditions"]["x-kubernetes-list-type"], "map");
-        assert_eq!(status["conditions"]["x-kubernetes-list-map-keys"], serde_json::json!(["type"]));
+        assert_eq!(
+            status["conditions"]["x-kubernetes-list-map-keys"],
+            serde_json::json!(["type"])
+        );
         assert_eq!(status["provisioningJobs"]["type"], "array");
-        assert_eq!(status["phase"]["enum"], serde_json::json!(["Progressing", "Ready", "Failed", "Deleting"]));
-        assert!(crd_yaml().unwrap().starts_with("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"));
+        assert_eq!(
+            status["phase"]["enum"],
+            serde_json::json!(["Progressing", "Ready", "Failed", "Deleting"])
+        );
+        assert!(
+            crd_yaml().unwrap().starts_with(
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+            )
+        );
     }
 }

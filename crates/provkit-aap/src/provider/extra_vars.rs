@@ -59,24 +59,35 @@ pub fn payload(resource: &Value) -> Value {
 ///
 /// # Errors
 /// [`ExtraVarsError::QuotaOverflow`] for an absurd storage quota.
-pub fn build_extra_vars(resource: &Value, ctx: &LaunchContext) -> Result<Map<String, Value>, ExtraVarsError> {
+pub fn build_extra_vars(
+    resource: &Value,
+    ctx: &LaunchContext,
+) -> Result<Map<String, Value>, ExtraVarsError> {
     let mut event = ctx.extra.clone();
     event.insert("payload".into(), payload(resource));
     if !ctx.tenant_storage_classes.is_empty() {
-        let classes: Vec<Value> =
-            ctx.tenant_storage_classes.iter().map(|c| json!({"name": c.name, "tier": c.tier})).collect();
+        let classes: Vec<Value> = ctx
+            .tenant_storage_classes
+            .iter()
+            .map(|c| json!({"name": c.name, "tier": c.tier}))
+            .collect();
         event.insert("tenant_storage_classes".into(), Value::Array(classes));
     }
     if let Some(kubeconfig) = ctx.admin_kubeconfig.as_ref().filter(|k| !k.is_empty()) {
-        event.insert("admin_kubeconfig".into(), Value::String(kubeconfig.expose().to_owned()));
+        event.insert(
+            "admin_kubeconfig".into(),
+            Value::String(kubeconfig.expose().to_owned()),
+        );
     }
     if !ctx.storage_tier_definitions.is_empty() {
         let mut tiers = Vec::with_capacity(ctx.storage_tier_definitions.len());
         for tier in &ctx.storage_tier_definitions {
-            let quota_bytes = tier
-                .quota_gib
-                .checked_mul(1 << 30)
-                .ok_or_else(|| ExtraVarsError::QuotaOverflow { tier: tier.name.clone(), quota_gib: tier.quota_gib })?;
+            let quota_bytes = tier.quota_gib.checked_mul(1 << 30).ok_or_else(|| {
+                ExtraVarsError::QuotaOverflow {
+                    tier: tier.name.clone(),
+                    quota_gib: tier.quota_gib,
+                }
+            })?;
             tiers.push(json!({
                 "name": tier.name,
                 "protocol": tier.protocol,
@@ -99,12 +110,21 @@ pub fn build_extra_vars(resource: &Value, ctx: &LaunchContext) -> Result<Map<Str
                 (id.clone(), json!({"endpoint": c.endpoint, "username": c.username, "password": c.password.expose()}))
             })
             .collect();
-        event.insert("storage_backend_connections".into(), Value::Object(connections));
+        event.insert(
+            "storage_backend_connections".into(),
+            Value::Object(connections),
+        );
     }
     let mut vars = Map::new();
-    vars.insert("ansible_eda".into(), json!({ "event": Value::Object(event) }));
+    vars.insert(
+        "ansible_eda".into(),
+        json!({ "event": Value::Object(event) }),
+    );
     if let Some(key) = &ctx.idempotency_key {
-        vars.insert(IDEMPOTENCY_KEY_VAR.into(), Value::String(key.as_str().to_owned()));
+        vars.insert(
+            IDEMPOTENCY_KEY_VAR.into(),
+            Value::String(key.as_str().to_owned()),
+        );
     }
     Ok(vars)
 }
@@ -114,7 +134,10 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    use provkit_lifecycle::{BackendConnection, IdempotencyKey, ResolvedStorageClass, SecretText, TierDefinition, TierQosLimits};
+    use provkit_lifecycle::{
+        BackendConnection, IdempotencyKey, ResolvedStorageClass, SecretText, TierDefinition,
+        TierQosLimits,
+    };
 
     fn resource() -> Value {
         json!({"apiVersion": "v1", "kind": "VirtualNetwork",
@@ -125,12 +148,20 @@ mod tests {
     #[test]
     fn minimal_envelope() {
         let vars = build_extra_vars(&resource(), &LaunchContext::new()).unwrap();
-        assert_eq!(Value::Object(vars.clone()), json!({"ansible_eda": {"event": {"payload": {
+        assert_eq!(
+            Value::Object(vars.clone()),
+            json!({"ansible_eda": {"event": {"payload": {
             "apiVersion": "v1", "kind": "VirtualNetwork",
             "metadata": {"name": "test-resource", "namespace": "default"},
-            "spec": {"cidr": "10.0.0.0/24"}, "status": {"provisioningJobs": []}}}}}));
+            "spec": {"cidr": "10.0.0.0/24"}, "status": {"provisioningJobs": []}}}}})
+        );
         let event = &vars["ansible_eda"]["event"];
-        for absent in ["tenant_storage_classes", "admin_kubeconfig", "storage_tier_definitions", "storage_backend_connections"] {
+        for absent in [
+            "tenant_storage_classes",
+            "admin_kubeconfig",
+            "storage_tier_definitions",
+            "storage_backend_connections",
+        ] {
             assert!(event.get(absent).is_none(), "{absent}");
         }
         assert!(vars.get(IDEMPOTENCY_KEY_VAR).is_none());
@@ -141,17 +172,27 @@ mod tests {
         let mut connections = BTreeMap::new();
         connections.insert(
             "backend-1".to_owned(),
-            BackendConnection { endpoint: "https://san".into(), username: "u".into(), password: SecretText::new("p4ss") },
+            BackendConnection {
+                endpoint: "https://san".into(),
+                username: "u".into(),
+                password: SecretText::new("p4ss"),
+            },
         );
         let ctx = LaunchContext::new()
-            .with_tenant_storage_classes(vec![ResolvedStorageClass::new("ceph-fast", "fast"), ResolvedStorageClass::new("ceph-default", "default")])
+            .with_tenant_storage_classes(vec![
+                ResolvedStorageClass::new("ceph-fast", "fast"),
+                ResolvedStorageClass::new("ceph-default", "default"),
+            ])
             .with_admin_kubeconfig("apiVersion: v1")
             .with_storage_tier_definitions(vec![TierDefinition {
                 name: "gold".into(),
                 protocol: "nvme-tcp".into(),
                 provider: "p".into(),
                 backend_id: "backend-1".into(),
-                qos_limits: TierQosLimits { max_read_bandwidth_mbs: 100, max_write_bandwidth_mbs: 50 },
+                qos_limits: TierQosLimits {
+                    max_read_bandwidth_mbs: 100,
+                    max_write_bandwidth_mbs: 50,
+                },
                 quota_gib: 500,
             }])
             .with_storage_backend_connections(connections)
@@ -160,12 +201,25 @@ mod tests {
             .with_idempotency_key(IdempotencyKey::new("pk1-uid-p-0123456789abcdef"));
         let vars = build_extra_vars(&resource(), &ctx).unwrap();
         let event = &vars["ansible_eda"]["event"];
-        assert_eq!(event["tenant_storage_classes"], json!([{"name": "ceph-fast", "tier": "fast"}, {"name": "ceph-default", "tier": "default"}]));
+        assert_eq!(
+            event["tenant_storage_classes"],
+            json!([{"name": "ceph-fast", "tier": "fast"}, {"name": "ceph-default", "tier": "default"}])
+        );
         assert_eq!(event["admin_kubeconfig"], "apiVersion: v1");
-        assert_eq!(event["storage_tier_definitions"], json!([{"name": "gold", "protocol": "nvme-tcp", "provider": "p", "backend_id": "backend-1",
-            "qos_limits": {"static_limits": {"max_reads_bw_mbps": 100, "max_writes_bw_mbps": 50}}, "quota_bytes": 500u64 << 30}]));
-        assert!(event["storage_tier_definitions"][0].get("qos_policy").is_none());
-        assert_eq!(event["storage_backend_connections"], json!({"backend-1": {"endpoint": "https://san", "username": "u", "password": "p4ss"}}));
+        assert_eq!(
+            event["storage_tier_definitions"],
+            json!([{"name": "gold", "protocol": "nvme-tcp", "provider": "p", "backend_id": "backend-1",
+            "qos_limits": {"static_limits": {"max_reads_bw_mbps": 100, "max_writes_bw_mbps": 50}}, "quota_bytes": 500u64 << 30}])
+        );
+        assert!(
+            event["storage_tier_definitions"][0]
+                .get("qos_policy")
+                .is_none()
+        );
+        assert_eq!(
+            event["storage_backend_connections"],
+            json!({"backend-1": {"endpoint": "https://san", "username": "u", "password": "p4ss"}})
+        );
         assert_eq!(event["cluster_domain"], "example.com");
         assert_eq!(event["payload"]["metadata"]["name"], "test-resource");
         assert_eq!(vars[IDEMPOTENCY_KEY_VAR], "pk1-uid-p-0123456789abcdef");
@@ -173,7 +227,13 @@ mod tests {
 
     #[test]
     fn quota_overflow_is_an_error() {
-        let ctx = LaunchContext::new().with_storage_tier_definitions(vec![TierDefinition { quota_gib: i64::MAX, ..TierDefinition::default() }]);
-        assert!(matches!(build_extra_vars(&resource(), &ctx), Err(ExtraVarsError::QuotaOverflow { .. })));
+        let ctx = LaunchContext::new().with_storage_tier_definitions(vec![TierDefinition {
+            quota_gib: i64::MAX,
+            ..TierDefinition::default()
+        }]);
+        assert!(matches!(
+            build_extra_vars(&resource(), &ctx),
+            Err(ExtraVarsError::QuotaOverflow { .. })
+        ));
     }
 }

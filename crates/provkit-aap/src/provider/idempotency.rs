@@ -19,6 +19,11 @@ use crate::types::Job;
 /// ```
 pub fn find_marked_job<'a>(jobs: &'a [Job], key: &str) -> Option<&'a Job> {
     jobs.iter()
-        .filter(|job| job.extra_vars.get(IDEMPOTENCY_KEY_VAR).and_then(Value::as_str) == Some(key))
+        .filter(|job| {
+            job.extra_vars
+                .get(IDEMPOTENCY_KEY_VAR)
+                .and_then(Value::as_str)
+                == Some(key)
+        })
         .max_by_key(|job| job.id)
 }

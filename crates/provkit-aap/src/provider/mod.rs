@@ -24,8 +24,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use provkit_core::{Clock, JobState, JobStatus, JobType, SystemClock, find_latest_job_by_type};
 use provkit_lifecycle::{
-    DeprovisionResult, FoundJob, IdempotencyKey, IdempotencySupport, LaunchContext, ProviderError, ProvisionResult,
-    ProvisionStatus, ProvisioningProvider, ResourceView,
+    DeprovisionResult, FoundJob, IdempotencyKey, IdempotencySupport, LaunchContext, ProviderError,
+    ProvisionResult, ProvisionStatus, ProvisioningProvider, ResourceView,
 };
 
 pub use extra_vars::{ExtraVarsError, IDEMPOTENCY_KEY_VAR, build_extra_vars, payload};
@@ -54,7 +54,9 @@ pub struct AapProviderBuilder {
 
 impl fmt::Debug for AapProviderBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AapProviderBuilder").field("names", &self.names).finish_non_exhaustive()
+        f.debug_struct("AapProviderBuilder")
+            .field("names", &self.names)
+            .finish_non_exhaustive()
     }
 }
 
@@ -225,13 +227,21 @@ impl AapProvider {
     }
 
     /// Go's `NewAAPProvider`: explicit template names.
-    pub fn with_templates(api: impl IntoAapApi, provision: impl Into<String>, deprovision: impl Into<String>) -> Self {
-        Self::builder(api).templates(TemplateNames::explicit(provision, deprovision)).build()
+    pub fn with_templates(
+        api: impl IntoAapApi,
+        provision: impl Into<String>,
+        deprovision: impl Into<String>,
+    ) -> Self {
+        Self::builder(api)
+            .templates(TemplateNames::explicit(provision, deprovision))
+            .build()
     }
 
     /// Go's `NewAAPProviderWithPrefix`: names derived from a prefix.
     pub fn with_prefix(api: impl IntoAapApi, prefix: impl Into<String>) -> Self {
-        Self::builder(api).templates(TemplateNames::with_prefix(prefix)).build()
+        Self::builder(api)
+            .templates(TemplateNames::with_prefix(prefix))
+            .build()
     }
 
     /// The naming rules.
@@ -239,27 +249,49 @@ impl AapProvider {
         &self.names
     }
 
-    fn template_name(&self, action: TemplateAction, resource: &ResourceView) -> Result<String, ProviderError> {
-        self.names.resolve(action, &resource.kind).map_err(|e| ProviderError::launch_not_made(e.to_string(), None))
+    fn template_name(
+        &self,
+        action: TemplateAction,
+        resource: &ResourceView,
+    ) -> Result<String, ProviderError> {
+        self.names
+            .resolve(action, &resource.kind)
+            .map_err(|e| ProviderError::launch_not_made(e.to_string(), None))
     }
 
     async fn template(&self, name: &str) -> Result<Template, ProviderError> {
         self.api.get_template(name).await.map_err(|err| match err {
-            Error::RateLimited { retry_after, .. } => ProviderError::rate_limited(retry_after.unwrap_or(Duration::from_secs(10))),
+            Error::RateLimited { retry_after, .. } => {
+                ProviderError::rate_limited(retry_after.unwrap_or(Duration::from_secs(10)))
+            }
             err => certain(format!("failed to get template: {err}"), err),
         })
     }
 
     fn remember_kind(&self, id: u64, kind: JobKind) {
-        self.kinds.write().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id, kind);
+        self.kinds
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id, kind);
     }
 
-    async fn launch(&self, name: &str, resource: &ResourceView, ctx: &LaunchContext) -> Result<Launched, ProviderError> {
+    async fn launch(
+        &self,
+        name: &str,
+        resource: &ResourceView,
+        ctx: &LaunchContext,
+    ) -> Result<Launched, ProviderError> {
         let template = self.template(name).await?;
-        let vars = build_extra_vars(&resource.json, ctx)
-            .map_err(|e| ProviderError::launch_not_made(format!("failed to extract extra vars: {e}"), Some(Box::new(e))))?;
+        let vars = build_extra_vars(&resource.json, ctx).map_err(|e| {
+            ProviderError::launch_not_made(
+                format!("failed to extract extra vars: {e}"),
+                Some(Box::new(e)),
+            )
+        })?;
         let request = LaunchRequest::new(vars);
-        let size = serde_json::to_vec(&request).map(|b| b.len()).unwrap_or(usize::MAX);
+        let size = serde_json::to_vec(&request)
+            .map(|b| b.len())
+            .unwrap_or(usize::MAX);
         if size > self.max_payload_bytes {
             return Err(ProviderError::launch_not_made(
                 format!(
@@ -272,23 +304,39 @@ impl AapProvider {
         }
         if let Some(key) = &ctx.idempotency_key {
             let now = self.clock.now();
-            let mut attempts = self.attempts.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let horizon = now - chrono::Duration::from_std(self.lookup_window).unwrap_or(chrono::Duration::days(1));
+            let mut attempts = self
+                .attempts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let horizon = now
+                - chrono::Duration::from_std(self.lookup_window)
+                    .unwrap_or(chrono::Duration::days(1));
             attempts.retain(|_, at| *at > horizon);
             attempts.entry(key.as_str().to_owned()).or_insert(now);
         }
-        let launched = self.api.launch(&template, &request).await.map_err(|e| launch_error(template.kind, e))?;
+        let launched = self
+            .api
+            .launch(&template, &request)
+            .await
+            .map_err(|e| launch_error(template.kind, e))?;
         self.remember_kind(launched.id, launched.kind);
         Ok(launched)
     }
 
     fn parse_id(job_id: &str) -> Result<u64, ProviderError> {
-        job_id.trim().parse::<u64>().map_err(|_| ProviderError::not_found(format!("AAP job {job_id:?} (not a numeric AAP job id)")))
+        job_id.trim().parse::<u64>().map_err(|_| {
+            ProviderError::not_found(format!("AAP job {job_id:?} (not a numeric AAP job id)"))
+        })
     }
 
     /// The kind of job `id`: remembered, or resolved with one `unified_jobs/?id=` request.
     async fn kind_of(&self, id: u64) -> Result<JobKind, ProviderError> {
-        if let Some(kind) = self.kinds.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(&id) {
+        if let Some(kind) = self
+            .kinds
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&id)
+        {
             return Ok(*kind);
         }
         match self.api.find_job_kind(id).await {
@@ -296,29 +344,44 @@ impl AapProvider {
                 self.remember_kind(id, kind);
                 Ok(kind)
             }
-            Ok(None) => Err(ProviderError::not_found(format!("failed to get job: AAP job {id}"))),
-            Err(err) => Err(query_error("failed to get job", format!("failed to get job: AAP job {id}"), err)),
+            Ok(None) => Err(ProviderError::not_found(format!(
+                "failed to get job: AAP job {id}"
+            ))),
+            Err(err) => Err(query_error(
+                "failed to get job",
+                format!("failed to get job: AAP job {id}"),
+                err,
+            )),
         }
     }
 
     async fn status(&self, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
         let id = Self::parse_id(job_id)?;
         let kind = self.kind_of(id).await?;
-        let job = self
-            .api
-            .get_unified(kind, id)
-            .await
-            .map_err(|e| query_error("failed to get job", format!("failed to get job: AAP {} {id}", kind.as_str()), e))?;
+        let job = self.api.get_unified(kind, id).await.map_err(|e| {
+            query_error(
+                "failed to get job",
+                format!("failed to get job: AAP {} {id}", kind.as_str()),
+                e,
+            )
+        })?;
         Ok(provision_status(job_id, &job))
     }
 
     async fn since(&self, resource: &ResourceView, key: &IdempotencyKey) -> DateTime<Utc> {
-        let skew = chrono::Duration::from_std(self.clock_skew).unwrap_or(chrono::Duration::minutes(5));
-        let remembered = self.attempts.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(key.as_str()).copied();
+        let skew =
+            chrono::Duration::from_std(self.clock_skew).unwrap_or(chrono::Duration::minutes(5));
+        let remembered = self
+            .attempts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key.as_str())
+            .copied();
         if let Some(at) = remembered {
             return at - skew;
         }
-        let window = chrono::Duration::from_std(self.lookup_window).unwrap_or(chrono::Duration::days(1));
+        let window =
+            chrono::Duration::from_std(self.lookup_window).unwrap_or(chrono::Duration::days(1));
         let mut since = self.clock.now() - window;
         let created = resource
             .json
@@ -339,13 +402,25 @@ impl ProvisioningProvider for AapProvider {
         "aap"
     }
 
-    async fn trigger_provision(&self, resource: &ResourceView, ctx: &LaunchContext) -> Result<ProvisionResult, ProviderError> {
+    async fn trigger_provision(
+        &self,
+        resource: &ResourceView,
+        ctx: &LaunchContext,
+    ) -> Result<ProvisionResult, ProviderError> {
         let name = self.template_name(TemplateAction::Create, resource)?;
         let launched = self.launch(&name, resource, ctx).await?;
-        Ok(ProvisionResult::new(launched.id.to_string(), JobState::Pending, "Provisioning job triggered"))
+        Ok(ProvisionResult::new(
+            launched.id.to_string(),
+            JobState::Pending,
+            "Provisioning job triggered",
+        ))
     }
 
-    async fn provision_status(&self, _resource: &ResourceView, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
+    async fn provision_status(
+        &self,
+        _resource: &ResourceView,
+        job_id: &str,
+    ) -> Result<ProvisionStatus, ProviderError> {
         self.status(job_id).await
     }
 
@@ -359,15 +434,25 @@ impl ProvisioningProvider for AapProvider {
         if let Some(latest) = find_latest_job_by_type(jobs, &JobType::Provision) {
             match self.status(&latest.job_id).await {
                 Err(err) if err.is_not_found() => {}
-                Err(err) => return Err(ProviderError::other_with_source("failed to get provision job status", err)),
+                Err(err) => {
+                    return Err(ProviderError::other_with_source(
+                        "failed to get provision job status",
+                        err,
+                    ));
+                }
                 Ok(st) if st.state.is_terminal() => provision_status = Some(st),
                 Ok(st) => {
                     let id = Self::parse_id(&latest.job_id)?;
                     let kind = self.kind_of(id).await?;
                     match self.api.cancel(kind, id).await {
                         Ok(CancelOutcome::Accepted) => {
-                            tracing::info!(job_id = id, "cancel of the running provision job accepted; waiting for it to stop");
-                            return Ok(DeprovisionResult::waiting(true).with_provision_job_status(st));
+                            tracing::info!(
+                                job_id = id,
+                                "cancel of the running provision job accepted; waiting for it to stop"
+                            );
+                            return Ok(
+                                DeprovisionResult::waiting(true).with_provision_job_status(st)
+                            );
                         }
                         Ok(CancelOutcome::AlreadyFinished) => provision_status = Some(st),
                         Err(err) if err.is_not_found() => provision_status = Some(st),
@@ -390,7 +475,11 @@ impl ProvisioningProvider for AapProvider {
         Ok(result)
     }
 
-    async fn deprovision_status(&self, _resource: &ResourceView, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
+    async fn deprovision_status(
+        &self,
+        _resource: &ResourceView,
+        job_id: &str,
+    ) -> Result<ProvisionStatus, ProviderError> {
         self.status(job_id).await
     }
 
@@ -410,18 +499,32 @@ impl ProvisioningProvider for AapProvider {
             JobType::Other(_) => return Ok(None),
         };
         let name = self.template_name(action, resource)?;
-        let template = self.template(&name).await.map_err(|e| ProviderError::other_with_source("idempotency lookup", e))?;
+        let template = self
+            .template(&name)
+            .await
+            .map_err(|e| ProviderError::other_with_source("idempotency lookup", e))?;
         let since = self.since(resource, key).await;
         let list = |kind: JobKind| async move {
             self.api
                 .jobs_created_since(kind, template.kind, template.id, since)
                 .await
-                .map_err(|e| query_error("idempotency lookup: failed to list jobs", format!("jobs of template {}", template.id), e))
+                .map_err(|e| {
+                    query_error(
+                        "idempotency lookup: failed to list jobs",
+                        format!("jobs of template {}", template.id),
+                        e,
+                    )
+                })
         };
         let jobs = list(template.kind.job_kind()).await?;
-        let Some(job) = find_marked_job(&jobs, key.as_str()) else { return Ok(None) };
+        let Some(job) = find_marked_job(&jobs, key.as_str()) else {
+            return Ok(None);
+        };
         // A sliced job template's children carry the key too; the launch created their workflow job.
-        let job = if job.kind == JobKind::Job && template.kind == TemplateKind::JobTemplate && job.launch_type.as_deref() == Some("workflow") {
+        let job = if job.kind == JobKind::Job
+            && template.kind == TemplateKind::JobTemplate
+            && job.launch_type.as_deref() == Some("workflow")
+        {
             let parents = list(JobKind::WorkflowJob).await?;
             match find_marked_job(&parents, key.as_str()) {
                 Some(parent) => parent.clone(),
@@ -431,6 +534,10 @@ impl ProvisioningProvider for AapProvider {
             job.clone()
         };
         self.remember_kind(job.id, job.kind);
-        Ok(Some(FoundJob::new(job.id.to_string(), map_status(job.status.as_str()), job.status.as_str())))
+        Ok(Some(FoundJob::new(
+            job.id.to_string(),
+            map_status(job.status.as_str()),
+            job.status.as_str(),
+        )))
     }
 }

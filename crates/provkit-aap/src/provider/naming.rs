@@ -59,7 +59,12 @@ impl Default for TemplateNames {
     fn default() -> Self {
         let mut suffixes = BTreeMap::new();
         suffixes.insert("ClusterOrder".to_owned(), "hosted-cluster".to_owned());
-        Self { provision: None, deprovision: None, prefix: None, suffixes }
+        Self {
+            provision: None,
+            deprovision: None,
+            prefix: None,
+            suffixes,
+        }
     }
 }
 
@@ -70,12 +75,19 @@ fn non_empty(s: impl Into<String>) -> Option<String> {
 impl TemplateNames {
     /// Explicit names for both actions (an empty string means "not set").
     pub fn explicit(provision: impl Into<String>, deprovision: impl Into<String>) -> Self {
-        Self { provision: non_empty(provision), deprovision: non_empty(deprovision), ..Self::default() }
+        Self {
+            provision: non_empty(provision),
+            deprovision: non_empty(deprovision),
+            ..Self::default()
+        }
     }
 
     /// Names derived from a prefix.
     pub fn with_prefix(prefix: impl Into<String>) -> Self {
-        Self { prefix: non_empty(prefix), ..Self::default() }
+        Self {
+            prefix: non_empty(prefix),
+            ..Self::default()
+        }
     }
 
     /// Sets the explicit provision template (wins over the prefix for `create`).
@@ -126,7 +138,11 @@ impl TemplateNames {
         if kind.is_empty() {
             return Err(NamingError::NoKind);
         }
-        let suffix = self.suffixes.get(kind).cloned().unwrap_or_else(|| kebab_case(kind));
+        let suffix = self
+            .suffixes
+            .get(kind)
+            .cloned()
+            .unwrap_or_else(|| kebab_case(kind));
         Ok(format!("{prefix}-{}-{suffix}", action.as_str()))
     }
 }
@@ -157,7 +173,8 @@ pub fn kebab_case(s: &str) -> String {
                 out.push('-');
             }
         } else if curr.is_ascii_uppercase() {
-            if prev.is_ascii_lowercase() || (prev.is_ascii_uppercase() && next.is_ascii_lowercase()) {
+            if prev.is_ascii_lowercase() || (prev.is_ascii_uppercase() && next.is_ascii_lowercase())
+            {
                 out.push('-');
             }
             out.push(curr.to_ascii_lowercase());
@@ -220,17 +237,52 @@ mod tests {
     #[test]
     fn resolution_rules() {
         let both = TemplateNames::explicit("my-provision", "").prefix("osac");
-        assert_eq!(both.resolve(TemplateAction::Create, "ComputeInstance").unwrap(), "my-provision");
-        assert_eq!(both.resolve(TemplateAction::Delete, "ComputeInstance").unwrap(), "osac-delete-compute-instance");
-        assert_eq!(TemplateNames::with_prefix("osac").resolve(TemplateAction::Create, "ClusterOrder").unwrap(), "osac-create-hosted-cluster");
-        assert_eq!(TemplateNames::explicit("my-provision", "my-deprovision").resolve(TemplateAction::Delete, "").unwrap(), "my-deprovision");
+        assert_eq!(
+            both.resolve(TemplateAction::Create, "ComputeInstance")
+                .unwrap(),
+            "my-provision"
+        );
+        assert_eq!(
+            both.resolve(TemplateAction::Delete, "ComputeInstance")
+                .unwrap(),
+            "osac-delete-compute-instance"
+        );
+        assert_eq!(
+            TemplateNames::with_prefix("osac")
+                .resolve(TemplateAction::Create, "ClusterOrder")
+                .unwrap(),
+            "osac-create-hosted-cluster"
+        );
+        assert_eq!(
+            TemplateNames::explicit("my-provision", "my-deprovision")
+                .resolve(TemplateAction::Delete, "")
+                .unwrap(),
+            "my-deprovision"
+        );
         let none = TemplateNames::default();
-        assert_eq!(none.resolve(TemplateAction::Create, "X").unwrap_err().to_string(), "create template not configured");
-        assert_eq!(none.resolve(TemplateAction::Delete, "X").unwrap_err().to_string(), "delete template not configured");
-        let err = TemplateNames::with_prefix("osac").resolve(TemplateAction::Create, "").unwrap_err();
+        assert_eq!(
+            none.resolve(TemplateAction::Create, "X")
+                .unwrap_err()
+                .to_string(),
+            "create template not configured"
+        );
+        assert_eq!(
+            none.resolve(TemplateAction::Delete, "X")
+                .unwrap_err()
+                .to_string(),
+            "delete template not configured"
+        );
+        let err = TemplateNames::with_prefix("osac")
+            .resolve(TemplateAction::Create, "")
+            .unwrap_err();
         assert!(err.to_string().contains("resource has no Kind set"));
         let overridden = TemplateNames::with_prefix("osac").kind_suffix("ClusterOrder", "hcp");
-        assert_eq!(overridden.resolve(TemplateAction::Create, "ClusterOrder").unwrap(), "osac-create-hcp");
+        assert_eq!(
+            overridden
+                .resolve(TemplateAction::Create, "ClusterOrder")
+                .unwrap(),
+            "osac-create-hcp"
+        );
     }
 
     proptest::proptest! {

@@ -32,9 +32,14 @@ pub fn map_status(status: &str) -> JobState {
 /// found"; Go leaves the details empty then).
 pub fn provision_status(job_id: &str, job: &Job) -> ProvisionStatus {
     let state = map_status(job.status.as_str());
-    let mut status = ProvisionStatus::new(job_id, state.clone(), job.status.as_str()).with_times(job.started, job.finished);
+    let mut status = ProvisionStatus::new(job_id, state.clone(), job.status.as_str())
+        .with_times(job.started, job.finished);
     if state == JobState::Failed {
-        let details = if job.result_traceback.is_empty() { &job.job_explanation } else { &job.result_traceback };
+        let details = if job.result_traceback.is_empty() {
+            &job.job_explanation
+        } else {
+            &job.result_traceback
+        };
         if !details.is_empty() {
             status = status.with_error_details(details.clone());
         }
@@ -72,13 +77,32 @@ mod tests {
     fn details_only_for_failures() {
         let failed = Job::from_value(&json!({"id": 789, "status": "failed", "result_traceback": "Error: Connection timeout"}), JobKind::Job).unwrap();
         let st = provision_status("789", &failed);
-        assert_eq!((st.state.clone(), st.message.as_str(), st.error_details.as_str()), (JobState::Failed, "failed", "Error: Connection timeout"));
+        assert_eq!(
+            (
+                st.state.clone(),
+                st.message.as_str(),
+                st.error_details.as_str()
+            ),
+            (JobState::Failed, "failed", "Error: Connection timeout")
+        );
         let wf = Job::from_value(&json!({"id": 4, "status": "failed", "job_explanation": "No error handling paths found, marking workflow as failed"}), JobKind::WorkflowJob).unwrap();
-        assert!(provision_status("4", &wf).error_details.starts_with("No error handling"));
-        let canceled = Job::from_value(&json!({"id": 8, "status": "canceled", "result_traceback": "x"}), JobKind::Job).unwrap();
+        assert!(
+            provision_status("4", &wf)
+                .error_details
+                .starts_with("No error handling")
+        );
+        let canceled = Job::from_value(
+            &json!({"id": 8, "status": "canceled", "result_traceback": "x"}),
+            JobKind::Job,
+        )
+        .unwrap();
         assert_eq!(provision_status("8", &canceled).error_details, "");
-        let unknown = Job::from_value(&json!({"id": 1, "status": "unknown_status"}), JobKind::Job).unwrap();
+        let unknown =
+            Job::from_value(&json!({"id": 1, "status": "unknown_status"}), JobKind::Job).unwrap();
         let st = provision_status("1", &unknown);
-        assert_eq!((st.state, st.message.as_str()), (JobState::Unknown, "unknown_status"));
+        assert_eq!(
+            (st.state, st.message.as_str()),
+            (JobState::Unknown, "unknown_status")
+        );
     }
 }

@@ -27,11 +27,20 @@ async fn case29_transient_gateway_errors_and_resets_are_retried_for_gets() {
         let server = server(Mode::Awx).await;
         let id = launched_job(&server).await;
         let client = client(&server);
-        let fault = server.aap().add_fault(Fault::new("GET", "*/jobs/*", action.clone()).trigger(Trigger::FirstN(2)));
-        let job = client.get_job(id).await.unwrap_or_else(|e| panic!("{action:?}: {e}"));
+        let fault = server
+            .aap()
+            .add_fault(Fault::new("GET", "*/jobs/*", action.clone()).trigger(Trigger::FirstN(2)));
+        let job = client
+            .get_job(id)
+            .await
+            .unwrap_or_else(|e| panic!("{action:?}: {e}"));
         assert_eq!(job.id, id);
         assert_eq!(server.aap().fault_hits(fault), 2, "{action:?}");
-        assert_eq!(requests_to(&server, &format!("/jobs/{id}/")).len(), 3, "{action:?}: two failures then success");
+        assert_eq!(
+            requests_to(&server, &format!("/jobs/{id}/")).len(),
+            3,
+            "{action:?}: two failures then success"
+        );
     }
 }
 
@@ -39,13 +48,26 @@ async fn case29_transient_gateway_errors_and_resets_are_retried_for_gets() {
 async fn case29_retry_after_seconds_is_honoured() {
     let server = server(Mode::Awx).await;
     let id = launched_job(&server).await;
-    let client = builder(&server).retry(crate::support::fast_retry().max_backoff(Duration::from_secs(5))).build().unwrap();
-    server.aap().add_fault(Fault::new("GET", "*/jobs/*", FaultAction::too_many_requests(RetryAfter::Seconds(1))).trigger(Trigger::Nth(1)));
+    let client = builder(&server)
+        .retry(crate::support::fast_retry().max_backoff(Duration::from_secs(5)))
+        .build()
+        .unwrap();
+    server.aap().add_fault(
+        Fault::new(
+            "GET",
+            "*/jobs/*",
+            FaultAction::too_many_requests(RetryAfter::Seconds(1)),
+        )
+        .trigger(Trigger::Nth(1)),
+    );
     client.get_job(id).await.unwrap();
     let hits = requests_to(&server, &format!("/jobs/{id}/"));
     assert_eq!(hits.len(), 2);
     let waited = hits[1].at - hits[0].at;
-    assert!(waited >= chrono::Duration::milliseconds(900), "waited only {waited}");
+    assert!(
+        waited >= chrono::Duration::milliseconds(900),
+        "waited only {waited}"
+    );
 }
 
 #[tokio::test]
@@ -53,7 +75,11 @@ async fn case29_retry_after_beyond_the_budget_gives_up_with_the_rate_limit() {
     let server = server(Mode::Awx).await;
     let id = launched_job(&server).await;
     let client = client(&server);
-    server.aap().add_fault(Fault::new("GET", "*/jobs/*", FaultAction::too_many_requests(RetryAfter::Seconds(120))));
+    server.aap().add_fault(Fault::new(
+        "GET",
+        "*/jobs/*",
+        FaultAction::too_many_requests(RetryAfter::Seconds(120)),
+    ));
     let err = client.get_job(id).await.unwrap_err();
     assert!(matches!(err, Error::RateLimited { .. }), "{err:?}");
     assert_eq!(err.retry_after(), Some(Duration::from_secs(120)));
@@ -65,23 +91,55 @@ async fn case29_gives_up_after_the_retry_limit_with_the_last_error_summarised() 
     let server = server(Mode::Awx).await;
     let id = launched_job(&server).await;
     let client = client(&server);
-    server.aap().add_fault(Fault::new("GET", "*/jobs/*", FaultAction::gateway_html(502)));
+    server.aap().add_fault(Fault::new(
+        "GET",
+        "*/jobs/*",
+        FaultAction::gateway_html(502),
+    ));
     let err = client.get_job(id).await.unwrap_err();
     assert!(matches!(err, Error::Server { .. }), "{err:?}");
     let text = err.to_string();
-    assert!(text.contains("502 Bad Gateway") && !text.contains("<html>"), "{text}");
-    assert_eq!(requests_to(&server, &format!("/jobs/{id}/")).len(), 5, "1 + 4 retries");
+    assert!(
+        text.contains("502 Bad Gateway") && !text.contains("<html>"),
+        "{text}"
+    );
+    assert_eq!(
+        requests_to(&server, &format!("/jobs/{id}/")).len(),
+        5,
+        "1 + 4 retries"
+    );
 }
 
 #[tokio::test]
 async fn timeouts_are_retried_for_gets() {
     let server = server(Mode::Awx).await;
     let id = launched_job(&server).await;
-    let client = builder(&server).timeout(Duration::from_millis(300)).build().unwrap();
-    server.aap().add_fault(Fault::new("GET", "*/jobs/*", FaultAction::Latency(Duration::from_secs(2))).trigger(Trigger::Nth(1)));
+    let client = builder(&server)
+        .timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    server.aap().add_fault(
+        Fault::new(
+            "GET",
+            "*/jobs/*",
+            FaultAction::Latency(Duration::from_secs(2)),
+        )
+        .trigger(Trigger::Nth(1)),
+    );
     assert_eq!(client.get_job(id).await.unwrap().id, id);
-    server.aap().add_fault(Fault::new("GET", "*/jobs/*", FaultAction::Latency(Duration::from_secs(2))));
-    let err = builder(&server).timeout(Duration::from_millis(100)).retry(provkit_aap::RetryConfig::disabled()).build().unwrap().get_job(id).await.unwrap_err();
+    server.aap().add_fault(Fault::new(
+        "GET",
+        "*/jobs/*",
+        FaultAction::Latency(Duration::from_secs(2)),
+    ));
+    let err = builder(&server)
+        .timeout(Duration::from_millis(100))
+        .retry(provkit_aap::RetryConfig::disabled())
+        .build()
+        .unwrap()
+        .get_job(id)
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
 }
 
@@ -91,7 +149,12 @@ async fn launch_is_never_retried_and_outcome_certainty_matches_the_fault() {
     let cases: Vec<(FaultAction, bool, u64, bool)> = vec![
         (FaultAction::gateway_html(502), false, 0, true),
         (FaultAction::gateway_html(503), false, 0, true),
-        (FaultAction::too_many_requests(RetryAfter::Seconds(1)), false, 0, false),
+        (
+            FaultAction::too_many_requests(RetryAfter::Seconds(1)),
+            false,
+            0,
+            false,
+        ),
         (FaultAction::ConnectionReset, false, 0, true),
         (FaultAction::server_error(), false, 0, true),
         (FaultAction::migrating(), false, 0, false),
@@ -103,19 +166,38 @@ async fn launch_is_never_retried_and_outcome_certainty_matches_the_fault() {
     ];
     for (action, after, created, unknown) in cases {
         let server = server(Mode::Awx).await;
-        let client = builder(&server).timeout(Duration::from_millis(500)).build().unwrap();
+        let client = builder(&server)
+            .timeout(Duration::from_millis(500))
+            .build()
+            .unwrap();
         let t = client.get_template("provision-job").await.unwrap();
         let fault = Fault::new("POST", "*/launch/", action.clone());
-        server.aap().add_fault(if after { fault.after() } else { fault });
-        let err = client.launch(&t, &LaunchRequest::default()).await.unwrap_err();
-        assert_eq!(err.is_outcome_unknown(), unknown, "{action:?} after={after}: {err:?}");
+        server
+            .aap()
+            .add_fault(if after { fault.after() } else { fault });
+        let err = client
+            .launch(&t, &LaunchRequest::default())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.is_outcome_unknown(),
+            unknown,
+            "{action:?} after={after}: {err:?}"
+        );
         // "After" faults create a job per request, so a retry would show as a second job; "before"
         // faults are visible in the request log (which records a request once it is answered).
         crate::support::eventually(|| async { server.aap().launch_count(t.id) == created }).await;
         tokio::time::sleep(Duration::from_millis(50)).await;
-        assert_eq!(server.aap().launch_count(t.id), created, "{action:?}: a launch POST is never retried");
+        assert_eq!(
+            server.aap().launch_count(t.id),
+            created,
+            "{action:?}: a launch POST is never retried"
+        );
         let logged = requests_to(&server, "/launch/").len();
-        assert!(if after { logged <= 1 } else { logged == 1 }, "{action:?}: {logged} launch requests");
+        assert!(
+            if after { logged <= 1 } else { logged == 1 },
+            "{action:?}: {logged} launch requests"
+        );
     }
 }
 
@@ -124,7 +206,9 @@ async fn malformed_json_on_a_get_is_a_decode_error() {
     let server = server(Mode::Awx).await;
     let id = launched_job(&server).await;
     let client = client(&server);
-    server.aap().add_fault(Fault::new("GET", "*/jobs/*", FaultAction::MalformedJson));
+    server
+        .aap()
+        .add_fault(Fault::new("GET", "*/jobs/*", FaultAction::MalformedJson));
     let err = client.get_unified(JobKind::Job, id).await.unwrap_err();
     assert!(matches!(err, Error::Decode { .. }), "{err:?}");
     assert!(err.to_string().len() < 600);
@@ -140,7 +224,10 @@ async fn case39_errors_name_status_method_path_and_request_id() {
     assert_eq!(ctx.method, http::Method::GET);
     assert_eq!(ctx.path, "/api/v2/jobs/424242/");
     assert_eq!(err.status().map(|s| s.as_u16()), Some(404));
-    let request_id = err.request_id().expect("the fake sends X-API-Request-Id").to_owned();
+    let request_id = err
+        .request_id()
+        .expect("the fake sends X-API-Request-Id")
+        .to_owned();
     let text = err.to_string();
     for part in ["GET", "/api/v2/jobs/424242/", "404", request_id.as_str()] {
         assert!(text.contains(part), "{part:?} missing from {text}");
@@ -152,7 +239,9 @@ async fn case41_migration_redirect_is_detected() {
     let server = server(Mode::Awx).await;
     let id = launched_job(&server).await;
     let client = client(&server);
-    server.aap().add_fault(Fault::new("GET", "*/jobs/*", FaultAction::migrating()));
+    server
+        .aap()
+        .add_fault(Fault::new("GET", "*/jobs/*", FaultAction::migrating()));
     let err = client.get_job(id).await.unwrap_err();
     assert!(matches!(err, Error::Migrating { .. }), "{err:?}");
     server.aap().clear_faults();
@@ -166,5 +255,8 @@ async fn case41_migration_redirect_is_detected() {
             headers: vec![],
         },
     ));
-    assert!(matches!(client.get_job(id).await.unwrap_err(), Error::Migrating { .. }));
+    assert!(matches!(
+        client.get_job(id).await.unwrap_err(),
+        Error::Migrating { .. }
+    ));
 }

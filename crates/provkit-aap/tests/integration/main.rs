@@ -1,5 +1,10 @@
 //! HTTP integration tests of provkit-aap against the fake AAP server over loopback.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, unreachable_pub)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    missing_docs,
+    unreachable_pub
+)]
 
 mod support;
 

@@ -7,9 +7,12 @@ use provkit_aap::provider::{IDEMPOTENCY_KEY_VAR, TemplateNames};
 use provkit_aap::{AapProvider, LaunchRequest};
 use provkit_core::{JobState, JobStatus, JobType};
 use provkit_lifecycle::{
-    DeprovisionAction, IdempotencyKey, LaunchCertainty, LaunchContext, ProvisioningProvider, ResolvedStorageClass, ResourceView,
+    DeprovisionAction, IdempotencyKey, LaunchCertainty, LaunchContext, ProvisioningProvider,
+    ResolvedStorageClass, ResourceView,
 };
-use provkit_testing::fake_aap::{Fault, FaultAction, FakeAapServer, JobScript, JobTemplateSpec, Mode, WorkflowJobTemplateSpec};
+use provkit_testing::fake_aap::{
+    FakeAapServer, Fault, FaultAction, JobScript, JobTemplateSpec, Mode, WorkflowJobTemplateSpec,
+};
 
 use crate::support::{client, quick, requests_to, server, server_with, template_id};
 
@@ -33,10 +36,20 @@ fn explicit(server: &FakeAapServer) -> AapProvider {
 }
 
 fn launch_body(server: &FakeAapServer) -> serde_json::Value {
-    serde_json::from_str(&requests_to(server, "/launch/").pop().expect("a launch").body).unwrap()
+    serde_json::from_str(
+        &requests_to(server, "/launch/")
+            .pop()
+            .expect("a launch")
+            .body,
+    )
+    .unwrap()
 }
 
-async fn wait_terminal(p: &AapProvider, r: &ResourceView, id: &str) -> provkit_lifecycle::ProvisionStatus {
+async fn wait_terminal(
+    p: &AapProvider,
+    r: &ResourceView,
+    id: &str,
+) -> provkit_lifecycle::ProvisionStatus {
     for _ in 0..400 {
         let st = p.provision_status(r, id).await.unwrap();
         if st.state.is_terminal() {
@@ -52,46 +65,91 @@ async fn s72_trigger_provision_job_template_envelope_and_result() {
     let server = server(Mode::Awx).await;
     let p = explicit(&server);
     let r = resource("VirtualNetwork", "test-resource");
-    let res = p.trigger_provision(&r, &LaunchContext::new()).await.unwrap();
+    let res = p
+        .trigger_provision(&r, &LaunchContext::new())
+        .await
+        .unwrap();
     assert_eq!(res.initial_state, JobState::Pending);
     assert_eq!(res.message, "Provisioning job triggered");
     assert!(res.job_id.parse::<u64>().is_ok());
     let launches = requests_to(&server, "/launch/");
-    assert_eq!(launches[0].path, format!("/api/v2/job_templates/{}/launch/", template_id(&server, "provision-job")), "numeric id in the path");
+    assert_eq!(
+        launches[0].path,
+        format!(
+            "/api/v2/job_templates/{}/launch/",
+            template_id(&server, "provision-job")
+        ),
+        "numeric id in the path"
+    );
     let body = launch_body(&server);
     let payload = &body["extra_vars"]["ansible_eda"]["event"]["payload"];
     assert_eq!(payload["metadata"]["name"], "test-resource");
     assert_eq!(payload["metadata"]["namespace"], "default");
-    assert!(payload["metadata"].get("managedFields").is_none(), "managedFields stripped");
-    assert!(body["extra_vars"]["ansible_eda"]["event"].get("tenant_storage_classes").is_none());
+    assert!(
+        payload["metadata"].get("managedFields").is_none(),
+        "managedFields stripped"
+    );
+    assert!(
+        body["extra_vars"]["ansible_eda"]["event"]
+            .get("tenant_storage_classes")
+            .is_none()
+    );
     assert_eq!(p.name(), "aap");
 }
 
 #[tokio::test]
 async fn s72_workflow_template_is_polled_and_cancelled_at_workflow_jobs() {
     let server = server_with(Mode::Gateway, |b| {
-        b.job_template(JobTemplateSpec { script: Some(quick(JobScript::run_until_canceled())), ..JobTemplateSpec::new("forever", "osac") })
-            .workflow_job_template(WorkflowJobTemplateSpec::new("wf-forever", "osac", &["forever"]))
+        b.job_template(JobTemplateSpec {
+            script: Some(quick(JobScript::run_until_canceled())),
+            ..JobTemplateSpec::new("forever", "osac")
+        })
+        .workflow_job_template(WorkflowJobTemplateSpec::new(
+            "wf-forever",
+            "osac",
+            &["forever"],
+        ))
     })
     .await;
     let p = AapProvider::with_templates(client(&server), "wf-forever", "deprovision-job");
     let r = resource("VirtualNetwork", "wf");
-    let res = p.trigger_provision(&r, &LaunchContext::new()).await.unwrap();
+    let res = p
+        .trigger_provision(&r, &LaunchContext::new())
+        .await
+        .unwrap();
     let id: u64 = res.job_id.parse().expect("bare numeric id, as Go writes");
     let st = p.provision_status(&r, &res.job_id).await.unwrap();
     assert!(!st.state.is_terminal());
     assert!(requests_to(&server, &format!("/workflow_jobs/{id}/")).len() == 1);
-    assert!(requests_to(&server, &format!("/jobs/{id}/")).iter().all(|r| r.path.contains("workflow_jobs")));
+    assert!(
+        requests_to(&server, &format!("/jobs/{id}/"))
+            .iter()
+            .all(|r| r.path.contains("workflow_jobs"))
+    );
     // Deprovision cancels the workflow job at /workflow_jobs/ and waits.
-    let jobs = vec![JobStatus::new(res.job_id.clone(), JobType::Provision, JobState::Running, chrono::DateTime::UNIX_EPOCH)];
-    let d = p.trigger_deprovision(&r, &jobs, &LaunchContext::new()).await.unwrap();
+    let jobs = vec![JobStatus::new(
+        res.job_id.clone(),
+        JobType::Provision,
+        JobState::Running,
+        chrono::DateTime::UNIX_EPOCH,
+    )];
+    let d = p
+        .trigger_deprovision(&r, &jobs, &LaunchContext::new())
+        .await
+        .unwrap();
     assert_eq!(d.action, DeprovisionAction::Waiting);
     assert!(d.block_deletion_on_failure);
-    assert_eq!(requests_to(&server, "/cancel/").pop().unwrap().path, format!("/api/controller/v2/workflow_jobs/{id}/cancel/"));
+    assert_eq!(
+        requests_to(&server, "/cancel/").pop().unwrap().path,
+        format!("/api/controller/v2/workflow_jobs/{id}/cancel/")
+    );
     // Once canceled, deprovision proceeds.
     let st = wait_terminal(&p, &r, &res.job_id).await;
     assert_eq!(st.state, JobState::Canceled);
-    let d = p.trigger_deprovision(&r, &jobs, &LaunchContext::new()).await.unwrap();
+    let d = p
+        .trigger_deprovision(&r, &jobs, &LaunchContext::new())
+        .await
+        .unwrap();
     assert_eq!(d.action, DeprovisionAction::Triggered);
     assert_eq!(d.provision_job_status.unwrap().state, JobState::Canceled);
 }
@@ -104,7 +162,9 @@ async fn s72_tenant_storage_classes_in_order_and_absent_when_unset() {
         ResolvedStorageClass::new("ceph-fast", "fast"),
         ResolvedStorageClass::new("ceph-default", "default"),
     ]);
-    p.trigger_provision(&resource("ComputeInstance", "ci"), &ctx).await.unwrap();
+    p.trigger_provision(&resource("ComputeInstance", "ci"), &ctx)
+        .await
+        .unwrap();
     assert_eq!(
         launch_body(&server)["extra_vars"]["ansible_eda"]["event"]["tenant_storage_classes"],
         serde_json::json!([{"name": "ceph-fast", "tier": "fast"}, {"name": "ceph-default", "tier": "default"}])
@@ -115,52 +175,133 @@ async fn s72_tenant_storage_classes_in_order_and_absent_when_unset() {
 async fn s72_errors_keep_the_go_prefixes() {
     let server = server(Mode::Awx).await;
     let none = AapProvider::builder(client(&server)).build();
-    let err = none.trigger_provision(&resource("Subnet", "s"), &LaunchContext::new()).await.unwrap_err();
-    assert!(err.to_string().contains("create template not configured"), "{err}");
+    let err = none
+        .trigger_provision(&resource("Subnet", "s"), &LaunchContext::new())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("create template not configured"),
+        "{err}"
+    );
     assert_eq!(err.launch_certainty(), LaunchCertainty::NotMade);
-    let err = none.trigger_deprovision(&resource("Subnet", "s"), &[], &LaunchContext::new()).await.unwrap_err();
-    assert!(err.to_string().contains("delete template not configured"), "{err}");
+    let err = none
+        .trigger_deprovision(&resource("Subnet", "s"), &[], &LaunchContext::new())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("delete template not configured"),
+        "{err}"
+    );
 
     let missing = AapProvider::with_templates(client(&server), "no-such-template", "x");
-    let err = missing.trigger_provision(&resource("Subnet", "s"), &LaunchContext::new()).await.unwrap_err();
+    let err = missing
+        .trigger_provision(&resource("Subnet", "s"), &LaunchContext::new())
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("failed to get template"), "{err}");
     assert_eq!(err.launch_certainty(), LaunchCertainty::NotMade);
 
     let p = explicit(&server);
-    server.aap().add_fault(Fault::new("POST", "*/launch/", FaultAction::json(400, serde_json::json!({"extra_vars": ["bad"]}))));
-    let err = p.trigger_provision(&resource("Subnet", "s"), &LaunchContext::new()).await.unwrap_err();
-    assert!(err.to_string().contains("failed to launch job template"), "{err}");
+    server.aap().add_fault(Fault::new(
+        "POST",
+        "*/launch/",
+        FaultAction::json(400, serde_json::json!({"extra_vars": ["bad"]})),
+    ));
+    let err = p
+        .trigger_provision(&resource("Subnet", "s"), &LaunchContext::new())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("failed to launch job template"),
+        "{err}"
+    );
     assert_eq!(err.launch_certainty(), LaunchCertainty::NotMade);
     server.aap().clear_faults();
 
-    let err = p.provision_status(&resource("Subnet", "s"), "987654").await.unwrap_err();
-    assert!(err.is_not_found() && err.to_string().contains("failed to get job"), "{err}");
+    let err = p
+        .provision_status(&resource("Subnet", "s"), "987654")
+        .await
+        .unwrap_err();
+    assert!(
+        err.is_not_found() && err.to_string().contains("failed to get job"),
+        "{err}"
+    );
     let unreachable = AapProvider::with_templates(
-        provkit_aap::AapClient::builder("http://127.0.0.1:9").base_path("/api/v2/").retry(provkit_aap::RetryConfig::disabled()).build().unwrap(),
+        provkit_aap::AapClient::builder("http://127.0.0.1:9")
+            .base_path("/api/v2/")
+            .retry(provkit_aap::RetryConfig::disabled())
+            .build()
+            .unwrap(),
         "p",
         "d",
     );
-    let err = unreachable.provision_status(&resource("Subnet", "s"), "5").await.unwrap_err();
+    let err = unreachable
+        .provision_status(&resource("Subnet", "s"), "5")
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("failed to get job"), "{err}");
 }
 
 #[tokio::test]
 async fn s72_status_mapping_through_the_fake() {
     let cases = [
-        (quick(JobScript::successful(Duration::from_millis(20))), JobState::Succeeded, "successful", ""),
-        (quick(JobScript::ending(provkit_testing::fake_aap::Outcome::Failed, Duration::from_millis(20))).with_traceback("Error: Connection timeout"), JobState::Failed, "failed", "Error: Connection timeout"),
-        (quick(JobScript::ending(provkit_testing::fake_aap::Outcome::Error, Duration::from_millis(20))), JobState::Failed, "error", ""),
-        (quick(JobScript::ending(provkit_testing::fake_aap::Outcome::Canceled, Duration::from_millis(20))), JobState::Canceled, "canceled", ""),
+        (
+            quick(JobScript::successful(Duration::from_millis(20))),
+            JobState::Succeeded,
+            "successful",
+            "",
+        ),
+        (
+            quick(JobScript::ending(
+                provkit_testing::fake_aap::Outcome::Failed,
+                Duration::from_millis(20),
+            ))
+            .with_traceback("Error: Connection timeout"),
+            JobState::Failed,
+            "failed",
+            "Error: Connection timeout",
+        ),
+        (
+            quick(JobScript::ending(
+                provkit_testing::fake_aap::Outcome::Error,
+                Duration::from_millis(20),
+            )),
+            JobState::Failed,
+            "error",
+            "",
+        ),
+        (
+            quick(JobScript::ending(
+                provkit_testing::fake_aap::Outcome::Canceled,
+                Duration::from_millis(20),
+            )),
+            JobState::Canceled,
+            "canceled",
+            "",
+        ),
     ];
     for (script, state, message, details) in cases {
-        let server = server_with(Mode::Awx, |b| b.job_template(JobTemplateSpec { script: Some(script), ..JobTemplateSpec::new("scripted", "osac") })).await;
+        let server = server_with(Mode::Awx, |b| {
+            b.job_template(JobTemplateSpec {
+                script: Some(script),
+                ..JobTemplateSpec::new("scripted", "osac")
+            })
+        })
+        .await;
         let p = AapProvider::with_templates(client(&server), "scripted", "deprovision-job");
         let r = resource("Subnet", "s");
-        let id = p.trigger_provision(&r, &LaunchContext::new()).await.unwrap().job_id;
+        let id = p
+            .trigger_provision(&r, &LaunchContext::new())
+            .await
+            .unwrap()
+            .job_id;
         let first = p.provision_status(&r, &id).await.unwrap();
         assert_eq!(first.state, JobState::Pending);
         let st = wait_terminal(&p, &r, &id).await;
-        assert_eq!((st.state, st.message.as_str(), st.error_details.as_str()), (state, message, details));
+        assert_eq!(
+            (st.state, st.message.as_str(), st.error_details.as_str()),
+            (state, message, details)
+        );
         assert_eq!(st.job_id, id);
         assert!(st.end_time.is_some());
     }
@@ -169,38 +310,112 @@ async fn s72_status_mapping_through_the_fake() {
 #[tokio::test]
 async fn s72_deprovision_cancel_first_flow() {
     let server = server_with(Mode::Awx, |b| {
-        b.job_template(JobTemplateSpec { script: Some(quick(JobScript::run_until_canceled())), ..JobTemplateSpec::new("forever", "osac") })
+        b.job_template(JobTemplateSpec {
+            script: Some(quick(JobScript::run_until_canceled())),
+            ..JobTemplateSpec::new("forever", "osac")
+        })
     })
     .await;
     let p = AapProvider::with_templates(client(&server), "forever", "deprovision-job");
     let r = resource("Subnet", "s");
     // 1. No provision jobs → Triggered, block=true.
-    let d = p.trigger_deprovision(&r, &[], &LaunchContext::new()).await.unwrap();
-    assert_eq!((d.action, d.block_deletion_on_failure), (DeprovisionAction::Triggered, true));
+    let d = p
+        .trigger_deprovision(&r, &[], &LaunchContext::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        (d.action, d.block_deletion_on_failure),
+        (DeprovisionAction::Triggered, true)
+    );
     assert!(d.provision_job_status.is_none());
     // 3. Running provision job → cancel accepted → Waiting with the running status.
-    let id = p.trigger_provision(&r, &LaunchContext::new()).await.unwrap().job_id;
-    crate::support::eventually(|| async { p.provision_status(&r, &id).await.unwrap().state == JobState::Running }).await;
-    let jobs = vec![JobStatus::new(id.clone(), JobType::Provision, JobState::Running, chrono::DateTime::UNIX_EPOCH)];
-    let d = p.trigger_deprovision(&r, &jobs, &LaunchContext::new()).await.unwrap();
+    let id = p
+        .trigger_provision(&r, &LaunchContext::new())
+        .await
+        .unwrap()
+        .job_id;
+    crate::support::eventually(|| async {
+        p.provision_status(&r, &id).await.unwrap().state == JobState::Running
+    })
+    .await;
+    let jobs = vec![JobStatus::new(
+        id.clone(),
+        JobType::Provision,
+        JobState::Running,
+        chrono::DateTime::UNIX_EPOCH,
+    )];
+    let d = p
+        .trigger_deprovision(&r, &jobs, &LaunchContext::new())
+        .await
+        .unwrap();
     assert_eq!(d.action, DeprovisionAction::Waiting);
     assert_eq!(d.provision_job_status.unwrap().state, JobState::Running);
     // 4. Cancel answering 405 → Triggered immediately.
-    server.aap().add_fault(Fault::new("POST", "*/cancel/", FaultAction::json(405, serde_json::json!({"detail": "Method \"POST\" not allowed."}))));
-    let second = p.trigger_provision(&r, &LaunchContext::new()).await.unwrap().job_id;
-    let jobs = vec![JobStatus::new(second, JobType::Provision, JobState::Pending, chrono::DateTime::UNIX_EPOCH)];
-    let d = p.trigger_deprovision(&r, &jobs, &LaunchContext::new()).await.unwrap();
+    server.aap().add_fault(Fault::new(
+        "POST",
+        "*/cancel/",
+        FaultAction::json(
+            405,
+            serde_json::json!({"detail": "Method \"POST\" not allowed."}),
+        ),
+    ));
+    let second = p
+        .trigger_provision(&r, &LaunchContext::new())
+        .await
+        .unwrap()
+        .job_id;
+    let jobs = vec![JobStatus::new(
+        second,
+        JobType::Provision,
+        JobState::Pending,
+        chrono::DateTime::UNIX_EPOCH,
+    )];
+    let d = p
+        .trigger_deprovision(&r, &jobs, &LaunchContext::new())
+        .await
+        .unwrap();
     assert_eq!(d.action, DeprovisionAction::Triggered);
     server.aap().clear_faults();
     // A purged provision job → proceed.
-    let purged = vec![JobStatus::new("999999", JobType::Provision, JobState::Running, chrono::DateTime::UNIX_EPOCH)];
-    assert_eq!(p.trigger_deprovision(&r, &purged, &LaunchContext::new()).await.unwrap().action, DeprovisionAction::Triggered);
+    let purged = vec![JobStatus::new(
+        "999999",
+        JobType::Provision,
+        JobState::Running,
+        chrono::DateTime::UNIX_EPOCH,
+    )];
+    assert_eq!(
+        p.trigger_deprovision(&r, &purged, &LaunchContext::new())
+            .await
+            .unwrap()
+            .action,
+        DeprovisionAction::Triggered
+    );
     // Another cancel error → error with the Go prefix.
-    let third = p.trigger_provision(&r, &LaunchContext::new()).await.unwrap().job_id;
-    server.aap().add_fault(Fault::new("POST", "*/cancel/", FaultAction::json(403, serde_json::json!({"detail": "nope"}))));
-    let jobs = vec![JobStatus::new(third, JobType::Provision, JobState::Pending, chrono::DateTime::UNIX_EPOCH)];
-    let err = p.trigger_deprovision(&r, &jobs, &LaunchContext::new()).await.unwrap_err();
-    assert!(err.to_string().contains("failed to cancel provision job: failed to cancel job"), "{err}");
+    let third = p
+        .trigger_provision(&r, &LaunchContext::new())
+        .await
+        .unwrap()
+        .job_id;
+    server.aap().add_fault(Fault::new(
+        "POST",
+        "*/cancel/",
+        FaultAction::json(403, serde_json::json!({"detail": "nope"})),
+    ));
+    let jobs = vec![JobStatus::new(
+        third,
+        JobType::Provision,
+        JobState::Pending,
+        chrono::DateTime::UNIX_EPOCH,
+    )];
+    let err = p
+        .trigger_deprovision(&r, &jobs, &LaunchContext::new())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("failed to cancel provision job: failed to cancel job"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -213,19 +428,60 @@ async fn s72_prefix_naming_and_cluster_order() {
     })
     .await;
     let p = AapProvider::with_prefix(client(&server), "osac");
-    p.trigger_provision(&resource("VirtualNetwork", "vn"), &LaunchContext::new()).await.unwrap();
-    assert!(requests_to(&server, "unified_job_templates").pop().unwrap().query.contains("name=osac-create-virtual-network"));
-    assert_eq!(requests_to(&server, "/launch/").pop().unwrap().path, format!("/api/v2/job_templates/{}/launch/", template_id(&server, "osac-create-virtual-network")));
-    let d = p.trigger_deprovision(&resource("Subnet", "sn"), &[], &LaunchContext::new()).await.unwrap();
+    p.trigger_provision(&resource("VirtualNetwork", "vn"), &LaunchContext::new())
+        .await
+        .unwrap();
+    assert!(
+        requests_to(&server, "unified_job_templates")
+            .pop()
+            .unwrap()
+            .query
+            .contains("name=osac-create-virtual-network")
+    );
+    assert_eq!(
+        requests_to(&server, "/launch/").pop().unwrap().path,
+        format!(
+            "/api/v2/job_templates/{}/launch/",
+            template_id(&server, "osac-create-virtual-network")
+        )
+    );
+    let d = p
+        .trigger_deprovision(&resource("Subnet", "sn"), &[], &LaunchContext::new())
+        .await
+        .unwrap();
     assert_eq!(d.action, DeprovisionAction::Triggered);
-    p.trigger_provision(&resource("SecurityGroup", "sg"), &LaunchContext::new()).await.unwrap();
+    p.trigger_provision(&resource("SecurityGroup", "sg"), &LaunchContext::new())
+        .await
+        .unwrap();
     let co = resource("ClusterOrder", "co");
-    let id = p.trigger_provision(&co, &LaunchContext::new()).await.unwrap().job_id;
-    assert_eq!(requests_to(&server, "/launch/").pop().unwrap().path, format!("/api/v2/job_templates/{}/launch/", template_id(&server, "osac-create-hosted-cluster")));
+    let id = p
+        .trigger_provision(&co, &LaunchContext::new())
+        .await
+        .unwrap()
+        .job_id;
+    assert_eq!(
+        requests_to(&server, "/launch/").pop().unwrap().path,
+        format!(
+            "/api/v2/job_templates/{}/launch/",
+            template_id(&server, "osac-create-hosted-cluster")
+        )
+    );
     assert_eq!(wait_terminal(&p, &co, &id).await.state, JobState::Succeeded);
-    assert_eq!(p.trigger_deprovision(&co, &[], &LaunchContext::new()).await.unwrap().action, DeprovisionAction::Triggered);
-    let err = p.trigger_provision(&resource("", "nokind"), &LaunchContext::new()).await.unwrap_err();
-    assert!(err.to_string().contains("resource has no Kind set"), "{err}");
+    assert_eq!(
+        p.trigger_deprovision(&co, &[], &LaunchContext::new())
+            .await
+            .unwrap()
+            .action,
+        DeprovisionAction::Triggered
+    );
+    let err = p
+        .trigger_provision(&resource("", "nokind"), &LaunchContext::new())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("resource has no Kind set"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -238,53 +494,110 @@ async fn s73_factory_combinations() {
     })
     .await;
     let ci = resource("ComputeInstance", "ci");
-    let both = AapProvider::builder(client(&server)).provision_template("my-custom-provision").template_prefix("osac").build();
-    both.trigger_provision(&ci, &LaunchContext::new()).await.unwrap();
-    assert!(requests_to(&server, "unified_job_templates").pop().unwrap().query.contains("name=my-custom-provision"));
-    let d = both.trigger_deprovision(&ci, &[], &LaunchContext::new()).await.unwrap();
+    let both = AapProvider::builder(client(&server))
+        .provision_template("my-custom-provision")
+        .template_prefix("osac")
+        .build();
+    both.trigger_provision(&ci, &LaunchContext::new())
+        .await
+        .unwrap();
+    assert!(
+        requests_to(&server, "unified_job_templates")
+            .pop()
+            .unwrap()
+            .query
+            .contains("name=my-custom-provision")
+    );
+    let d = both
+        .trigger_deprovision(&ci, &[], &LaunchContext::new())
+        .await
+        .unwrap();
     assert_eq!(d.action, DeprovisionAction::Triggered);
-    assert!(requests_to(&server, "unified_job_templates").pop().unwrap().query.contains("name=osac-delete-compute-instance"));
+    assert!(
+        requests_to(&server, "unified_job_templates")
+            .pop()
+            .unwrap()
+            .query
+            .contains("name=osac-delete-compute-instance")
+    );
     let prefix_only = AapProvider::with_prefix(client(&server), "osac");
-    prefix_only.trigger_provision(&resource("ClusterOrder", "co"), &LaunchContext::new()).await.unwrap();
-    assert!(requests_to(&server, "unified_job_templates").pop().unwrap().query.contains("name=osac-create-hosted-cluster"));
-    AapProvider::with_templates(client(&server), "my-provision", "my-deprovision").trigger_provision(&ci, &LaunchContext::new()).await.unwrap();
-    let err = AapProvider::builder(client(&server)).templates(TemplateNames::default()).build().trigger_provision(&ci, &LaunchContext::new()).await.unwrap_err();
+    prefix_only
+        .trigger_provision(&resource("ClusterOrder", "co"), &LaunchContext::new())
+        .await
+        .unwrap();
+    assert!(
+        requests_to(&server, "unified_job_templates")
+            .pop()
+            .unwrap()
+            .query
+            .contains("name=osac-create-hosted-cluster")
+    );
+    AapProvider::with_templates(client(&server), "my-provision", "my-deprovision")
+        .trigger_provision(&ci, &LaunchContext::new())
+        .await
+        .unwrap();
+    let err = AapProvider::builder(client(&server))
+        .templates(TemplateNames::default())
+        .build()
+        .trigger_provision(&ci, &LaunchContext::new())
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("template not configured"));
 }
 
 #[tokio::test]
 async fn kind_resolution_costs_at_most_one_request_per_id() {
     let server = server(Mode::Gateway).await;
-    let launcher = AapProvider::with_templates(client(&server), "provision-workflow", "deprovision-job");
+    let launcher =
+        AapProvider::with_templates(client(&server), "provision-workflow", "deprovision-job");
     let r = resource("Subnet", "s");
-    let id = launcher.trigger_provision(&r, &LaunchContext::new()).await.unwrap().job_id;
+    let id = launcher
+        .trigger_provision(&r, &LaunchContext::new())
+        .await
+        .unwrap()
+        .job_id;
     for _ in 0..3 {
         launcher.provision_status(&r, &id).await.unwrap();
     }
-    assert!(requests_to(&server, "unified_jobs").is_empty(), "the launcher knows the kind");
+    assert!(
+        requests_to(&server, "unified_jobs").is_empty(),
+        "the launcher knows the kind"
+    );
     // Another process (fresh provider) resolves it once, then remembers.
-    let other = AapProvider::with_templates(client(&server), "provision-workflow", "deprovision-job");
+    let other =
+        AapProvider::with_templates(client(&server), "provision-workflow", "deprovision-job");
     for _ in 0..3 {
         other.provision_status(&r, &id).await.unwrap();
     }
     assert_eq!(requests_to(&server, "unified_jobs").len(), 1);
-    assert_eq!(requests_to(&server, &format!("/workflow_jobs/{id}/")).len(), 6);
+    assert_eq!(
+        requests_to(&server, &format!("/workflow_jobs/{id}/")).len(),
+        6
+    );
 }
 
 #[tokio::test]
 async fn oversized_payload_is_refused_before_any_request() {
     let server = server(Mode::Awx).await;
-    let p = AapProvider::builder(client(&server)).provision_template("provision-job").max_payload_bytes(2048).build();
+    let p = AapProvider::builder(client(&server))
+        .provision_template("provision-job")
+        .max_payload_bytes(2048)
+        .build();
     let mut r = resource("Subnet", "big");
     r.json["spec"]["blob"] = serde_json::Value::String("x".repeat(4096));
-    let err = p.trigger_provision(&r, &LaunchContext::new()).await.unwrap_err();
+    let err = p
+        .trigger_provision(&r, &LaunchContext::new())
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("2048-byte limit"), "{err}");
     assert_eq!(err.launch_certainty(), LaunchCertainty::NotMade);
     assert!(requests_to(&server, "/launch/").is_empty());
     // managedFields do not count: a resource that is only big because of them fits.
     let mut noisy = resource("Subnet", "noisy");
     noisy.json["metadata"]["managedFields"] = serde_json::json!([{"fieldsV1": "y".repeat(8192)}]);
-    p.trigger_provision(&noisy, &LaunchContext::new()).await.unwrap();
+    p.trigger_provision(&noisy, &LaunchContext::new())
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -292,9 +605,16 @@ async fn secrets_in_extra_vars_are_sent_but_never_in_debug_output() {
     let server = server(Mode::Awx).await;
     let p = explicit(&server);
     let ctx = LaunchContext::new().with_admin_kubeconfig("apiVersion: v1\ntoken: sup3r-secret");
-    p.trigger_provision(&resource("Subnet", "s"), &ctx).await.unwrap();
-    assert_eq!(launch_body(&server)["extra_vars"]["ansible_eda"]["event"]["admin_kubeconfig"], "apiVersion: v1\ntoken: sup3r-secret");
-    let req = LaunchRequest::new(provkit_aap::provider::build_extra_vars(&resource("Subnet", "s").json, &ctx).unwrap());
+    p.trigger_provision(&resource("Subnet", "s"), &ctx)
+        .await
+        .unwrap();
+    assert_eq!(
+        launch_body(&server)["extra_vars"]["ansible_eda"]["event"]["admin_kubeconfig"],
+        "apiVersion: v1\ntoken: sup3r-secret"
+    );
+    let req = LaunchRequest::new(
+        provkit_aap::provider::build_extra_vars(&resource("Subnet", "s").json, &ctx).unwrap(),
+    );
     assert!(!format!("{req:?} {ctx:?} {p:?}").contains("sup3r-secret"));
 }
 
@@ -309,29 +629,71 @@ async fn exactly_once_after_an_unknown_launch_outcome() {
     for action in actions {
         for mode in [Mode::Awx, Mode::Gateway] {
             let server = server(mode).await;
-            let c = crate::support::builder(&server).timeout(Duration::from_millis(500)).build().unwrap();
+            let c = crate::support::builder(&server)
+                .timeout(Duration::from_millis(500))
+                .build()
+                .unwrap();
             let p = AapProvider::with_templates(c, "provision-job", "deprovision-job");
             let r = resource("Subnet", "once");
             let key = IdempotencyKey::for_attempt(&r.uid, &JobType::Provision, "v1", None);
             let ctx = LaunchContext::new().with_idempotency_key(key.clone());
-            assert_eq!(p.find_job_by_idempotency_key(&r, &JobType::Provision, &key).await.unwrap(), None);
-            server.aap().add_fault(Fault::new("POST", "*/launch/", action.clone()).after());
+            assert_eq!(
+                p.find_job_by_idempotency_key(&r, &JobType::Provision, &key)
+                    .await
+                    .unwrap(),
+                None
+            );
+            server
+                .aap()
+                .add_fault(Fault::new("POST", "*/launch/", action.clone()).after());
             let err = p.trigger_provision(&r, &ctx).await.unwrap_err();
-            assert_eq!(err.launch_certainty(), LaunchCertainty::Unknown, "{action:?}: {err}");
+            assert_eq!(
+                err.launch_certainty(),
+                LaunchCertainty::Unknown,
+                "{action:?}: {err}"
+            );
             server.aap().clear_faults();
             let tid = template_id(&server, "provision-job");
             crate::support::eventually(|| async { server.aap().launch_count(tid) == 1 }).await;
-            let found = p.find_job_by_idempotency_key(&r, &JobType::Provision, &key).await.unwrap().expect("the job is found");
-            let job = server.aap().jobs().into_iter().find(|j| j.template == Some(tid)).unwrap();
+            let found = p
+                .find_job_by_idempotency_key(&r, &JobType::Provision, &key)
+                .await
+                .unwrap()
+                .expect("the job is found");
+            let job = server
+                .aap()
+                .jobs()
+                .into_iter()
+                .find(|j| j.template == Some(tid))
+                .unwrap();
             assert_eq!(found.job_id, job.id.to_string(), "{action:?}");
             assert!(job.extra_vars.contains(IDEMPOTENCY_KEY_VAR));
-            assert_eq!(server.aap().launch_count(tid), 1, "{action:?}: exactly one job");
+            assert_eq!(
+                server.aap().launch_count(tid),
+                1,
+                "{action:?}: exactly one job"
+            );
             // A fresh provider (another process) finds it too, from the resource's creation time.
-            let fresh = AapProvider::with_templates(client(&server), "provision-job", "deprovision-job");
-            assert_eq!(fresh.find_job_by_idempotency_key(&r, &JobType::Provision, &key).await.unwrap().map(|f| f.job_id), Some(found.job_id.clone()));
+            let fresh =
+                AapProvider::with_templates(client(&server), "provision-job", "deprovision-job");
+            assert_eq!(
+                fresh
+                    .find_job_by_idempotency_key(&r, &JobType::Provision, &key)
+                    .await
+                    .unwrap()
+                    .map(|f| f.job_id),
+                Some(found.job_id.clone())
+            );
             // The lookup reads jobs created since the attempt, filtered by template, client-side.
-            let list = requests_to(&server, "/jobs/").into_iter().rfind(|q| q.query.contains("created__gt")).unwrap();
-            assert!(list.query.contains(&format!("job_template={tid}")), "{}", list.query);
+            let list = requests_to(&server, "/jobs/")
+                .into_iter()
+                .rfind(|q| q.query.contains("created__gt"))
+                .unwrap();
+            assert!(
+                list.query.contains(&format!("job_template={tid}")),
+                "{}",
+                list.query
+            );
             assert!(!list.query.contains("extra_vars"));
             // The status of the found job is available right away (its kind is remembered).
             assert!(p.provision_status(&r, &found.job_id).await.is_ok());
@@ -345,10 +707,27 @@ async fn idempotency_lookup_for_workflow_templates() {
     let p = AapProvider::with_templates(client(&server), "provision-workflow", "deprovision-job");
     let r = resource("Subnet", "wf-once");
     let key = IdempotencyKey::new("pk1-uid-wf-once-p-00000000000000aa");
-    let id = p.trigger_provision(&r, &LaunchContext::new().with_idempotency_key(key.clone())).await.unwrap().job_id;
-    let found = p.find_job_by_idempotency_key(&r, &JobType::Provision, &key).await.unwrap().unwrap();
+    let id = p
+        .trigger_provision(&r, &LaunchContext::new().with_idempotency_key(key.clone()))
+        .await
+        .unwrap()
+        .job_id;
+    let found = p
+        .find_job_by_idempotency_key(&r, &JobType::Provision, &key)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(found.job_id, id);
-    assert!(requests_to(&server, "/workflow_jobs/").iter().any(|q| q.query.contains("workflow_job_template=")));
+    assert!(
+        requests_to(&server, "/workflow_jobs/")
+            .iter()
+            .any(|q| q.query.contains("workflow_job_template="))
+    );
     let other = IdempotencyKey::new("pk1-uid-wf-once-p-00000000000000bb");
-    assert_eq!(p.find_job_by_idempotency_key(&r, &JobType::Provision, &other).await.unwrap(), None);
+    assert_eq!(
+        p.find_job_by_idempotency_key(&r, &JobType::Provision, &other)
+            .await
+            .unwrap(),
+        None
+    );
 }

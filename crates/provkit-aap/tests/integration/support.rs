@@ -3,11 +3,18 @@
 use std::time::Duration;
 
 use provkit_aap::{AapClient, AapClientBuilder, RetryConfig};
-use provkit_testing::fake_aap::{FakeAap, FakeAapServer, JobScript, JobTemplateSpec, LoggedRequest, Mode, WorkflowJobTemplateSpec};
+use provkit_testing::fake_aap::{
+    FakeAap, FakeAapServer, JobScript, JobTemplateSpec, LoggedRequest, Mode,
+    WorkflowJobTemplateSpec,
+};
 
 /// Job phases short enough for real-time tests.
 pub fn quick(outcome_script: JobScript) -> JobScript {
-    outcome_script.with_phases(Duration::from_millis(30), Duration::from_millis(30), Duration::from_millis(120))
+    outcome_script.with_phases(
+        Duration::from_millis(30),
+        Duration::from_millis(30),
+        Duration::from_millis(120),
+    )
 }
 
 pub fn quick_success() -> JobScript {
@@ -21,7 +28,9 @@ pub async fn server(mode: Mode) -> FakeAapServer {
 
 pub async fn server_with(
     mode: Mode,
-    f: impl FnOnce(provkit_testing::fake_aap::FakeAapBuilder) -> provkit_testing::fake_aap::FakeAapBuilder,
+    f: impl FnOnce(
+        provkit_testing::fake_aap::FakeAapBuilder,
+    ) -> provkit_testing::fake_aap::FakeAapBuilder,
 ) -> FakeAapServer {
     let builder = FakeAap::builder()
         .mode(mode)
@@ -60,11 +69,19 @@ pub fn client(server: &FakeAapServer) -> AapClient {
 
 /// Requests the fake logged whose path contains `needle`.
 pub fn requests_to(server: &FakeAapServer, needle: &str) -> Vec<LoggedRequest> {
-    server.aap().requests().into_iter().filter(|r| r.path.contains(needle)).collect()
+    server
+        .aap()
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.contains(needle))
+        .collect()
 }
 
 pub fn template_id(server: &FakeAapServer, name: &str) -> u64 {
-    server.aap().template_id(name, Some("osac")).expect("template exists")
+    server
+        .aap()
+        .template_id(name, Some("osac"))
+        .expect("template exists")
 }
 
 /// Polls until `check` holds (real time, bounded).

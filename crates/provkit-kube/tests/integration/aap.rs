@@ -29,7 +29,10 @@ impl AapHarness {
         let server = FakeAap::builder()
             .clock(dyn_clock.clone())
             .organization("osac")
-            .job_template(JobTemplateSpec { script: Some(create), ..JobTemplateSpec::new("osac-create-network", "osac") })
+            .job_template(JobTemplateSpec {
+                script: Some(create),
+                ..JobTemplateSpec::new("osac-create-network", "osac")
+            })
             .job_template(JobTemplateSpec {
                 script: Some(JobScript::successful(Duration::from_secs(10))),
                 ..JobTemplateSpec::new("osac-delete-network", "osac")
@@ -42,16 +45,27 @@ impl AapHarness {
             .timeout(Duration::from_secs(5))
             .build()
             .unwrap();
-        let provider = AapProvider::builder(client).template_prefix("osac").clock(dyn_clock.clone()).build();
+        let provider = AapProvider::builder(client)
+            .template_prefix("osac")
+            .clock(dyn_clock.clone())
+            .build();
         let lifecycle = Lifecycle::new(Arc::new(provider), dyn_clock);
-        Self { server, clock, lifecycle }
+        Self {
+            server,
+            clock,
+            lifecycle,
+        }
     }
 
     fn aap(&self) -> FakeAap {
         self.server.aap().clone()
     }
 
-    async fn reconcile(&self, obj: Network, script: Vec<Exchange>) -> Result<Action, provkit_kube::ReconcileError> {
+    async fn reconcile(
+        &self,
+        obj: Network,
+        script: Vec<Exchange>,
+    ) -> Result<Action, provkit_kube::ReconcileError> {
         let (client, verifier) = testcontext();
         let server = verifier.run(script);
         let p = Provisioner::new(client, self.lifecycle.clone(), FINALIZER);
@@ -62,13 +76,23 @@ impl AapHarness {
 
     /// Launches (POST …/launch/) the fake AAP received so far.
     fn launches(&self) -> Vec<String> {
-        self.aap().requests().into_iter().filter(|r| r.method == "POST" && r.path.ends_with("/launch/")).map(|r| r.path).collect()
+        self.aap()
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "POST" && r.path.ends_with("/launch/"))
+            .map(|r| r.path)
+            .collect()
     }
 }
 
 /// A status PATCH whose expected body needs the AAP job ids, known only once the fake AAP
 /// launched them: `expect(ids)` builds it when the request arrives.
-fn patch_status_with_ids(aap: FakeAap, rv: &str, expect: impl Fn(&[String]) -> Value + Send + 'static, reply: &Network) -> Exchange {
+fn patch_status_with_ids(
+    aap: FakeAap,
+    rv: &str,
+    expect: impl Fn(&[String]) -> Value + Send + 'static,
+    reply: &Network,
+) -> Exchange {
     let rv = rv.to_owned();
     Exchange {
         method: http::Method::PATCH,
@@ -100,13 +124,9 @@ async fn aap_trigger_poll_succeed_then_quiet() {
 
     // 1. exactly one AAP launch, flushed with its AAP job id
     let v1 = v.clone();
-    let flushed = move |ids: &[String]| {
-        json!({"provisioningJobs": [job_json(&ids[0], "provision", "Pending", 0, "Provisioning job triggered", &v1)], "desiredConfigVersion": v1})
-    };
+    let flushed = move |ids: &[String]| json!({"provisioningJobs": [job_json(&ids[0], "provision", "Pending", 0, "Provisioning job triggered", &v1)], "desiredConfigVersion": v1});
     let v2 = v.clone();
-    let full = move |ids: &[String]| {
-        json!({"phase": "Progressing", "provisioningJobs": [job_json(&ids[0], "provision", "Pending", 0, "Provisioning job triggered", &v2)], "desiredConfigVersion": v2})
-    };
+    let full = move |ids: &[String]| json!({"phase": "Progressing", "provisioningJobs": [job_json(&ids[0], "provision", "Pending", 0, "Provisioning job triggered", &v2)], "desiredConfigVersion": v2});
     let r = h
         .reconcile(
             base.clone(),
@@ -118,32 +138,65 @@ async fn aap_trigger_poll_succeed_then_quiet() {
         )
         .await;
     assert_eq!(r.unwrap(), Action::requeue(Duration::from_secs(30)));
-    let template = h.aap().template_id("osac-create-network", Some("osac")).unwrap();
-    assert_eq!(h.launches(), [format!("/api/v2/job_templates/{template}/launch/")]);
+    let template = h
+        .aap()
+        .template_id("osac-create-network", Some("osac"))
+        .unwrap();
+    assert_eq!(
+        h.launches(),
+        [format!("/api/v2/job_templates/{template}/launch/")]
+    );
     assert_eq!(h.aap().jobs().len(), 1);
     let id = h.aap().jobs()[0].id.to_string();
     let extra: Value = serde_json::from_str(&h.aap().jobs()[0].extra_vars).unwrap();
-    assert_eq!(extra["ansible_eda"]["event"]["payload"]["metadata"]["name"], NAME);
+    assert_eq!(
+        extra["ansible_eda"]["event"]["payload"]["metadata"]["name"],
+        NAME
+    );
     assert_eq!(extra["ansible_eda"]["event"]["payload"]["kind"], "Network");
 
     // 2. 5 s later AAP says running
     h.clock.advance(Duration::from_secs(5));
-    let cached = status_with(&base, "4", json!({"phase": "Progressing", "provisioningJobs": [job_json(&id, "provision", "Pending", 0, "Provisioning job triggered", &v)], "desiredConfigVersion": v}));
+    let cached = status_with(
+        &base,
+        "4",
+        json!({"phase": "Progressing", "provisioningJobs": [job_json(&id, "provision", "Pending", 0, "Provisioning job triggered", &v)], "desiredConfigVersion": v}),
+    );
     let s2 = json!({"phase": "Progressing", "provisioningJobs": [job_json(&id, "provision", "Running", 0, "running", &v)], "desiredConfigVersion": v});
-    let r = h.reconcile(cached, vec![patch_status("4", s2.clone(), &status_with(&base, "5", s2.clone()))]).await;
+    let r = h
+        .reconcile(
+            cached,
+            vec![patch_status(
+                "4",
+                s2.clone(),
+                &status_with(&base, "5", s2.clone()),
+            )],
+        )
+        .await;
     assert_eq!(r.unwrap(), Action::requeue(Duration::from_secs(30)));
 
     // 3. a minute later: successful → Ready
     h.clock.advance(Duration::from_secs(60));
     let s3 = json!({"phase": "Ready", "provisioningJobs": [job_json(&id, "provision", "Succeeded", 0, "successful", &v)], "desiredConfigVersion": v});
-    let r = h.reconcile(status_with(&base, "5", s2), vec![patch_status("5", s3.clone(), &status_with(&base, "6", s3.clone()))]).await;
+    let r = h
+        .reconcile(
+            status_with(&base, "5", s2),
+            vec![patch_status(
+                "5",
+                s3.clone(),
+                &status_with(&base, "6", s3.clone()),
+            )],
+        )
+        .await;
     assert_eq!(r.unwrap(), Action::await_change());
 
     // 4. no further AAP call until the spec changes
     let before = h.aap().requests().len();
     for _ in 0..3 {
         h.clock.advance(Duration::from_secs(600));
-        let r = h.reconcile(status_with(&base, "6", s3.clone()), vec![]).await;
+        let r = h
+            .reconcile(status_with(&base, "6", s3.clone()), vec![])
+            .await;
         assert_eq!(r.unwrap(), Action::await_change());
     }
     assert_eq!(h.aap().requests().len(), before);
@@ -172,21 +225,47 @@ async fn aap_deletion_cancels_running_job_then_deprovisions_and_removes_finalize
 
     // 1. deletion: AAP says running → cancel POST → Waiting; finalizer kept
     let deleting = base.clone().needs_delete();
-    let cached = status_with(&deleting, "4", json!({"phase": "Progressing", "provisioningJobs": [job_json(&pid, "provision", "Pending", 0, "Provisioning job triggered", &v)], "desiredConfigVersion": v}));
+    let cached = status_with(
+        &deleting,
+        "4",
+        json!({"phase": "Progressing", "provisioningJobs": [job_json(&pid, "provision", "Pending", 0, "Provisioning job triggered", &v)], "desiredConfigVersion": v}),
+    );
     let s1 = json!({"phase": "Deleting", "provisioningJobs": [job_json(&pid, "provision", "Running", 0, "running", &v)], "desiredConfigVersion": v});
-    let err = h.reconcile(cached, vec![patch_status("4", s1.clone(), &status_with(&deleting, "5", s1.clone()))]).await.unwrap_err();
+    let err = h
+        .reconcile(
+            cached,
+            vec![patch_status(
+                "4",
+                s1.clone(),
+                &status_with(&deleting, "5", s1.clone()),
+            )],
+        )
+        .await
+        .unwrap_err();
     assert!(err.is_keep_finalizer(), "{err}");
     assert_eq!(err.requeue_after(), Some(Duration::from_secs(30)));
-    let cancels = h.aap().requests().into_iter().filter(|r| r.method == "POST" && r.path.ends_with("/cancel/")).count();
+    let cancels = h
+        .aap()
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path.ends_with("/cancel/"))
+        .count();
     assert_eq!(cancels, 1);
-    assert!(h.launches().len() == 1, "no deprovision launch while the provision job is still running");
+    assert!(
+        h.launches().len() == 1,
+        "no deprovision launch while the provision job is still running"
+    );
 
     // 2. the provision job is canceled → deprovision job launched and flushed
     h.clock.advance(Duration::from_secs(30));
     let v2 = v.clone();
     let pid2 = pid.clone();
     let flushed = move |ids: &[String]| {
-        let did = ids.iter().find(|i| **i != pid2).cloned().unwrap_or_default();
+        let did = ids
+            .iter()
+            .find(|i| **i != pid2)
+            .cloned()
+            .unwrap_or_default();
         json!({"provisioningJobs": [
             job_json(&pid2, "provision", "Canceled", 0, "canceled", &v2),
             job_json(&did, "deprovision", "Pending", 1, "Deprovision job triggered", "")
@@ -194,20 +273,40 @@ async fn aap_deletion_cancels_running_job_then_deprovisions_and_removes_finalize
     };
     let after = status_with(&deleting, "6", json!({}));
     let err = h
-        .reconcile(status_with(&deleting, "5", s1), vec![patch_status_with_ids(h.aap(), "5", flushed, &after)])
+        .reconcile(
+            status_with(&deleting, "5", s1),
+            vec![patch_status_with_ids(h.aap(), "5", flushed, &after)],
+        )
         .await
         .unwrap_err();
     assert!(err.is_keep_finalizer(), "{err}");
     assert_eq!(h.launches().len(), 2);
-    assert_eq!(h.aap().jobs().iter().find(|j| j.id.to_string() == pid).map(|j| j.status), Some("canceled"));
-    let did = h.aap().jobs().iter().map(|j| j.id.to_string()).find(|i| *i != pid).unwrap();
+    assert_eq!(
+        h.aap()
+            .jobs()
+            .iter()
+            .find(|j| j.id.to_string() == pid)
+            .map(|j| j.status),
+        Some("canceled")
+    );
+    let did = h
+        .aap()
+        .jobs()
+        .iter()
+        .map(|j| j.id.to_string())
+        .find(|i| *i != pid)
+        .unwrap();
 
     // 3. deprovision job successful → status written, finalizer removed
     h.clock.advance(Duration::from_secs(60));
-    let cached = status_with(&deleting, "6", json!({"phase": "Deleting", "provisioningJobs": [
+    let cached = status_with(
+        &deleting,
+        "6",
+        json!({"phase": "Deleting", "provisioningJobs": [
         job_json(&pid, "provision", "Canceled", 0, "canceled", &v),
         job_json(&did, "deprovision", "Pending", 1, "Deprovision job triggered", "")
-    ], "desiredConfigVersion": v}));
+    ], "desiredConfigVersion": v}),
+    );
     let s3 = json!({"phase": "Deleting", "provisioningJobs": [
         job_json(&pid, "provision", "Canceled", 0, "canceled", &v),
         job_json(&did, "deprovision", "Succeeded", 1, "successful", "")

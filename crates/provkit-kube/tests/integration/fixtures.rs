@@ -54,12 +54,17 @@ impl ProvisionedResource for Network {
         self.status.as_ref().map(|s| &s.provisioning)
     }
     fn provisioning_status_mut(&mut self) -> &mut ProvisioningStatus {
-        &mut self.status.get_or_insert_with(Default::default).provisioning
+        &mut self
+            .status
+            .get_or_insert_with(Default::default)
+            .provisioning
     }
 }
 
 pub fn t(minute: u32) -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 6, 29, 12, minute, 0).single().unwrap_or_default()
+    Utc.with_ymd_and_hms(2026, 6, 29, 12, minute, 0)
+        .single()
+        .unwrap_or_default()
 }
 
 pub fn job(id: &str, job_type: JobType, state: JobState, minute: u32, version: &str) -> JobStatus {
@@ -71,7 +76,12 @@ pub fn job(id: &str, job_type: JobType, state: JobState, minute: u32, version: &
 impl Network {
     /// A fresh object as the API server returns it (rv "1", no finalizer, no status).
     pub fn test() -> Self {
-        let mut n = Network::new(NAME, NetworkSpec { cidr: "10.0.0.0/24".into() });
+        let mut n = Network::new(
+            NAME,
+            NetworkSpec {
+                cidr: "10.0.0.0/24".into(),
+            },
+        );
         n.meta_mut().namespace = Some(NS.into());
         n.meta_mut().uid = Some(UID.into());
         n.meta_mut().resource_version = Some("1".into());
@@ -84,7 +94,8 @@ impl Network {
     }
     pub fn needs_delete(mut self) -> Self {
         let ts = jiff::Timestamp::from_second(1_782_734_400).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
-        self.meta_mut().deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ts));
+        self.meta_mut().deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ts));
         self
     }
     pub fn with_rv(mut self, rv: &str) -> Self {
@@ -108,7 +119,10 @@ impl Network {
         self
     }
     pub fn with_annotation(mut self, k: &str, v: &str) -> Self {
-        self.meta_mut().annotations.get_or_insert_with(Default::default).insert(k.into(), v.into());
+        self.meta_mut()
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(k.into(), v.into());
         self
     }
     pub fn json(&self) -> Value {
@@ -148,16 +162,40 @@ pub struct Exchange {
 
 impl Exchange {
     pub fn get(uri: impl Into<String>, reply: Value) -> Self {
-        Self { method: Method::GET, uri: uri.into(), body: BodyCheck::Empty, status: StatusCode::OK, reply }
+        Self {
+            method: Method::GET,
+            uri: uri.into(),
+            body: BodyCheck::Empty,
+            status: StatusCode::OK,
+            reply,
+        }
     }
     pub fn patch(uri: impl Into<String>, body: Value, reply: Value) -> Self {
-        Self { method: Method::PATCH, uri: uri.into(), body: BodyCheck::Json(body), status: StatusCode::OK, reply }
+        Self {
+            method: Method::PATCH,
+            uri: uri.into(),
+            body: BodyCheck::Json(body),
+            status: StatusCode::OK,
+            reply,
+        }
     }
     pub fn put(uri: impl Into<String>, body: Value, reply: Value) -> Self {
-        Self { method: Method::PUT, uri: uri.into(), body: BodyCheck::Json(body), status: StatusCode::OK, reply }
+        Self {
+            method: Method::PUT,
+            uri: uri.into(),
+            body: BodyCheck::Json(body),
+            status: StatusCode::OK,
+            reply,
+        }
     }
     pub fn post(uri: impl Into<String>, body: BodyCheck, reply: Value) -> Self {
-        Self { method: Method::POST, uri: uri.into(), body, status: StatusCode::CREATED, reply }
+        Self {
+            method: Method::POST,
+            uri: uri.into(),
+            body,
+            status: StatusCode::CREATED,
+            reply,
+        }
     }
     /// Replies with a `Status` error instead.
     pub fn fails(mut self, code: u16, reason: &str) -> Self {
@@ -229,7 +267,10 @@ pub fn event(reason: &'static str, note_contains: &'static str) -> Exchange {
             assert_eq!(b["regarding"]["name"], NAME, "event body {b}");
             assert_eq!(b["regarding"]["kind"], "Network", "event body {b}");
             let note = b["note"].as_str().unwrap_or_default();
-            assert!(note.contains(note_contains), "event note {note:?} lacks {note_contains:?}");
+            assert!(
+                note.contains(note_contains),
+                "event note {note:?} lacks {note_contains:?}"
+            );
         })),
         json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e", "namespace": NS}, "eventTime": null}),
     )
@@ -244,7 +285,13 @@ pub struct ApiServerVerifier {
 /// A mocked `kube::Client` and the verifier that answers it.
 pub fn testcontext() -> (Client, ApiServerVerifier) {
     let (svc, handle) = mock::pair::<Request<Body>, Response<Body>>();
-    (Client::new(svc, NS), ApiServerVerifier { handle, log: Arc::default() })
+    (
+        Client::new(svc, NS),
+        ApiServerVerifier {
+            handle,
+            log: Arc::default(),
+        },
+    )
 }
 
 impl ApiServerVerifier {
@@ -260,8 +307,14 @@ impl ApiServerVerifier {
                 };
                 let method = request.method().clone();
                 let uri = request.uri().to_string();
-                let bytes = request.into_body().collect_bytes().await.unwrap_or_default();
-                log.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(format!("{method} {uri}"));
+                let bytes = request
+                    .into_body()
+                    .collect_bytes()
+                    .await
+                    .unwrap_or_default();
+                log.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(format!("{method} {uri}"));
                 assert_eq!(method, ex.method, "request #{i}: method (uri {uri})");
                 assert_eq!(uri, ex.uri, "request #{i}: uri");
                 match &ex.body {
@@ -285,8 +338,9 @@ impl ApiServerVerifier {
                     Err(e) => panic!("bad scripted response: {e}"),
                 }
             }
-            let log = log.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-            log
+            log.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
         })
     }
 }

@@ -13,7 +13,11 @@ fn ids(jobs: &[provkit_core::JobStatus]) -> Vec<&str> {
 async fn flush_sends_jobs_and_desired_version_with_the_resource_version() {
     let cached = Network::test().finalized().with_rv("5");
     let ours = vec![job("11", JobType::Provision, JobState::Pending, 0, "v1")];
-    let stored = cached.clone().with_rv("6").with_jobs(ours.clone()).with_desired("v1");
+    let stored = cached
+        .clone()
+        .with_rv("6")
+        .with_jobs(ours.clone())
+        .with_desired("v1");
     let (client, verifier) = testcontext();
     let server = verifier.run(vec![patch_status(
         "5",
@@ -23,7 +27,12 @@ async fn flush_sends_jobs_and_desired_version_with_the_resource_version() {
         }),
         &stored,
     )]);
-    let session = StatusSession::new(Api::namespaced(client, NS), &cached, StatusWriteConfig::default()).unwrap();
+    let session = StatusSession::new(
+        Api::namespaced(client, NS),
+        &cached,
+        StatusWriteConfig::default(),
+    )
+    .unwrap();
     let persisted = session.flush_jobs(&ours, "v1").await.unwrap();
     timeout_after_1s(server).await;
     assert_eq!(ids(&persisted), ["11"]);
@@ -34,13 +43,22 @@ async fn flush_sends_jobs_and_desired_version_with_the_resource_version() {
 async fn conflict_rereads_merges_by_job_id_and_retries() {
     // Our cache: one old succeeded job. Another writer meanwhile added job "20" and a phase.
     let old = job("10", JobType::Provision, JobState::Succeeded, 0, "v0");
-    let cached = Network::test().finalized().with_rv("5").with_jobs(vec![old.clone()]);
+    let cached = Network::test()
+        .finalized()
+        .with_rv("5")
+        .with_jobs(vec![old.clone()]);
     let theirs = cached
         .clone()
         .with_rv("6")
         .with_phase("Ready")
-        .with_jobs(vec![old.clone(), job("20", JobType::Deprovision, JobState::Failed, 1, "")]);
-    let ours = vec![old.clone(), job("21", JobType::Provision, JobState::Pending, 2, "v1")];
+        .with_jobs(vec![
+            old.clone(),
+            job("20", JobType::Deprovision, JobState::Failed, 1, ""),
+        ]);
+    let ours = vec![
+        old.clone(),
+        job("21", JobType::Provision, JobState::Pending, 2, "v1"),
+    ];
     let merged_json = json!([
         {"jobID":"10","type":"provision","timestamp":"2026-06-29T12:00:00Z","state":"Succeeded","configVersion":"v0"},
         {"jobID":"20","type":"deprovision","timestamp":"2026-06-29T12:01:00Z","state":"Failed"},
@@ -60,7 +78,12 @@ async fn conflict_rereads_merges_by_job_id_and_retries() {
         get_object(&theirs),
         patch_status("6", json!({"provisioningJobs": merged_json, "desiredConfigVersion": "v1"}), &theirs.clone().with_rv("7")),
     ]);
-    let session = StatusSession::new(Api::namespaced(client, NS), &cached, StatusWriteConfig::default()).unwrap();
+    let session = StatusSession::new(
+        Api::namespaced(client, NS),
+        &cached,
+        StatusWriteConfig::default(),
+    )
+    .unwrap();
     let persisted = session.flush_jobs(&ours, "v1").await.unwrap();
     let log = timeout_after_1s(server).await;
     assert_eq!(log.len(), 3);
@@ -71,7 +94,13 @@ async fn conflict_rereads_merges_by_job_id_and_retries() {
 #[tokio::test]
 async fn full_write_after_a_flush_uses_the_new_resource_version_and_keeps_merged_jobs() {
     let cached = Network::test().finalized().with_rv("5");
-    let theirs = cached.clone().with_rv("6").with_jobs(vec![job("30", JobType::Provision, JobState::Failed, 0, "v0")]);
+    let theirs = cached.clone().with_rv("6").with_jobs(vec![job(
+        "30",
+        JobType::Provision,
+        JobState::Failed,
+        0,
+        "v0",
+    )]);
     let ours_jobs = vec![job("31", JobType::Provision, JobState::Pending, 1, "v1")];
     let (client, verifier) = testcontext();
     let after_flush = theirs.clone().with_rv("7");
@@ -95,9 +124,18 @@ async fn full_write_after_a_flush_uses_the_new_resource_version_and_keeps_merged
             "desiredConfigVersion": "v1"
         }), &after_flush.clone().with_rv("8")),
     ]);
-    let session = StatusSession::new(Api::namespaced(client, NS), &cached, StatusWriteConfig::default()).unwrap();
+    let session = StatusSession::new(
+        Api::namespaced(client, NS),
+        &cached,
+        StatusWriteConfig::default(),
+    )
+    .unwrap();
     session.flush_jobs(&ours_jobs, "v1").await.unwrap();
-    let working = cached.clone().with_phase("Progressing").with_jobs(ours_jobs).with_desired("v1");
+    let working = cached
+        .clone()
+        .with_phase("Progressing")
+        .with_jobs(ours_jobs)
+        .with_desired("v1");
     let written = session.write_status(&working).await.unwrap();
     timeout_after_1s(server).await;
     assert_eq!(written.metadata.resource_version.as_deref(), Some("8"));
@@ -117,11 +155,15 @@ async fn gives_up_after_max_attempts_of_conflicts() {
         patch_status("2", body, &cached).fails(409, "Conflict"),
         get_object(&cached.clone().with_rv("3")),
     ]);
-    let config = StatusWriteConfig::default().with_max_attempts(std::num::NonZeroU32::new(2).unwrap());
+    let config =
+        StatusWriteConfig::default().with_max_attempts(std::num::NonZeroU32::new(2).unwrap());
     let session = StatusSession::new(Api::namespaced(client, NS), &cached, config).unwrap();
     let err = session.flush_jobs(&ours, "v").await.unwrap_err();
     timeout_after_1s(server).await;
-    assert!(matches!(err, StatusWriteError::Conflicts { attempts: 2, .. }), "{err}");
+    assert!(
+        matches!(err, StatusWriteError::Conflicts { attempts: 2, .. }),
+        "{err}"
+    );
     assert!(err.is_retryable());
 }
 
@@ -130,9 +172,19 @@ async fn other_errors_are_not_retried() {
     let cached = Network::test().with_rv("1");
     let (client, verifier) = testcontext();
     let server = verifier.run(vec![
-        patch_status("1", json!({"provisioningJobs": [], "desiredConfigVersion": null}), &cached).fails(422, "Invalid"),
+        patch_status(
+            "1",
+            json!({"provisioningJobs": [], "desiredConfigVersion": null}),
+            &cached,
+        )
+        .fails(422, "Invalid"),
     ]);
-    let session = StatusSession::new(Api::namespaced(client, NS), &cached, StatusWriteConfig::default()).unwrap();
+    let session = StatusSession::new(
+        Api::namespaced(client, NS),
+        &cached,
+        StatusWriteConfig::default(),
+    )
+    .unwrap();
     let err = session.flush_jobs(&[], "").await.unwrap_err();
     timeout_after_1s(server).await;
     assert!(matches!(err, StatusWriteError::Patch { .. }), "{err}");
@@ -145,9 +197,18 @@ async fn missing_resource_version_reads_first() {
     let (client, verifier) = testcontext();
     let server = verifier.run(vec![
         get_object(&cached.clone().with_rv("4")),
-        patch_status("4", json!({"provisioningJobs": [], "desiredConfigVersion": "v"}), &cached.clone().with_rv("5")),
+        patch_status(
+            "4",
+            json!({"provisioningJobs": [], "desiredConfigVersion": "v"}),
+            &cached.clone().with_rv("5"),
+        ),
     ]);
-    let session = StatusSession::new(Api::namespaced(client, NS), &cached, StatusWriteConfig::default()).unwrap();
+    let session = StatusSession::new(
+        Api::namespaced(client, NS),
+        &cached,
+        StatusWriteConfig::default(),
+    )
+    .unwrap();
     session.flush_jobs(&[], "v").await.unwrap();
     timeout_after_1s(server).await;
 }

@@ -55,7 +55,11 @@ async fn creates_the_lease_when_absent() {
         &clock,
         vec![
             Exchange::get(format!("{LEASES}/provkit-operator"), Value::Null).fails(404, "NotFound"),
-            Exchange::post(format!("{LEASES}?"), BodyCheck::Json(created.clone()), created),
+            Exchange::post(
+                format!("{LEASES}?"),
+                BodyCheck::Json(created.clone()),
+                created,
+            ),
         ],
     )
     .await;
@@ -69,8 +73,12 @@ async fn losing_the_create_race_is_not_leader() {
         &clock,
         vec![
             Exchange::get(format!("{LEASES}/provkit-operator"), Value::Null).fails(404, "NotFound"),
-            Exchange::post(format!("{LEASES}?"), BodyCheck::Check(Box::new(|_| {})), Value::Null)
-                .fails(409, "AlreadyExists"),
+            Exchange::post(
+                format!("{LEASES}?"),
+                BodyCheck::Check(Box::new(|_| {})),
+                Value::Null,
+            )
+            .fails(409, "AlreadyExists"),
         ],
     )
     .await;
@@ -88,7 +96,11 @@ async fn renews_its_own_lease_with_the_read_resource_version() {
         &clock,
         vec![
             Exchange::get(format!("{LEASES}/provkit-operator"), current),
-            Exchange::put(format!("{LEASES}/provkit-operator?"), renewed.clone(), renewed),
+            Exchange::put(
+                format!("{LEASES}/provkit-operator?"),
+                renewed.clone(),
+                renewed,
+            ),
         ],
     )
     .await;
@@ -100,7 +112,11 @@ async fn does_not_take_a_live_lease() {
     let clock = ManualClock::new(t(0));
     clock.advance(Duration::from_secs(15)); // renewTime + 15 s is not yet *past*
     let held = lease("7", Some("pod-b"), "2026-06-29T12:00:00.000000Z", 3);
-    let leader = elect(&clock, vec![Exchange::get(format!("{LEASES}/provkit-operator"), held)]).await;
+    let leader = elect(
+        &clock,
+        vec![Exchange::get(format!("{LEASES}/provkit-operator"), held)],
+    )
+    .await;
     assert!(!leader);
 }
 
@@ -137,7 +153,9 @@ async fn a_conflicting_takeover_is_not_leader() {
             Exchange {
                 method: http::Method::PUT,
                 uri: format!("{LEASES}/provkit-operator?"),
-                body: BodyCheck::Check(Box::new(|b: &Value| assert_eq!(b["spec"]["holderIdentity"], "pod-a"))),
+                body: BodyCheck::Check(Box::new(|b: &Value| {
+                    assert_eq!(b["spec"]["holderIdentity"], "pod-a");
+                })),
                 status: http::StatusCode::OK,
                 reply: Value::Null,
             }

@@ -1,11 +1,17 @@
 //! provkit-kube integration tests: one binary, a module per area, all against a
 //! `tower_test` mocked API server (no cluster).
-#![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::needless_pass_by_value,
+    missing_docs,
+    unreachable_pub
+)]
 
 mod aap;
 mod fixtures;
 mod flush;
 mod leader;
+mod machines;
 mod scenarios;
 mod schema;
 mod stale_check;

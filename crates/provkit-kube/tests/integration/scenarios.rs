@@ -53,7 +53,11 @@ impl Harness {
         let clock = ManualClock::new(t(0));
         let clock_dyn: Arc<dyn Clock> = Arc::new(clock.clone());
         let lifecycle = Lifecycle::new(Arc::new(provider.clone()), clock_dyn);
-        Self { provider, clock, lifecycle }
+        Self {
+            provider,
+            clock,
+            lifecycle,
+        }
     }
 
     /// One reconcile of `obj` against a fresh mocked API server playing `script`.
@@ -67,7 +71,10 @@ impl Harness {
         let server = verifier.run(script);
         let mut p = Provisioner::new(client.clone(), self.lifecycle.clone(), FINALIZER);
         if events {
-            let reporter = Reporter { controller: "provkit-test".into(), instance: Some("test-0".into()) };
+            let reporter = Reporter {
+                controller: "provkit-test".into(),
+                instance: Some("test-0".into()),
+            };
             p = p.with_events(EventPublisher::new(Recorder::new(client, reporter)));
         }
         let result = p.reconcile(Arc::new(obj), &Phases).await;
@@ -76,7 +83,11 @@ impl Harness {
     }
 
     pub fn launches(&self) -> usize {
-        self.provider.calls().iter().filter(|c| matches!(c, ProviderCall::TriggerProvision { .. })).count()
+        self.provider
+            .calls()
+            .iter()
+            .filter(|c| matches!(c, ProviderCall::TriggerProvision { .. }))
+            .count()
     }
 
     pub fn provider_calls(&self) -> usize {
@@ -89,7 +100,14 @@ pub fn version(obj: &Network) -> String {
 }
 
 /// A job as the API server stores it.
-pub fn job_json(id: &str, ty: &str, state: &str, minute: u32, message: &str, version: &str) -> Value {
+pub fn job_json(
+    id: &str,
+    ty: &str,
+    state: &str,
+    minute: u32,
+    message: &str,
+    version: &str,
+) -> Value {
     let mut j = json!({
         "jobID": id, "type": ty, "timestamp": format!("2026-06-29T12:{minute:02}:00Z"), "state": state
     });
@@ -122,22 +140,36 @@ async fn s1_new_object_gets_finalizer_then_exactly_one_job() {
     let new = Network::test();
     let finalized = new.clone().finalized().with_rv("2");
 
-    let (result, log) = h.reconcile(new.clone(), vec![add_finalizer(&finalized)], false).await;
+    let (result, log) = h
+        .reconcile(new.clone(), vec![add_finalizer(&finalized)], false)
+        .await;
     assert_eq!(result.unwrap(), Action::await_change());
     assert_eq!(log, [format!("PATCH {}", patch_uri())]);
-    assert_eq!(h.provider_calls(), 0, "no provider call before the finalizer is in place");
+    assert_eq!(
+        h.provider_calls(),
+        0,
+        "no provider call before the finalizer is in place"
+    );
 
     let v = version(&finalized);
-    let job = job_json("job-1", "provision", "Pending", 0, "Provisioning job triggered", &v);
+    let job = job_json(
+        "job-1",
+        "provision",
+        "Pending",
+        0,
+        "Provisioning job triggered",
+        &v,
+    );
     let flushed = json!({"provisioningJobs": [job], "desiredConfigVersion": v});
     let after_flush = stored(&finalized, "3", &flushed);
-    let full = json!({"phase": "Progressing", "provisioningJobs": [job], "desiredConfigVersion": v});
+    let full =
+        json!({"phase": "Progressing", "provisioningJobs": [job], "desiredConfigVersion": v});
     let (result, log) = h
         .reconcile(
             finalized.clone(),
             vec![
-                get_object(&finalized),                      // stale-cache check, uncached
-                patch_status("2", flushed, &after_flush),    // flush right after the launch
+                get_object(&finalized),                   // stale-cache check, uncached
+                patch_status("2", flushed, &after_flush), // flush right after the launch
                 patch_status("3", full.clone(), &stored(&finalized, "4", &full)), // end-of-reconcile
                 event("ProvisionJobTriggered", "job-1"),
             ],
@@ -158,13 +190,24 @@ async fn s2_poll_running_then_succeeded_then_quiet() {
     h.provider.push_job_statuses(
         UID,
         &JobType::Provision,
-        [StatusStep::State(JobState::Running), StatusStep::State(JobState::Succeeded)],
+        [
+            StatusStep::State(JobState::Running),
+            StatusStep::State(JobState::Succeeded),
+        ],
     );
     let base = Network::test().finalized().with_rv("2");
     let v = version(&base);
-    let pending = job_json("job-1", "provision", "Pending", 0, "Provisioning job triggered", &v);
+    let pending = job_json(
+        "job-1",
+        "provision",
+        "Pending",
+        0,
+        "Provisioning job triggered",
+        &v,
+    );
     let s1 = json!({"provisioningJobs": [pending], "desiredConfigVersion": v});
-    let s1_full = json!({"phase": "Progressing", "provisioningJobs": [pending], "desiredConfigVersion": v});
+    let s1_full =
+        json!({"phase": "Progressing", "provisioningJobs": [pending], "desiredConfigVersion": v});
     let (r, _) = h
         .reconcile(
             base.clone(),
@@ -181,8 +224,15 @@ async fn s2_poll_running_then_succeeded_then_quiet() {
     // poll: running (status write only, no stale check, no flush)
     let cached = stored(&base, "4", &s1_full);
     let running = job_json("job-1", "provision", "Running", 0, "running", &v);
-    let s2 = json!({"phase": "Progressing", "provisioningJobs": [running], "desiredConfigVersion": v});
-    let (r, log) = h.reconcile(cached.clone(), vec![patch_status("4", s2.clone(), &stored(&base, "5", &s2))], false).await;
+    let s2 =
+        json!({"phase": "Progressing", "provisioningJobs": [running], "desiredConfigVersion": v});
+    let (r, log) = h
+        .reconcile(
+            cached.clone(),
+            vec![patch_status("4", s2.clone(), &stored(&base, "5", &s2))],
+            false,
+        )
+        .await;
     assert_eq!(r.unwrap(), Action::requeue(POLL));
     assert_eq!(log, [format!("PATCH {}", status_uri())]);
 
@@ -228,7 +278,14 @@ async fn s3_spec_change_and_revert_each_launch_a_job() {
     let ok_a = job_json("100", "provision", "Succeeded", 0, "succeeded", &va);
     let ready_a = json!({"phase": "Ready", "provisioningJobs": [ok_a], "desiredConfigVersion": va});
     let cached_b = stored(&b, "11", &ready_a);
-    let job_b = job_json("job-1", "provision", "Pending", 0, "Provisioning job triggered", &vb);
+    let job_b = job_json(
+        "job-1",
+        "provision",
+        "Pending",
+        0,
+        "Provisioning job triggered",
+        &vb,
+    );
     let flush_b = json!({"provisioningJobs": [ok_a, job_b], "desiredConfigVersion": vb});
     let full_b = json!({"phase": "Progressing", "provisioningJobs": [ok_a, job_b], "desiredConfigVersion": vb});
     let (r, _) = h
@@ -249,9 +306,17 @@ async fn s3_spec_change_and_revert_each_launch_a_job() {
     // does not count (A-B-A), a new job is launched with A's version.
     h.clock.advance(Duration::from_secs(60));
     let ok_b = job_json("job-1", "provision", "Succeeded", 0, "succeeded", &vb);
-    let ready_b = json!({"phase": "Ready", "provisioningJobs": [ok_a, ok_b], "desiredConfigVersion": vb});
+    let ready_b =
+        json!({"phase": "Ready", "provisioningJobs": [ok_a, ok_b], "desiredConfigVersion": vb});
     let cached_a = stored(&a, "14", &ready_b);
-    let job_a2 = job_json("job-2", "provision", "Pending", 1, "Provisioning job triggered", &va);
+    let job_a2 = job_json(
+        "job-2",
+        "provision",
+        "Pending",
+        1,
+        "Provisioning job triggered",
+        &va,
+    );
     let flush_a = json!({"provisioningJobs": [ok_a, ok_b, job_a2], "desiredConfigVersion": va});
     let full_a = json!({"phase": "Progressing", "provisioningJobs": [ok_a, ok_b, job_a2], "desiredConfigVersion": va});
     let (r, log) = h
@@ -292,14 +357,24 @@ async fn s5_flush_conflict_rereads_merges_and_retries() {
     let h = Harness::new();
     let cached = Network::test().finalized().with_rv("2");
     let v = version(&cached);
-    let ours = job_json("job-1", "provision", "Pending", 0, "Provisioning job triggered", &v);
+    let ours = job_json(
+        "job-1",
+        "provision",
+        "Pending",
+        0,
+        "Provisioning job triggered",
+        &v,
+    );
     let theirs_job = job_json("40", "deprovision", "Succeeded", 0, "imported", "");
     let cond = json!({"type": "Validated", "status": "True", "reason": "Ok", "message": "",
                       "lastTransitionTime": "2026-06-29T11:00:00Z"});
     let theirs = json!({"provisioningJobs": [theirs_job], "conditions": [cond]});
     let other_writer = {
         let mut n = stored(&cached, "3", &theirs);
-        n.metadata.finalizers.get_or_insert_with(Vec::new).push("feedback.example/finalizer".into());
+        n.metadata
+            .finalizers
+            .get_or_insert_with(Vec::new)
+            .push("feedback.example/finalizer".into());
         n
     };
     let first = json!({"provisioningJobs": [ours], "desiredConfigVersion": v});
@@ -307,7 +382,8 @@ async fn s5_flush_conflict_rereads_merges_and_retries() {
     let after_retry = {
         let mut n = other_writer.clone().with_rv("4");
         let s = n.status.as_mut().unwrap();
-        s.provisioning.provisioning_jobs = serde_json::from_value(json!([theirs_job, ours])).unwrap();
+        s.provisioning.provisioning_jobs =
+            serde_json::from_value(json!([theirs_job, ours])).unwrap();
         s.provisioning.desired_config_version = v.clone();
         n
     };
@@ -339,10 +415,16 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
     let v = "v1";
     let running = job_json("100", "provision", "Running", 0, "running", v);
     let base = Network::test().finalized().needs_delete();
-    let cached = stored(&base, "20", &json!({"phase": "Ready", "provisioningJobs": [running], "desiredConfigVersion": v}));
+    let cached = stored(
+        &base,
+        "20",
+        &json!({"phase": "Ready", "provisioningJobs": [running], "desiredConfigVersion": v}),
+    );
     h.provider.push_deprovision(
         UID,
-        DeprovisionScript::Waiting { provision_status: Some(ProvisionStatus::new("100", JobState::Running, "running")) },
+        DeprovisionScript::Waiting {
+            provision_status: Some(ProvisionStatus::new("100", JobState::Running, "running")),
+        },
     );
     h.provider.push_deprovision(
         UID,
@@ -351,19 +433,39 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
             provision_status: Some(ProvisionStatus::new("100", JobState::Canceled, "canceled")),
         },
     );
-    h.provider.push_job_statuses(UID, &JobType::Deprovision, [StatusStep::State(JobState::Succeeded)]);
+    h.provider.push_job_statuses(
+        UID,
+        &JobType::Deprovision,
+        [StatusStep::State(JobState::Succeeded)],
+    );
 
     // 1. waiting for the cancel: phase Deleting written, finalizer kept, poll interval
     let s1 = json!({"phase": "Deleting", "provisioningJobs": [running], "desiredConfigVersion": v});
-    let (r, log) = h.reconcile(cached.clone(), vec![patch_status("20", s1.clone(), &stored(&base, "21", &s1))], false).await;
+    let (r, log) = h
+        .reconcile(
+            cached.clone(),
+            vec![patch_status("20", s1.clone(), &stored(&base, "21", &s1))],
+            false,
+        )
+        .await;
     let err = r.unwrap_err();
     assert!(err.is_keep_finalizer(), "{err}");
-    assert_eq!(error_action(&err, Duration::from_secs(5)), Action::requeue(POLL));
+    assert_eq!(
+        error_action(&err, Duration::from_secs(5)),
+        Action::requeue(POLL)
+    );
     assert_eq!(log.len(), 1);
 
     // 2. provision job canceled → deprovision job launched and flushed; finalizer kept
     let canceled = job_json("100", "provision", "Canceled", 0, "canceled", v);
-    let deprov = job_json("job-1", "deprovision", "Pending", 0, "Deprovision job triggered", "");
+    let deprov = job_json(
+        "job-1",
+        "deprovision",
+        "Pending",
+        0,
+        "Deprovision job triggered",
+        "",
+    );
     let s2 = json!({"provisioningJobs": [canceled, deprov], "desiredConfigVersion": v});
     let s2_stored = json!({"phase": "Deleting", "provisioningJobs": [canceled, deprov], "desiredConfigVersion": v});
     let (r, log) = h
@@ -394,7 +496,10 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
         )
         .await;
     assert_eq!(r.unwrap(), Action::await_change());
-    assert_eq!(log.last().map(String::as_str), Some(format!("PATCH {}", patch_uri()).as_str()));
+    assert_eq!(
+        log.last().map(String::as_str),
+        Some(format!("PATCH {}", patch_uri()).as_str())
+    );
     assert_eq!(h.launches(), 0);
 }
 
@@ -403,20 +508,46 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
 #[tokio::test]
 async fn s6_blocking_deprovision_failure_keeps_finalizer_with_backoff() {
     let h = Harness::new();
-    h.provider.push_job_statuses(UID, &JobType::Deprovision, [StatusStep::FailedWith("teardown exploded".into())]);
+    h.provider.push_job_statuses(
+        UID,
+        &JobType::Deprovision,
+        [StatusStep::FailedWith("teardown exploded".into())],
+    );
     let base = Network::test().finalized().needs_delete();
     let cached = stored(&base, "30", &json!({"phase": "Deleting"}));
-    let deprov = job_json("job-1", "deprovision", "Pending", 0, "Deprovision job triggered", "");
+    let deprov = job_json(
+        "job-1",
+        "deprovision",
+        "Pending",
+        0,
+        "Deprovision job triggered",
+        "",
+    );
     let s1 = json!({"provisioningJobs": [deprov]});
     let s1_stored = json!({"phase": "Deleting", "provisioningJobs": [deprov]});
     let (r, _) = h
-        .reconcile(cached, vec![patch_status("30", json!({"provisioningJobs": [deprov], "desiredConfigVersion": null}), &stored(&base, "31", &s1_stored))], false)
+        .reconcile(
+            cached,
+            vec![patch_status(
+                "30",
+                json!({"provisioningJobs": [deprov], "desiredConfigVersion": null}),
+                &stored(&base, "31", &s1_stored),
+            )],
+            false,
+        )
         .await;
     assert!(r.unwrap_err().is_keep_finalizer());
     let _ = s1;
 
     h.clock.advance(Duration::from_secs(30));
-    let failed = job_json("job-1", "deprovision", "Failed", 0, "failed: teardown exploded", "");
+    let failed = job_json(
+        "job-1",
+        "deprovision",
+        "Failed",
+        0,
+        "failed: teardown exploded",
+        "",
+    );
     let s2 = json!({"phase": "Deleting", "provisioningJobs": [failed]});
     let (r, log) = h
         .reconcile(

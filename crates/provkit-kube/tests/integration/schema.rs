@@ -82,5 +82,8 @@ fn status_schema_snapshot() {
 #[test]
 fn crd_has_status_subresource() {
     let crd = serde_json::to_value(Network::crd()).unwrap();
-    assert_eq!(crd["spec"]["versions"][0]["subresources"]["status"], json!({}));
+    assert_eq!(
+        crd["spec"]["versions"][0]["subresources"]["status"],
+        json!({})
+    );
 }

@@ -16,9 +16,13 @@ async fn check(reply: Exchange, on_error: OnStaleCheckError) -> bool {
 
 #[tokio::test]
 async fn running_job_on_the_server_blocks_the_trigger() {
-    let fresh = Network::test()
-        .finalized()
-        .with_jobs(vec![job("7", JobType::Provision, JobState::Running, 0, "v1")]);
+    let fresh = Network::test().finalized().with_jobs(vec![job(
+        "7",
+        JobType::Provision,
+        JobState::Running,
+        0,
+        "v1",
+    )]);
     assert!(check(get_object(&fresh), OnStaleCheckError::AllowTrigger).await);
 }
 
@@ -27,21 +31,43 @@ async fn table_of_server_histories() {
     use JobState::*;
     let cases: Vec<(Vec<provkit_core::JobStatus>, bool)> = vec![
         (vec![], false),
-        (vec![job("1", JobType::Provision, Succeeded, 0, "v1")], false),
+        (
+            vec![job("1", JobType::Provision, Succeeded, 0, "v1")],
+            false,
+        ),
         (vec![job("1", JobType::Provision, Failed, 0, "v1")], false),
-        (vec![job("1", JobType::Provision, Pending, 0, "other-version")], true),
+        (
+            vec![job("1", JobType::Provision, Pending, 0, "other-version")],
+            true,
+        ),
         (vec![job("1", JobType::Provision, Unknown, 0, "v1")], true),
         // empty id: not a job
         (vec![job("", JobType::Provision, Running, 0, "v1")], false),
         // only deprovision jobs
         (vec![job("1", JobType::Deprovision, Running, 0, "")], false),
         // latest by timestamp decides, not array position
-        (vec![job("2", JobType::Provision, Running, 5, "v1"), job("1", JobType::Provision, Succeeded, 1, "v1")], true),
-        (vec![job("2", JobType::Provision, Running, 1, "v1"), job("1", JobType::Provision, Succeeded, 5, "v1")], false),
+        (
+            vec![
+                job("2", JobType::Provision, Running, 5, "v1"),
+                job("1", JobType::Provision, Succeeded, 1, "v1"),
+            ],
+            true,
+        ),
+        (
+            vec![
+                job("2", JobType::Provision, Running, 1, "v1"),
+                job("1", JobType::Provision, Succeeded, 5, "v1"),
+            ],
+            false,
+        ),
     ];
     for (jobs, want) in cases {
         let fresh = Network::test().with_jobs(jobs.clone());
-        assert_eq!(check(get_object(&fresh), OnStaleCheckError::AllowTrigger).await, want, "{jobs:?}");
+        assert_eq!(
+            check(get_object(&fresh), OnStaleCheckError::AllowTrigger).await,
+            want,
+            "{jobs:?}"
+        );
     }
 }
 

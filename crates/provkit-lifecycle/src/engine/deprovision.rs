@@ -45,9 +45,13 @@ impl Lifecycle {
         let latest = find_latest_job_by_type(jobs, &JobType::Deprovision).cloned();
         match latest {
             Some(job) if has_job_id(Some(&job)) => {
-                self.poll_deprovision_job(resource, jobs, job, ctx, hooks).await
+                self.poll_deprovision_job(resource, jobs, job, ctx, hooks)
+                    .await
             }
-            _ => self.trigger_deprovision_job(resource, jobs, ctx, hooks).await,
+            _ => {
+                self.trigger_deprovision_job(resource, jobs, ctx, hooks)
+                    .await
+            }
         }
     }
 
@@ -62,16 +66,30 @@ impl Lifecycle {
         ctx: &LaunchContext,
         hooks: &DeprovisionHooks<'_>,
     ) -> Result<DeprovisionOutcome, LifecycleError> {
+        if self.deprovision_cache_is_stale(jobs, hooks).await {
+            return Ok(DeprovisionOutcome::keep(
+                DeprovisionStep::StaleCache,
+                self.policy.poll_requeue(),
+            ));
+        }
         let predecessor = find_latest_job_by_type(jobs, &JobType::Deprovision);
-        let key = IdempotencyKey::for_attempt(&resource.uid, &JobType::Deprovision, "", predecessor);
+        let key =
+            IdempotencyKey::for_attempt(&resource.uid, &JobType::Deprovision, "", predecessor);
 
         if self.should_lookup_before_launch(&key)
-            && let Some(found) = self.lookup(resource, &JobType::Deprovision, &key).await? {
-                return Ok(self.record_recovered_deprovision(jobs, found, &key, hooks).await);
-            }
+            && let Some(found) = self.lookup(resource, &JobType::Deprovision, &key).await?
+        {
+            return Ok(self
+                .record_recovered_deprovision(jobs, found, &key, hooks)
+                .await);
+        }
 
         let call_ctx = ctx.clone().with_idempotency_key(key.clone());
-        let result = match self.provider.trigger_deprovision(resource, jobs, &call_ctx).await {
+        let result = match self
+            .provider
+            .trigger_deprovision(resource, jobs, &call_ctx)
+            .await
+        {
             Ok(result) => result,
             Err(e) => {
                 if let Some(retry_after) = e.retry_after() {
@@ -82,12 +100,19 @@ impl Lifecycle {
                 }
                 let certainty = e.launch_certainty();
                 if certainty == LaunchCertainty::Unknown
-                    && let Some(found) =
-                        self.recover_after_unknown(resource, &JobType::Deprovision, &key).await
-                    {
-                        return Ok(self.record_recovered_deprovision(jobs, found, &key, hooks).await);
-                    }
-                return Err(LifecycleError::TriggerDeprovision { key, certainty, source: e });
+                    && let Some(found) = self
+                        .recover_after_unknown(resource, &JobType::Deprovision, &key)
+                        .await
+                {
+                    return Ok(self
+                        .record_recovered_deprovision(jobs, found, &key, hooks)
+                        .await);
+                }
+                return Err(LifecycleError::TriggerDeprovision {
+                    key,
+                    certainty,
+                    source: e,
+                });
             }
         };
 
@@ -137,6 +162,36 @@ impl Lifecycle {
         }
     }
 
+    /// True when the hooks' stale-cache check shows a deprovision job (with an id) that differs from
+    /// the cached latest one: a previous reconcile launched it and the cache has not caught up.
+    async fn deprovision_cache_is_stale(
+        &self,
+        jobs: &[JobStatus],
+        hooks: &DeprovisionHooks<'_>,
+    ) -> bool {
+        let Some(check) = hooks.stale_check else {
+            return false;
+        };
+        let cached = find_latest_job_by_type(jobs, &JobType::Deprovision).map(|j| j.job_id.clone());
+        match check.read_fresh_jobs().await {
+            Ok(fresh) => {
+                let stale = find_latest_job_by_type(&fresh, &JobType::Deprovision)
+                    .filter(|j| has_job_id(Some(j)))
+                    .is_some_and(|f| cached.as_deref() != Some(f.job_id.as_str()));
+                if stale {
+                    tracing::info!(
+                        "skipping deprovision trigger: newer deprovision job found via API server"
+                    );
+                }
+                stale
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, fail_open = self.policy.stale_check_fail_open, "stale-cache check failed");
+                !self.policy.stale_check_fail_open
+            }
+        }
+    }
+
     /// Go's `PollDeprovisionJob`.
     ///
     /// # Errors
@@ -150,7 +205,9 @@ impl Lifecycle {
         hooks: &DeprovisionHooks<'_>,
     ) -> Result<DeprovisionOutcome, LifecycleError> {
         if latest.state.is_terminal() {
-            return self.after_terminal_deprovision(resource, jobs, latest, ctx, hooks, false).await;
+            return self
+                .after_terminal_deprovision(resource, jobs, latest, ctx, hooks, false)
+                .await;
         }
         let job_id = latest.job_id.clone();
         let status = match self.provider.deprovision_status(resource, &job_id).await {
@@ -164,8 +221,13 @@ impl Lifecycle {
                 );
                 update_job(jobs, &job);
                 tracing::warn!(job_id = %job_id, "deprovision job purged by the provider; marked Failed");
-                let mut out = self.after_terminal_deprovision(resource, jobs, job, ctx, hooks, true).await?;
-                if matches!(out.step, DeprovisionStep::Finished { .. } | DeprovisionStep::BackingOff { .. }) {
+                let mut out = self
+                    .after_terminal_deprovision(resource, jobs, job, ctx, hooks, true)
+                    .await?;
+                if matches!(
+                    out.step,
+                    DeprovisionStep::Finished { .. } | DeprovisionStep::BackingOff { .. }
+                ) {
                     out.step = DeprovisionStep::PurgedJobFailed { job_id };
                 }
                 out.history_changed = true;
@@ -192,13 +254,18 @@ impl Lifecycle {
         }
         if !status.state.is_terminal() {
             let mut out = DeprovisionOutcome::keep(
-                DeprovisionStep::Polled { job_id, state: status.state },
+                DeprovisionStep::Polled {
+                    job_id,
+                    state: status.state,
+                },
                 self.policy.poll_requeue(),
             );
             out.history_changed = changed;
             return Ok(out);
         }
-        let mut out = self.after_terminal_deprovision(resource, jobs, job, ctx, hooks, changed).await?;
+        let mut out = self
+            .after_terminal_deprovision(resource, jobs, job, ctx, hooks, changed)
+            .await?;
         out.history_changed |= changed;
         Ok(out)
     }
@@ -232,7 +299,8 @@ impl Lifecycle {
             return Ok(out);
         }
         tracing::info!(job_id = %job.job_id, "retrying failed deprovision that blocks deletion");
-        self.trigger_deprovision_job(resource, jobs, ctx, hooks).await
+        self.trigger_deprovision_job(resource, jobs, ctx, hooks)
+            .await
     }
 
     async fn record_recovered_deprovision(
@@ -245,7 +313,9 @@ impl Lifecycle {
         self.resolve(key);
         let job_id = found.job_id.clone();
         let mut out = DeprovisionOutcome::keep(
-            DeprovisionStep::Recovered { job_id: job_id.clone() },
+            DeprovisionStep::Recovered {
+                job_id: job_id.clone(),
+            },
             self.policy.poll_requeue(),
         );
         if find_job_by_id(jobs, &job_id).is_some() {

@@ -36,7 +36,11 @@ impl Lifecycle {
         job_type: &JobType,
         key: &IdempotencyKey,
     ) -> Result<Option<FoundJob>, LifecycleError> {
-        match self.provider.find_job_by_idempotency_key(resource, job_type, key).await {
+        match self
+            .provider
+            .find_job_by_idempotency_key(resource, job_type, key)
+            .await
+        {
             Ok(found) => Ok(found.filter(|f| !f.job_id.trim().is_empty())),
             Err(e) if e.is_unsupported() => Ok(None),
             Err(source) => Err(LifecycleError::IdempotencyLookup {

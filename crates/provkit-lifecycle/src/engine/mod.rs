@@ -117,16 +117,27 @@ impl LaunchJournal {
     }
 
     fn remove(&self, key: &IdempotencyKey) {
-        self.unknown.lock().unwrap_or_else(PoisonError::into_inner).remove(key);
+        self.unknown
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
     }
 
     fn contains(&self, key: &IdempotencyKey) -> bool {
-        self.unknown.lock().unwrap_or_else(PoisonError::into_inner).contains(key)
+        self.unknown
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(key)
     }
 
     fn keys(&self) -> Vec<IdempotencyKey> {
-        let mut keys: Vec<_> =
-            self.unknown.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect();
+        let mut keys: Vec<_> = self
+            .unknown
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect();
         keys.sort();
         keys
     }

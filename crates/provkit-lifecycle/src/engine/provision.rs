@@ -49,7 +49,8 @@ impl Lifecycle {
         tracing::debug!(resource = %resource.display_name(), action = %action, "evaluated provisioning action");
         match action {
             Action::Skip => {
-                let mut out = ProvisionOutcome::new(Action::Skip, ProvisionStep::Skipped, Outcome::Done);
+                let mut out =
+                    ProvisionOutcome::new(Action::Skip, ProvisionStep::Skipped, Outcome::Done);
                 if let (true, Some(mut job)) = (adopt, latest) {
                     job.config_version = desired.to_owned();
                     if update_job(jobs, &job) {
@@ -61,7 +62,9 @@ impl Lifecycle {
                 Ok(out)
             }
             Action::Poll => match latest {
-                Some(job) => Ok(self.poll_provision_job(resource, jobs, desired, job, hooks).await),
+                Some(job) => Ok(self
+                    .poll_provision_job(resource, jobs, desired, job, hooks)
+                    .await),
                 None => Ok(ProvisionOutcome::new(
                     Action::Poll,
                     ProvisionStep::Skipped,
@@ -69,7 +72,8 @@ impl Lifecycle {
                 )),
             },
             Action::Backoff => {
-                self.handle_backoff(resource, jobs, desired, latest.as_ref(), ctx, hooks).await
+                self.handle_backoff(resource, jobs, desired, latest.as_ref(), ctx, hooks)
+                    .await
             }
             Action::Trigger | Action::Requeue => {
                 if self.cache_is_stale(latest.as_ref(), hooks).await {
@@ -77,7 +81,10 @@ impl Lifecycle {
                 }
                 self.trigger_provision_job(resource, jobs, desired, ctx, hooks)
                     .await
-                    .map(|o| ProvisionOutcome { action: Action::Trigger, ..o })
+                    .map(|o| ProvisionOutcome {
+                        action: Action::Trigger,
+                        ..o
+                    })
             }
         }
     }
@@ -105,12 +112,16 @@ impl Lifecycle {
                 Outcome::RequeueAfter(self.policy.backoff_requeue(remaining)),
             ));
         }
-        if self.policy.stale_check_before_backoff_retry && self.cache_is_stale(latest, hooks).await {
+        if self.policy.stale_check_before_backoff_retry && self.cache_is_stale(latest, hooks).await
+        {
             return Ok(self.stale_outcome());
         }
         self.trigger_provision_job(resource, jobs, desired, ctx, hooks)
             .await
-            .map(|o| ProvisionOutcome { action: Action::Backoff, ..o })
+            .map(|o| ProvisionOutcome {
+                action: Action::Backoff,
+                ..o
+            })
     }
 
     /// Go's `TriggerJob` plus the flush: launch one provision job exactly once and record it.
@@ -134,9 +145,12 @@ impl Lifecycle {
             IdempotencyKey::for_attempt(&resource.uid, &JobType::Provision, desired, predecessor);
 
         if self.should_lookup_before_launch(&key)
-            && let Some(found) = self.lookup(resource, &JobType::Provision, &key).await? {
-                return Ok(self.record_recovered(jobs, desired, found, &key, hooks).await);
-            }
+            && let Some(found) = self.lookup(resource, &JobType::Provision, &key).await?
+        {
+            return Ok(self
+                .record_recovered(jobs, desired, found, &key, hooks)
+                .await);
+        }
 
         let call_ctx = ctx.clone().with_idempotency_key(key.clone());
         let result = match self.provider.trigger_provision(resource, &call_ctx).await {
@@ -152,12 +166,19 @@ impl Lifecycle {
                 }
                 let certainty = e.launch_certainty();
                 if certainty == LaunchCertainty::Unknown
-                    && let Some(found) =
-                        self.recover_after_unknown(resource, &JobType::Provision, &key).await
-                    {
-                        return Ok(self.record_recovered(jobs, desired, found, &key, hooks).await);
-                    }
-                return Err(LifecycleError::TriggerProvision { key, certainty, source: e });
+                    && let Some(found) = self
+                        .recover_after_unknown(resource, &JobType::Provision, &key)
+                        .await
+                {
+                    return Ok(self
+                        .record_recovered(jobs, desired, found, &key, hooks)
+                        .await);
+                }
+                return Err(LifecycleError::TriggerProvision {
+                    key,
+                    certainty,
+                    source: e,
+                });
             }
         };
         if result.job_id.trim().is_empty() {
@@ -181,7 +202,9 @@ impl Lifecycle {
         tracing::info!(job_id = %result.job_id, key = %key, "provision job launched");
         let mut out = ProvisionOutcome::new(
             Action::Trigger,
-            ProvisionStep::Launched { job_id: result.job_id },
+            ProvisionStep::Launched {
+                job_id: result.job_id,
+            },
             Outcome::RequeueAfter(self.policy.poll_requeue()),
         );
         out.history_changed = true;
@@ -247,11 +270,15 @@ impl Lifecycle {
             job.message = status.message_with_details();
             changed = update_job(jobs, &job);
             if status.state == JobState::Failed
-                && let Some(cb) = hooks.on_failed.as_mut() {
-                    cb(&job.message);
-                }
+                && let Some(cb) = hooks.on_failed.as_mut()
+            {
+                cb(&job.message);
+            }
         }
-        let step = ProvisionStep::Polled { job_id, state: status.state.clone() };
+        let step = ProvisionStep::Polled {
+            job_id,
+            state: status.state.clone(),
+        };
         let outcome = if !status.state.is_terminal() {
             Outcome::RequeueAfter(self.policy.poll_requeue())
         } else if status.state.is_successful() {
@@ -302,14 +329,20 @@ impl Lifecycle {
         let job_id = found.job_id.clone();
         let mut out = ProvisionOutcome::new(
             Action::Trigger,
-            ProvisionStep::Recovered { job_id: job_id.clone() },
+            ProvisionStep::Recovered {
+                job_id: job_id.clone(),
+            },
             Outcome::RequeueAfter(self.policy.poll_requeue()),
         );
         if find_job_by_id(jobs, &job_id).is_some() {
             return out;
         }
-        let mut job =
-            JobStatus::new(job_id.clone(), JobType::Provision, found.state, self.clock.now());
+        let mut job = JobStatus::new(
+            job_id.clone(),
+            JobType::Provision,
+            found.state,
+            self.clock.now(),
+        );
         job.message = if found.message.is_empty() {
             format!("Provisioning job recovered by idempotency key {key}")
         } else {
@@ -323,14 +356,21 @@ impl Lifecycle {
         out
     }
 
-    async fn cache_is_stale(&self, cached_latest: Option<&JobStatus>, hooks: &ProvisionHooks<'_>) -> bool {
+    async fn cache_is_stale(
+        &self,
+        cached_latest: Option<&JobStatus>,
+        hooks: &ProvisionHooks<'_>,
+    ) -> bool {
         let Some(check) = hooks.stale_check else {
             return false;
         };
         match check.read_fresh_jobs().await {
             Ok(fresh) => {
-                let stale =
-                    cache_is_stale(cached_latest, &fresh, self.policy.stale_check_newer_terminal_job);
+                let stale = cache_is_stale(
+                    cached_latest,
+                    &fresh,
+                    self.policy.stale_check_newer_terminal_job,
+                );
                 if stale {
                     tracing::info!("skipping provision trigger: newer job found via API server");
                 }

@@ -15,9 +15,24 @@ use super::support::*;
 #[tokio::test]
 async fn unknown_states_are_polled_not_retriggered() {
     let (p, _c, engine) = table_engine(10);
-    p.on_status(|id| Ok(ProvisionStatus::new(id, JobState::from_string("Exploding"), "???")));
+    p.on_status(|id| {
+        Ok(ProvisionStatus::new(
+            id,
+            JobState::from_string("Exploding"),
+            "???",
+        ))
+    });
     let mut jobs = vec![pjob("1", JobState::from_string("Weird"), "v1", ago(10))];
-    let out = engine.run_provisioning_lifecycle(&resource("u"), &mut jobs, "v1", &LaunchContext::new(), &mut ProvisionHooks::new()).await.unwrap();
+    let out = engine
+        .run_provisioning_lifecycle(
+            &resource("u"),
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut ProvisionHooks::new(),
+        )
+        .await
+        .unwrap();
     assert_eq!(out.action, Action::Poll);
     assert_eq!(out.requeue_after(), Some(POLL));
     assert_eq!(jobs[0].state, JobState::from_string("Exploding"));
@@ -32,26 +47,73 @@ async fn empty_ids_future_timestamps_duplicates_and_disorder() {
     let mut empty = pjob("", JobState::Running, "v1", ago(5));
     empty.job_id.clear();
     let mut jobs = vec![empty.clone()];
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut ProvisionHooks::new()).await.unwrap();
+    let out = engine
+        .run_provisioning_lifecycle(
+            &r,
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut ProvisionHooks::new(),
+        )
+        .await
+        .unwrap();
     assert_eq!(out.action, Action::Trigger);
     assert_eq!(jobs.len(), 2);
     assert_eq!(jobs[0], empty);
 
     // a failed job with a timestamp in the future: the wait never exceeds the backoff
-    let mut jobs = vec![pjob("f", JobState::Failed, "v1", t0() + TimeDelta::days(365))];
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut ProvisionHooks::new()).await.unwrap();
+    let mut jobs = vec![pjob(
+        "f",
+        JobState::Failed,
+        "v1",
+        t0() + TimeDelta::days(365),
+    )];
+    let out = engine
+        .run_provisioning_lifecycle(
+            &r,
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut ProvisionHooks::new(),
+        )
+        .await
+        .unwrap();
     assert_eq!(out.action, Action::Backoff);
     assert_eq!(out.requeue_after(), Some(mins(2)));
 
     // duplicate ids: the first is updated, nothing lost
     p.on_status(|id| Ok(ProvisionStatus::new(id, JobState::Succeeded, "successful")));
-    let mut jobs = vec![pjob("dup", JobState::Running, "v1", ago(20)), pjob("dup", JobState::Running, "v1", ago(10))];
-    engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut ProvisionHooks::new()).await.unwrap();
+    let mut jobs = vec![
+        pjob("dup", JobState::Running, "v1", ago(20)),
+        pjob("dup", JobState::Running, "v1", ago(10)),
+    ];
+    engine
+        .run_provisioning_lifecycle(
+            &r,
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut ProvisionHooks::new(),
+        )
+        .await
+        .unwrap();
     assert_eq!(jobs.len(), 2);
 
     // out of time order: latest by timestamp decides; backoff by position gives the base
-    let mut jobs = vec![pjob("new", JobState::Failed, "v1", ago(60)), pjob("old", JobState::Failed, "v1", ago(600))];
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut ProvisionHooks::new()).await.unwrap();
+    let mut jobs = vec![
+        pjob("new", JobState::Failed, "v1", ago(60)),
+        pjob("old", JobState::Failed, "v1", ago(600)),
+    ];
+    let out = engine
+        .run_provisioning_lifecycle(
+            &r,
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut ProvisionHooks::new(),
+        )
+        .await
+        .unwrap();
     assert_eq!(out.action, Action::Backoff);
     assert_eq!(out.requeue_after(), Some(Duration::from_secs(60)));
 
@@ -60,7 +122,16 @@ async fn empty_ids_future_timestamps_duplicates_and_disorder() {
     no_ts.timestamp = None;
     let mut jobs = vec![no_ts];
     let before = p.triggers();
-    engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut ProvisionHooks::new()).await.unwrap();
+    engine
+        .run_provisioning_lifecycle(
+            &r,
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut ProvisionHooks::new(),
+        )
+        .await
+        .unwrap();
     assert_eq!(p.triggers(), before + 1);
 }
 
@@ -72,8 +143,14 @@ async fn empty_job_id_from_provider_is_not_recorded() {
     let flush = RecordingFlush::default();
     let mut jobs = vec![];
     let mut hooks = ProvisionHooks::new().status_flush(&flush);
-    let err = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks).await.unwrap_err();
-    assert!(matches!(err, LifecycleError::EmptyJobId { ref job_type, .. } if *job_type == JobType::Provision), "{err}");
+    let err = engine
+        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, LifecycleError::EmptyJobId { ref job_type, .. } if *job_type == JobType::Provision),
+        "{err}"
+    );
     assert!(err.outcome_unknown());
     assert!(jobs.is_empty());
     assert_eq!(flush.count(), 0);
@@ -85,22 +162,48 @@ async fn empty_job_id_from_provider_is_not_recorded() {
         Ok(r)
     });
     let mut jobs: Vec<JobStatus> = vec![];
-    let err = engine.run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &DeprovisionHooks::new()).await.unwrap_err();
-    assert!(matches!(err, LifecycleError::EmptyJobId { ref job_type, .. } if *job_type == JobType::Deprovision));
+    let err = engine
+        .run_deprovisioning_lifecycle(
+            &r,
+            &mut jobs,
+            &LaunchContext::new(),
+            &DeprovisionHooks::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, LifecycleError::EmptyJobId { ref job_type, .. } if *job_type == JobType::Deprovision)
+    );
     assert!(jobs.is_empty());
 }
 
 #[tokio::test]
 async fn every_provider_error_kind_has_a_defined_outcome() {
     let r = resource("k");
-    let kinds: Vec<(&str, fn() -> ProviderError)> = vec![
-        ("rate", || ProviderError::rate_limited(Duration::from_secs(7))),
-        ("notfound", || ProviderError::not_found("template osac-create-x")),
-        ("notmade", || ProviderError::launch_not_made("400 bad request", None)),
-        ("unknown", || ProviderError::outcome_unknown("timeout", None)),
-        ("unsupported", || ProviderError::unsupported("trigger_provision", "x")),
+    type MakeError = fn() -> ProviderError;
+    let kinds: Vec<(&str, MakeError)> = vec![
+        ("rate", || {
+            ProviderError::rate_limited(Duration::from_secs(7))
+        }),
+        ("notfound", || {
+            ProviderError::not_found("template osac-create-x")
+        }),
+        ("notmade", || {
+            ProviderError::launch_not_made("400 bad request", None)
+        }),
+        ("unknown", || {
+            ProviderError::outcome_unknown("timeout", None)
+        }),
+        ("unsupported", || {
+            ProviderError::unsupported("trigger_provision", "x")
+        }),
         ("other", || ProviderError::other("boom")),
-        ("wrapped rate", || ProviderError::other_with_source("wrapped", ProviderError::rate_limited(Duration::from_secs(3)))),
+        ("wrapped rate", || {
+            ProviderError::other_with_source(
+                "wrapped",
+                ProviderError::rate_limited(Duration::from_secs(3)),
+            )
+        }),
     ];
     for (name, make) in kinds {
         let (p, _c, engine) = table_engine(10);
@@ -109,27 +212,61 @@ async fn every_provider_error_kind_has_a_defined_outcome() {
         p.on_status(move |_| Err(make()));
         p.on_deprovision_status(move |_| Err(make()));
         let mut jobs = vec![];
-        let res = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut ProvisionHooks::new()).await;
+        let res = engine
+            .run_provisioning_lifecycle(
+                &r,
+                &mut jobs,
+                "v1",
+                &LaunchContext::new(),
+                &mut ProvisionHooks::new(),
+            )
+            .await;
         assert!(jobs.is_empty(), "{name}: nothing recorded");
         match name {
             "rate" => assert_eq!(res.unwrap().requeue_after(), Some(Duration::from_secs(7))),
-            "wrapped rate" => assert_eq!(res.unwrap().requeue_after(), Some(Duration::from_secs(3))),
+            "wrapped rate" => {
+                assert_eq!(res.unwrap().requeue_after(), Some(Duration::from_secs(3)));
+            }
             "unknown" | "other" => assert!(res.unwrap_err().outcome_unknown(), "{name}"),
             _ => assert!(!res.unwrap_err().outcome_unknown(), "{name}"),
         }
         // polling a running job with that error never loses it
         let mut jobs = vec![pjob("1", JobState::Running, "v1", ago(10))];
-        let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut ProvisionHooks::new()).await.unwrap();
+        let out = engine
+            .run_provisioning_lifecycle(
+                &r,
+                &mut jobs,
+                "v1",
+                &LaunchContext::new(),
+                &mut ProvisionHooks::new(),
+            )
+            .await
+            .unwrap();
         assert_eq!(jobs.len(), 1, "{name}");
         assert!(out.requeue_after().is_some(), "{name}");
         // deprovision: never removes the finalizer on an error
         let mut jobs = vec![];
-        match engine.run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &DeprovisionHooks::new()).await {
-            Ok(out) => assert!(!out.may_remove_finalizer(), "{name}"),
-            Err(_) => {}
+        if let Ok(out) = engine
+            .run_deprovisioning_lifecycle(
+                &r,
+                &mut jobs,
+                &LaunchContext::new(),
+                &DeprovisionHooks::new(),
+            )
+            .await
+        {
+            assert!(!out.may_remove_finalizer(), "{name}");
         }
         let mut jobs = vec![djob("d", JobState::Running, true, ago(10))];
-        let out = engine.run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &DeprovisionHooks::new()).await.unwrap();
+        let out = engine
+            .run_deprovisioning_lifecycle(
+                &r,
+                &mut jobs,
+                &LaunchContext::new(),
+                &DeprovisionHooks::new(),
+            )
+            .await
+            .unwrap();
         assert!(!out.may_remove_finalizer(), "{name}");
         assert!(!jobs.is_empty());
     }

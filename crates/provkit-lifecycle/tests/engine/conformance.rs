@@ -25,14 +25,23 @@ async fn scripted_provider_passes_conformance() {
 #[tokio::test]
 async fn boxed_scripted_provider_passes_conformance() {
     let provider: Box<dyn ProvisioningProvider> = Box::new(ScriptedProvider::new());
-    provider.trigger_provision(&resource("warm"), &LaunchContext::new()).await.unwrap();
+    provider
+        .trigger_provision(&resource("warm"), &LaunchContext::new())
+        .await
+        .unwrap();
     conformance::run_all(provider.as_ref(), &factory, Capabilities::default()).await;
 }
 
 #[tokio::test]
 async fn scripted_provider_without_lookup_passes_conformance() {
-    let provider = ScriptedProvider::new().with_idempotency_support(IdempotencySupport::Unsupported);
-    conformance::run_all(&provider, &factory, Capabilities::default().with_idempotency_lookup(false)).await;
+    let provider =
+        ScriptedProvider::new().with_idempotency_support(IdempotencySupport::Unsupported);
+    conformance::run_all(
+        &provider,
+        &factory,
+        Capabilities::default().with_idempotency_lookup(false),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -43,7 +52,12 @@ async fn scripted_provider_with_running_jobs_passes_polling() {
         StatusStep::State(JobState::Running),
         StatusStep::State(JobState::Succeeded),
     ]);
-    conformance::run_all(&provider, &factory, Capabilities::default().with_polling(5, Duration::ZERO)).await;
+    conformance::run_all(
+        &provider,
+        &factory,
+        Capabilities::default().with_polling(5, Duration::ZERO),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -51,13 +65,19 @@ async fn scripted_provider_with_running_jobs_passes_polling() {
 async fn conformance_catches_jobs_that_never_finish() {
     let provider = ScriptedProvider::new();
     provider.set_default_statuses([StatusStep::State(JobState::Running)]);
-    conformance::provision_launch_and_poll(&provider, &resource("stuck"), Capabilities::default().with_polling(3, Duration::ZERO)).await;
+    conformance::provision_launch_and_poll(
+        &provider,
+        &resource("stuck"),
+        Capabilities::default().with_polling(3, Duration::ZERO),
+    )
+    .await;
 }
 
 #[tokio::test]
 #[should_panic(expected = "provider with lookup must report it")]
 async fn conformance_catches_a_false_capability_claim() {
-    let provider = ScriptedProvider::new().with_idempotency_support(IdempotencySupport::Unsupported);
+    let provider =
+        ScriptedProvider::new().with_idempotency_support(IdempotencySupport::Unsupported);
     conformance::idempotency_lookup(&provider, &resource("claim"), Capabilities::default()).await;
 }
 
@@ -67,20 +87,47 @@ async fn scripted_provider_records_calls_and_plays_scripts() {
     let r = resource("rec");
     p.push_trigger("rec", TriggerStep::Fail("connection refused".into()));
     p.push_trigger("rec", TriggerStep::LoseAnswer);
-    p.push_job_statuses("rec", &JobType::Provision, [StatusStep::State(JobState::Running), StatusStep::NotFound]);
+    p.push_job_statuses(
+        "rec",
+        &JobType::Provision,
+        [StatusStep::State(JobState::Running), StatusStep::NotFound],
+    );
     let key = IdempotencyKey::new("k1");
     let ctx = LaunchContext::new().with_idempotency_key(key.clone());
     let e = p.trigger_provision(&r, &ctx).await.unwrap_err();
     assert!(e.to_string().contains("connection refused"));
     let e = p.trigger_provision(&r, &ctx).await.unwrap_err();
-    assert_eq!(e.launch_certainty(), provkit_lifecycle::LaunchCertainty::Unknown);
-    let found = p.find_job_by_idempotency_key(&r, &JobType::Provision, &key).await.unwrap().unwrap();
-    assert_eq!(p.provision_status(&r, &found.job_id).await.unwrap().state, JobState::Running);
-    assert!(p.provision_status(&r, &found.job_id).await.unwrap_err().is_not_found());
-    assert!(p.find_job_by_idempotency_key(&r, &JobType::Provision, &key).await.unwrap().is_none(), "purged job not found");
+    assert_eq!(
+        e.launch_certainty(),
+        provkit_lifecycle::LaunchCertainty::Unknown
+    );
+    let found = p
+        .find_job_by_idempotency_key(&r, &JobType::Provision, &key)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        p.provision_status(&r, &found.job_id).await.unwrap().state,
+        JobState::Running
+    );
+    assert!(
+        p.provision_status(&r, &found.job_id)
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert!(
+        p.find_job_by_idempotency_key(&r, &JobType::Provision, &key)
+            .await
+            .unwrap()
+            .is_none(),
+        "purged job not found"
+    );
     let calls = p.calls_for("rec");
     assert_eq!(calls.len(), 6);
-    assert!(matches!(&calls[0], ProviderCall::TriggerProvision { ctx, .. } if ctx.idempotency_key.as_ref() == Some(&key)));
+    assert!(
+        matches!(&calls[0], ProviderCall::TriggerProvision { ctx, .. } if ctx.idempotency_key.as_ref() == Some(&key))
+    );
     assert_eq!(p.jobs_created("rec", &JobType::Provision), 1);
 }
 
@@ -93,7 +140,10 @@ async fn scripted_provider_is_usable_from_concurrent_reconciles() {
         tasks.push(tokio::spawn(async move {
             let r = resource(&format!("c{i}"));
             for _ in 0..10 {
-                let job = p.trigger_provision(&r, &LaunchContext::new()).await.unwrap();
+                let job = p
+                    .trigger_provision(&r, &LaunchContext::new())
+                    .await
+                    .unwrap();
                 p.provision_status(&r, &job.job_id).await.unwrap();
             }
         }));

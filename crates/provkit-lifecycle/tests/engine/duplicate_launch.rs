@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use provkit_core::{JobState, JobStatus, JobType};
-use provkit_lifecycle::decide::{evaluate_action, Action, LegacyJobs};
+use provkit_lifecycle::decide::{Action, LegacyJobs, evaluate_action};
 use provkit_lifecycle::{
     BoxError, DeprovisionResult, FoundJob, IdempotencyKey, IdempotencySupport, LaunchContext,
-    Lifecycle, LifecyclePolicy, ProviderError, ProvisionHooks, ProvisionResult, ProvisionStep, ProvisionStatus,
-    ProvisioningProvider, ResourceView, StaleCacheCheck, StatusFlush,
+    Lifecycle, LifecyclePolicy, ProviderError, ProvisionHooks, ProvisionResult, ProvisionStatus,
+    ProvisionStep, ProvisioningProvider, ResourceView, StaleCacheCheck, StatusFlush,
 };
 use provkit_testing::scripted::{ScriptedProvider, StatusStep, TriggerStep};
 
@@ -91,7 +91,10 @@ impl Checking {
     fn check_no_live_job(&self, uid: &str, job_type: &JobType) {
         for j in self.inner.jobs() {
             if j.uid == uid && &j.job_type == job_type && j.exists && !j.state.is_terminal() {
-                self.violations.lock().unwrap().push(format!("launch while {} is {:?}", j.job_id, j.state));
+                self.violations
+                    .lock()
+                    .unwrap()
+                    .push(format!("launch while {} is {:?}", j.job_id, j.state));
             }
         }
     }
@@ -102,7 +105,11 @@ impl ProvisioningProvider for Checking {
     fn name(&self) -> &str {
         self.inner.name()
     }
-    async fn trigger_provision(&self, r: &ResourceView, ctx: &LaunchContext) -> Result<ProvisionResult, ProviderError> {
+    async fn trigger_provision(
+        &self,
+        r: &ResourceView,
+        ctx: &LaunchContext,
+    ) -> Result<ProvisionResult, ProviderError> {
         self.check_no_live_job(&r.uid, &JobType::Provision);
         let res = self.inner.trigger_provision(r, ctx).await;
         if res.is_err() && self.hide_after_loss {
@@ -110,19 +117,37 @@ impl ProvisioningProvider for Checking {
         }
         res
     }
-    async fn provision_status(&self, r: &ResourceView, id: &str) -> Result<ProvisionStatus, ProviderError> {
+    async fn provision_status(
+        &self,
+        r: &ResourceView,
+        id: &str,
+    ) -> Result<ProvisionStatus, ProviderError> {
         self.inner.provision_status(r, id).await
     }
-    async fn trigger_deprovision(&self, r: &ResourceView, jobs: &[JobStatus], ctx: &LaunchContext) -> Result<DeprovisionResult, ProviderError> {
+    async fn trigger_deprovision(
+        &self,
+        r: &ResourceView,
+        jobs: &[JobStatus],
+        ctx: &LaunchContext,
+    ) -> Result<DeprovisionResult, ProviderError> {
         self.inner.trigger_deprovision(r, jobs, ctx).await
     }
-    async fn deprovision_status(&self, r: &ResourceView, id: &str) -> Result<ProvisionStatus, ProviderError> {
+    async fn deprovision_status(
+        &self,
+        r: &ResourceView,
+        id: &str,
+    ) -> Result<ProvisionStatus, ProviderError> {
         self.inner.deprovision_status(r, id).await
     }
     fn idempotency_support(&self) -> IdempotencySupport {
         self.inner.idempotency_support()
     }
-    async fn find_job_by_idempotency_key(&self, r: &ResourceView, t: &JobType, k: &IdempotencyKey) -> Result<Option<FoundJob>, ProviderError> {
+    async fn find_job_by_idempotency_key(
+        &self,
+        r: &ResourceView,
+        t: &JobType,
+        k: &IdempotencyKey,
+    ) -> Result<Option<FoundJob>, ProviderError> {
         if self.hide_next_lookup.swap(false, Ordering::SeqCst) {
             return Ok(None);
         }
@@ -165,9 +190,17 @@ async fn run_sequence(seed: u64, v: Variant) -> Report {
         scripted.push_trigger(&uid, step);
         let mut steps = vec![];
         for _ in 0..rng.usize(0..3) {
-            steps.push(StatusStep::State(if rng.bool() { JobState::Pending } else { JobState::Running }));
+            steps.push(StatusStep::State(if rng.bool() {
+                JobState::Pending
+            } else {
+                JobState::Running
+            }));
         }
-        steps.push(StatusStep::State(if rng.u8(0..3) == 0 { JobState::Failed } else { JobState::Succeeded }));
+        steps.push(StatusStep::State(if rng.u8(0..3) == 0 {
+            JobState::Failed
+        } else {
+            JobState::Succeeded
+        }));
         scripted.push_job_statuses(&uid, &JobType::Provision, steps);
     }
     let provider = Arc::new(Checking {
@@ -177,9 +210,14 @@ async fn run_sequence(seed: u64, v: Variant) -> Report {
         hide_after_loss: v.hide_after_loss,
     });
     let (clock, dyn_clock) = clock_at(t0());
-    let mut pol = if v.policy_go { LifecyclePolicy::go_compatible() } else { LifecyclePolicy::default() };
+    let mut pol = if v.policy_go {
+        LifecyclePolicy::go_compatible()
+    } else {
+        LifecyclePolicy::default()
+    };
     pol.max_history = cap(100);
-    let make_engine = || Lifecycle::new(provider.clone(), dyn_clock.clone()).with_policy(pol.clone());
+    let make_engine =
+        || Lifecycle::new(provider.clone(), dyn_clock.clone()).with_policy(pol.clone());
     let mut engine = make_engine();
     let server = Server::default();
     server.versions.lock().unwrap().push(vec![]);
@@ -194,7 +232,11 @@ async fn run_sequence(seed: u64, v: Variant) -> Report {
             desired = format!("v{}", rng.u8(1..4));
         }
         let latest = server.latest_index();
-        let base = if settling { latest } else { latest - rng.usize(0..=latest.min(3)) };
+        let base = if settling {
+            latest
+        } else {
+            latest - rng.usize(0..=latest.min(3))
+        };
         let mut jobs = server.get(base);
         if jobs != server.get(latest) {
             report.stale_reads += 1;
@@ -204,10 +246,25 @@ async fn run_sequence(seed: u64, v: Variant) -> Report {
         }
         let crash = v.crash && !settling && rng.u8(0..8) == 0;
         let fresh = Fresh(&server);
-        let flush = CasFlush { server: &server, base: Mutex::new(base), crash, crashed: AtomicBool::new(false) };
+        let flush = CasFlush {
+            server: &server,
+            base: Mutex::new(base),
+            crash,
+            crashed: AtomicBool::new(false),
+        };
         let result = {
-            let mut hooks = ProvisionHooks::new().stale_check(&fresh).status_flush(&flush);
-            engine.run_provisioning_lifecycle(&r, &mut jobs, &desired, &LaunchContext::new(), &mut hooks).await
+            let mut hooks = ProvisionHooks::new()
+                .stale_check(&fresh)
+                .status_flush(&flush);
+            engine
+                .run_provisioning_lifecycle(
+                    &r,
+                    &mut jobs,
+                    &desired,
+                    &LaunchContext::new(),
+                    &mut hooks,
+                )
+                .await
         };
         if flush.crashed.load(Ordering::SeqCst) {
             report.crashes += 1;
@@ -233,7 +290,11 @@ async fn run_sequence(seed: u64, v: Variant) -> Report {
                 Duration::from_secs(5)
             }
         };
-        let wait = if settling { wait } else { Duration::from_secs(rng.u64(0..=wait.as_secs().max(1))) };
+        let wait = if settling {
+            wait
+        } else {
+            Duration::from_secs(rng.u64(0..=wait.as_secs().max(1)))
+        };
         clock.advance(wait);
     }
 
@@ -244,7 +305,11 @@ async fn run_sequence(seed: u64, v: Variant) -> Report {
     if distinct.len() != keys.len() {
         violations.push(format!("two jobs for one attempt: {keys:?}"));
     }
-    let recorded: HashSet<String> = server.get(server.latest_index()).into_iter().map(|j| j.job_id).collect();
+    let recorded: HashSet<String> = server
+        .get(server.latest_index())
+        .into_iter()
+        .map(|j| j.job_id)
+        .collect();
     for j in &jobs {
         if !recorded.contains(&j.job_id) {
             violations.push(format!("job {} was launched but never recorded", j.job_id));
@@ -260,7 +325,10 @@ async fn run_sequence(seed: u64, v: Variant) -> Report {
 
 /// Failures per seed, plus totals of the situations exercised (stale reads, stale requeues,
 /// recoveries by key, crashes, launch errors).
-async fn run_many(variant: Variant, seeds: std::ops::Range<u64>) -> (Vec<(u64, Vec<String>)>, [usize; 5]) {
+async fn run_many(
+    variant: Variant,
+    seeds: std::ops::Range<u64>,
+) -> (Vec<(u64, Vec<String>)>, [usize; 5]) {
     let mut failures = vec![];
     let mut totals = [0; 5];
     for seed in seeds {
@@ -288,42 +356,80 @@ const BASE: Variant = Variant {
 
 #[tokio::test]
 async fn stale_copies_never_launch_twice_without_any_lookup() {
-    let v = Variant { support: IdempotencySupport::Unsupported, change_versions: true, ..BASE };
+    let v = Variant {
+        support: IdempotencySupport::Unsupported,
+        change_versions: true,
+        ..BASE
+    };
     let (failures, [stale_reads, stale_requeues, ..]) = run_many(v, 0..400).await;
     assert!(failures.is_empty(), "{failures:?}");
-    assert!(stale_reads > 1000 && stale_requeues > 100, "exercised: {stale_reads} stale reads, {stale_requeues} stale requeues");
+    assert!(
+        stale_reads > 1000 && stale_requeues > 100,
+        "exercised: {stale_reads} stale reads, {stale_requeues} stale requeues"
+    );
 }
 
 #[tokio::test]
 async fn lost_answers_and_crashes_with_cheap_lookup_launch_once() {
-    let v = Variant { lose_answers: true, crash: true, ..BASE };
+    let v = Variant {
+        lose_answers: true,
+        crash: true,
+        ..BASE
+    };
     let (failures, [_, _, recovered, crashes, _]) = run_many(v, 1000..1400).await;
     assert!(failures.is_empty(), "{failures:?}");
-    assert!(recovered > 100 && crashes > 40, "exercised: {recovered} recoveries, {crashes} crashes");
+    assert!(
+        recovered > 100 && crashes > 40,
+        "exercised: {recovered} recoveries, {crashes} crashes"
+    );
 }
 
 #[tokio::test]
 async fn lost_answers_with_delayed_lookup_launch_once() {
-    let v = Variant { support: IdempotencySupport::Lookup, lose_answers: true, hide_after_loss: true, ..BASE };
+    let v = Variant {
+        support: IdempotencySupport::Lookup,
+        lose_answers: true,
+        hide_after_loss: true,
+        ..BASE
+    };
     let (failures, [_, _, recovered, _, launch_errors]) = run_many(v, 2000..2200).await;
     assert!(failures.is_empty(), "{failures:?}");
-    assert!(recovered > 50 && launch_errors > 50, "exercised: {recovered} recoveries after {launch_errors} errors");
+    assert!(
+        recovered > 50 && launch_errors > 50,
+        "exercised: {recovered} recoveries after {launch_errors} errors"
+    );
 }
 
 /// The harness can fail: Go's behaviour (no lookup, stale check only before plain triggers and only for
 /// non-terminal jobs) launches duplicates in the same model.
 #[tokio::test]
 async fn go_behaviour_launches_duplicates_in_this_model() {
-    let v = Variant { support: IdempotencySupport::Unsupported, lose_answers: true, policy_go: true, ..BASE };
+    let v = Variant {
+        support: IdempotencySupport::Unsupported,
+        lose_answers: true,
+        policy_go: true,
+        ..BASE
+    };
     let (failures, _) = run_many(v, 3000..3200).await;
-    assert!(!failures.is_empty(), "expected the model to catch Go's duplicate launches");
+    assert!(
+        !failures.is_empty(),
+        "expected the model to catch Go's duplicate launches"
+    );
 }
 
 /// Without lost answers, Go's stale check alone (non-terminal jobs, plain triggers only) still lets a
 /// reconcile on a stale copy retry a failed job a second time; the extended check does not.
 #[tokio::test]
 async fn go_stale_check_alone_lets_stale_backoff_retries_through() {
-    let v = Variant { support: IdempotencySupport::Unsupported, change_versions: true, policy_go: true, ..BASE };
+    let v = Variant {
+        support: IdempotencySupport::Unsupported,
+        change_versions: true,
+        policy_go: true,
+        ..BASE
+    };
     let (failures, _) = run_many(v, 0..400).await;
-    assert!(!failures.is_empty(), "expected duplicate retries from stale copies under Go's rule");
+    assert!(
+        !failures.is_empty(),
+        "expected duplicate retries from stale copies under Go's rule"
+    );
 }

@@ -1,5 +1,10 @@
 //! Integration tests of the lifecycle engine (one binary; modules under `tests/engine/`).
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, unreachable_pub)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    missing_docs,
+    unreachable_pub
+)]
 
 mod support;
 

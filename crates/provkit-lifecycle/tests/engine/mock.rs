@@ -14,7 +14,8 @@ async fn mockall_mock_drives_the_engine() {
     use super::support::*;
 
     let mut mock = MockProvisioningProvider::new();
-    mock.expect_idempotency_support().return_const(IdempotencySupport::Unsupported);
+    mock.expect_idempotency_support()
+        .return_const(IdempotencySupport::Unsupported);
     mock.expect_name().return_const("mock".to_owned());
     let mut seq = mockall::Sequence::new();
     mock.expect_trigger_provision()
@@ -30,8 +31,28 @@ async fn mockall_mock_drives_the_engine() {
     let engine = Lifecycle::new(Arc::new(mock), clock);
     let r = resource("mock");
     let mut jobs = vec![];
-    assert!(engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut ProvisionHooks::new()).await.is_err());
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut ProvisionHooks::new()).await.unwrap();
+    assert!(
+        engine
+            .run_provisioning_lifecycle(
+                &r,
+                &mut jobs,
+                "v1",
+                &LaunchContext::new(),
+                &mut ProvisionHooks::new()
+            )
+            .await
+            .is_err()
+    );
+    let out = engine
+        .run_provisioning_lifecycle(
+            &r,
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut ProvisionHooks::new(),
+        )
+        .await
+        .unwrap();
     assert_eq!(out.requeue_after(), Some(POLL));
     assert_eq!(jobs[0].job_id, "m-1");
 }

@@ -4,10 +4,10 @@ use chrono::TimeDelta;
 use proptest::prelude::*;
 use provkit_core::{JobState, JobStatus, JobType};
 use provkit_lifecycle::decide::{
-    compute_backoff_from_jobs, compute_deprovision_backoff, evaluate_action, Action, Backoff,
-    LegacyJobs,
+    Action, Backoff, LegacyJobs, compute_backoff_from_jobs, compute_deprovision_backoff,
+    evaluate_action,
 };
-use provkit_lifecycle::{Lifecycle, LaunchContext, ProvisionHooks};
+use provkit_lifecycle::{LaunchContext, Lifecycle, ProvisionHooks};
 use provkit_testing::scripted::{ScriptedProvider, StatusStep, TriggerStep};
 
 use super::support::*;
@@ -30,12 +30,20 @@ fn job() -> impl Strategy<Value = JobStatus> {
         "[0-9]{0,3}",
         prop::bool::ANY,
         state(),
-        prop_oneof![Just(String::new()), Just("v1".to_owned()), Just("v2".to_owned())],
+        prop_oneof![
+            Just(String::new()),
+            Just("v1".to_owned()),
+            Just("v2".to_owned())
+        ],
         -100_000i64..100_000,
         prop::bool::ANY,
     )
         .prop_map(|(id, prov, state, version, offset, block)| {
-            let t = if prov { JobType::Provision } else { JobType::Deprovision };
+            let t = if prov {
+                JobType::Provision
+            } else {
+                JobType::Deprovision
+            };
             let mut j = JobStatus::new(id, t, state, t0() + TimeDelta::seconds(offset));
             j.config_version = version;
             j.block_deletion_on_failure = block;
@@ -75,7 +83,13 @@ enum Op {
 }
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
-    prop::collection::vec((0u8..3, 0u64..4000).prop_map(|(desired, advance_secs)| Op::Reconcile { desired, advance_secs }), 1..40)
+    prop::collection::vec(
+        (0u8..3, 0u64..4000).prop_map(|(desired, advance_secs)| Op::Reconcile {
+            desired,
+            advance_secs,
+        }),
+        1..40,
+    )
 }
 
 fn outcome_step() -> impl Strategy<Value = Vec<StatusStep>> {

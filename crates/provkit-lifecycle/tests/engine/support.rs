@@ -60,10 +60,13 @@ pub fn clock_at(t: DateTime<Utc>) -> (ManualClock, Arc<dyn Clock>) {
 
 /// Go's test policy: maxHistory and poll 30s.
 pub fn policy(max_history: usize) -> LifecyclePolicy {
-    LifecyclePolicy::default().with_max_history(cap(max_history)).with_poll_interval(POLL)
+    LifecyclePolicy::default()
+        .with_max_history(cap(max_history))
+        .with_poll_interval(POLL)
 }
 
-type TriggerFn = Box<dyn Fn(&LaunchContext) -> Result<ProvisionResult, ProviderError> + Send + Sync>;
+type TriggerFn =
+    Box<dyn Fn(&LaunchContext) -> Result<ProvisionResult, ProviderError> + Send + Sync>;
 type StatusFn = Box<dyn Fn(&str) -> Result<ProvisionStatus, ProviderError> + Send + Sync>;
 type DeprovFn = Box<dyn Fn(&[JobStatus]) -> Result<DeprovisionResult, ProviderError> + Send + Sync>;
 
@@ -90,10 +93,22 @@ impl std::fmt::Debug for TableProvider {
 impl TableProvider {
     pub fn new() -> Arc<Self> {
         Arc::new(Self {
-            trigger: Mutex::new(Box::new(|_| Ok(ProvisionResult::new("mock-job", JobState::Pending, "triggered")))),
-            status: Mutex::new(Box::new(|id| Ok(ProvisionStatus::new(id, JobState::Succeeded, "successful")))),
-            deprov: Mutex::new(Box::new(|_| Ok(DeprovisionResult::triggered("deprov-1", true)))),
-            deprov_status: Mutex::new(Box::new(|id| Ok(ProvisionStatus::new(id, JobState::Succeeded, "successful")))),
+            trigger: Mutex::new(Box::new(|_| {
+                Ok(ProvisionResult::new(
+                    "mock-job",
+                    JobState::Pending,
+                    "triggered",
+                ))
+            })),
+            status: Mutex::new(Box::new(|id| {
+                Ok(ProvisionStatus::new(id, JobState::Succeeded, "successful"))
+            })),
+            deprov: Mutex::new(Box::new(|_| {
+                Ok(DeprovisionResult::triggered("deprov-1", true))
+            })),
+            deprov_status: Mutex::new(Box::new(|id| {
+                Ok(ProvisionStatus::new(id, JobState::Succeeded, "successful"))
+            })),
             trigger_calls: AtomicUsize::new(0),
             status_calls: AtomicUsize::new(0),
             deprov_calls: AtomicUsize::new(0),
@@ -102,16 +117,28 @@ impl TableProvider {
         })
     }
 
-    pub fn on_trigger(&self, f: impl Fn(&LaunchContext) -> Result<ProvisionResult, ProviderError> + Send + Sync + 'static) {
+    pub fn on_trigger(
+        &self,
+        f: impl Fn(&LaunchContext) -> Result<ProvisionResult, ProviderError> + Send + Sync + 'static,
+    ) {
         *self.trigger.lock().unwrap() = Box::new(f);
     }
-    pub fn on_status(&self, f: impl Fn(&str) -> Result<ProvisionStatus, ProviderError> + Send + Sync + 'static) {
+    pub fn on_status(
+        &self,
+        f: impl Fn(&str) -> Result<ProvisionStatus, ProviderError> + Send + Sync + 'static,
+    ) {
         *self.status.lock().unwrap() = Box::new(f);
     }
-    pub fn on_deprovision(&self, f: impl Fn(&[JobStatus]) -> Result<DeprovisionResult, ProviderError> + Send + Sync + 'static) {
+    pub fn on_deprovision(
+        &self,
+        f: impl Fn(&[JobStatus]) -> Result<DeprovisionResult, ProviderError> + Send + Sync + 'static,
+    ) {
         *self.deprov.lock().unwrap() = Box::new(f);
     }
-    pub fn on_deprovision_status(&self, f: impl Fn(&str) -> Result<ProvisionStatus, ProviderError> + Send + Sync + 'static) {
+    pub fn on_deprovision_status(
+        &self,
+        f: impl Fn(&str) -> Result<ProvisionStatus, ProviderError> + Send + Sync + 'static,
+    ) {
         *self.deprov_status.lock().unwrap() = Box::new(f);
     }
     pub fn triggers(&self) -> usize {
@@ -127,28 +154,53 @@ impl ProvisioningProvider for TableProvider {
     fn name(&self) -> &str {
         "table"
     }
-    async fn trigger_provision(&self, _: &ResourceView, ctx: &LaunchContext) -> Result<ProvisionResult, ProviderError> {
+    async fn trigger_provision(
+        &self,
+        _: &ResourceView,
+        ctx: &LaunchContext,
+    ) -> Result<ProvisionResult, ProviderError> {
         self.trigger_calls.fetch_add(1, Ordering::SeqCst);
         (self.trigger.lock().unwrap())(ctx)
     }
-    async fn provision_status(&self, _: &ResourceView, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
+    async fn provision_status(
+        &self,
+        _: &ResourceView,
+        job_id: &str,
+    ) -> Result<ProvisionStatus, ProviderError> {
         self.status_calls.fetch_add(1, Ordering::SeqCst);
         (self.status.lock().unwrap())(job_id)
     }
-    async fn trigger_deprovision(&self, _: &ResourceView, jobs: &[JobStatus], _: &LaunchContext) -> Result<DeprovisionResult, ProviderError> {
+    async fn trigger_deprovision(
+        &self,
+        _: &ResourceView,
+        jobs: &[JobStatus],
+        _: &LaunchContext,
+    ) -> Result<DeprovisionResult, ProviderError> {
         self.deprov_calls.fetch_add(1, Ordering::SeqCst);
         self.received_jobs.lock().unwrap().push(jobs.to_vec());
         (self.deprov.lock().unwrap())(jobs)
     }
-    async fn deprovision_status(&self, _: &ResourceView, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
+    async fn deprovision_status(
+        &self,
+        _: &ResourceView,
+        job_id: &str,
+    ) -> Result<ProvisionStatus, ProviderError> {
         self.deprov_status_calls.fetch_add(1, Ordering::SeqCst);
         (self.deprov_status.lock().unwrap())(job_id)
     }
     fn idempotency_support(&self) -> IdempotencySupport {
         IdempotencySupport::Unsupported
     }
-    async fn find_job_by_idempotency_key(&self, _: &ResourceView, _: &JobType, _: &IdempotencyKey) -> Result<Option<FoundJob>, ProviderError> {
-        Err(ProviderError::unsupported("find_job_by_idempotency_key", "table"))
+    async fn find_job_by_idempotency_key(
+        &self,
+        _: &ResourceView,
+        _: &JobType,
+        _: &IdempotencyKey,
+    ) -> Result<Option<FoundJob>, ProviderError> {
+        Err(ProviderError::unsupported(
+            "find_job_by_idempotency_key",
+            "table",
+        ))
     }
 }
 
@@ -169,7 +221,10 @@ pub struct RecordingFlush {
 
 impl RecordingFlush {
     pub fn failing() -> Self {
-        Self { calls: Mutex::new(Vec::new()), fail: true }
+        Self {
+            calls: Mutex::new(Vec::new()),
+            fail: true,
+        }
     }
     pub fn count(&self) -> usize {
         self.calls.lock().unwrap().len()
@@ -180,7 +235,11 @@ impl RecordingFlush {
 impl StatusFlush for RecordingFlush {
     async fn flush(&self, jobs: &[JobStatus]) -> Result<(), BoxError> {
         self.calls.lock().unwrap().push(jobs.to_vec());
-        if self.fail { Err("conflict: the object has been modified".into()) } else { Ok(()) }
+        if self.fail {
+            Err("conflict: the object has been modified".into())
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -192,10 +251,16 @@ pub struct FixedFresh {
 
 impl FixedFresh {
     pub fn jobs(jobs: Vec<JobStatus>) -> Self {
-        Self { jobs: Ok(jobs), calls: AtomicUsize::new(0) }
+        Self {
+            jobs: Ok(jobs),
+            calls: AtomicUsize::new(0),
+        }
     }
     pub fn error(msg: &str) -> Self {
-        Self { jobs: Err(msg.to_owned()), calls: AtomicUsize::new(0) }
+        Self {
+            jobs: Err(msg.to_owned()),
+            calls: AtomicUsize::new(0),
+        }
     }
     pub fn count(&self) -> usize {
         self.calls.load(Ordering::SeqCst)

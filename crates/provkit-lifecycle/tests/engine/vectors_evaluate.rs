@@ -3,7 +3,7 @@
 use std::cell::Cell;
 
 use provkit_core::{JobState, JobStatus};
-use provkit_lifecycle::decide::{evaluate_action_with_check, Action, LegacyJobs};
+use provkit_lifecycle::decide::{Action, LegacyJobs, evaluate_action_with_check};
 use provkit_lifecycle::{LaunchContext, ProvisionHooks, ProvisionStep};
 
 use super::support::*;
@@ -23,19 +23,115 @@ fn evaluate_action_table() {
     let mut empty_id = pjob("", JobState::Failed, "v1", t);
     empty_id.job_id.clear();
     let cases = vec![
-        Case { name: "1 no jobs, api none", jobs: vec![], desired: "v1", api_has_job: false, want: Action::Trigger, want_latest: None, check_called: true },
-        Case { name: "2 no jobs, api has non-terminal", jobs: vec![], desired: "v1", api_has_job: true, want: Action::Requeue, want_latest: None, check_called: true },
-        Case { name: "3 running", jobs: vec![pjob("r", JobState::Running, "v1", t)], desired: "v1", api_has_job: true, want: Action::Poll, want_latest: Some("r"), check_called: false },
-        Case { name: "4 succeeded v1/v1", jobs: vec![pjob("s", JobState::Succeeded, "v1", t)], desired: "v1", api_has_job: true, want: Action::Skip, want_latest: Some("s"), check_called: false },
-        Case { name: "5 failed matching", jobs: vec![pjob("f", JobState::Failed, "v1", t)], desired: "v1", api_has_job: true, want: Action::Backoff, want_latest: Some("f"), check_called: false },
-        Case { name: "6 failed v1, desired v2", jobs: vec![pjob("f", JobState::Failed, "v1", t)], desired: "v2", api_has_job: false, want: Action::Trigger, want_latest: Some("f"), check_called: true },
-        Case { name: "7 legacy succeeded", jobs: vec![pjob("l", JobState::Succeeded, "", t)], desired: "v1", api_has_job: true, want: Action::Skip, want_latest: Some("l"), check_called: false },
-        Case { name: "8 legacy failed, desired v2", jobs: vec![pjob("l", JobState::Failed, "", t)], desired: "v2", api_has_job: false, want: Action::Trigger, want_latest: Some("l"), check_called: true },
-        Case { name: "9 empty id failed", jobs: vec![empty_id], desired: "v1", api_has_job: false, want: Action::Trigger, want_latest: Some(""), check_called: true },
+        Case {
+            name: "1 no jobs, api none",
+            jobs: vec![],
+            desired: "v1",
+            api_has_job: false,
+            want: Action::Trigger,
+            want_latest: None,
+            check_called: true,
+        },
+        Case {
+            name: "2 no jobs, api has non-terminal",
+            jobs: vec![],
+            desired: "v1",
+            api_has_job: true,
+            want: Action::Requeue,
+            want_latest: None,
+            check_called: true,
+        },
+        Case {
+            name: "3 running",
+            jobs: vec![pjob("r", JobState::Running, "v1", t)],
+            desired: "v1",
+            api_has_job: true,
+            want: Action::Poll,
+            want_latest: Some("r"),
+            check_called: false,
+        },
+        Case {
+            name: "4 succeeded v1/v1",
+            jobs: vec![pjob("s", JobState::Succeeded, "v1", t)],
+            desired: "v1",
+            api_has_job: true,
+            want: Action::Skip,
+            want_latest: Some("s"),
+            check_called: false,
+        },
+        Case {
+            name: "5 failed matching",
+            jobs: vec![pjob("f", JobState::Failed, "v1", t)],
+            desired: "v1",
+            api_has_job: true,
+            want: Action::Backoff,
+            want_latest: Some("f"),
+            check_called: false,
+        },
+        Case {
+            name: "6 failed v1, desired v2",
+            jobs: vec![pjob("f", JobState::Failed, "v1", t)],
+            desired: "v2",
+            api_has_job: false,
+            want: Action::Trigger,
+            want_latest: Some("f"),
+            check_called: true,
+        },
+        Case {
+            name: "7 legacy succeeded",
+            jobs: vec![pjob("l", JobState::Succeeded, "", t)],
+            desired: "v1",
+            api_has_job: true,
+            want: Action::Skip,
+            want_latest: Some("l"),
+            check_called: false,
+        },
+        Case {
+            name: "8 legacy failed, desired v2",
+            jobs: vec![pjob("l", JobState::Failed, "", t)],
+            desired: "v2",
+            api_has_job: false,
+            want: Action::Trigger,
+            want_latest: Some("l"),
+            check_called: true,
+        },
+        Case {
+            name: "9 empty id failed",
+            jobs: vec![empty_id],
+            desired: "v1",
+            api_has_job: false,
+            want: Action::Trigger,
+            want_latest: Some(""),
+            check_called: true,
+        },
         // extra rows from §3.4
-        Case { name: "canceled matching -> backoff", jobs: vec![pjob("c", JobState::Canceled, "v1", t)], desired: "v1", api_has_job: false, want: Action::Backoff, want_latest: Some("c"), check_called: false },
-        Case { name: "unknown state -> poll", jobs: vec![pjob("u", JobState::Unknown, "v1", t)], desired: "v1", api_has_job: false, want: Action::Poll, want_latest: Some("u"), check_called: false },
-        Case { name: "empty state -> poll", jobs: vec![pjob("e", JobState::from_string(""), "v1", t)], desired: "v1", api_has_job: false, want: Action::Poll, want_latest: Some("e"), check_called: false },
+        Case {
+            name: "canceled matching -> backoff",
+            jobs: vec![pjob("c", JobState::Canceled, "v1", t)],
+            desired: "v1",
+            api_has_job: false,
+            want: Action::Backoff,
+            want_latest: Some("c"),
+            check_called: false,
+        },
+        Case {
+            name: "unknown state -> poll",
+            jobs: vec![pjob("u", JobState::Unknown, "v1", t)],
+            desired: "v1",
+            api_has_job: false,
+            want: Action::Poll,
+            want_latest: Some("u"),
+            check_called: false,
+        },
+        Case {
+            name: "empty state -> poll",
+            jobs: vec![pjob("e", JobState::from_string(""), "v1", t)],
+            desired: "v1",
+            api_has_job: false,
+            want: Action::Poll,
+            want_latest: Some("e"),
+            check_called: false,
+        },
     ];
     for c in cases {
         for legacy in [LegacyJobs::Adopt, LegacyJobs::SkipForever] {
@@ -45,8 +141,18 @@ fn evaluate_action_table() {
                 c.api_has_job
             });
             assert_eq!(e.action, c.want, "{}", c.name);
-            assert_eq!(e.latest.map(|j| j.job_id.as_str()), c.want_latest, "{}", c.name);
-            assert_eq!(called.get(), c.check_called, "{}: check called only on the trigger path", c.name);
+            assert_eq!(
+                e.latest.map(|j| j.job_id.as_str()),
+                c.want_latest,
+                "{}",
+                c.name
+            );
+            assert_eq!(
+                called.get(),
+                c.check_called,
+                "{}: check called only on the trigger path",
+                c.name
+            );
         }
     }
 }
@@ -60,7 +166,10 @@ async fn api_server_vectors_through_the_engine() {
     let fresh = FixedFresh::jobs(vec![pjob("running", JobState::Running, "v1", t0())]);
     let mut jobs = vec![];
     let mut hooks = ProvisionHooks::new().stale_check(&fresh);
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks).await.unwrap();
+    let out = engine
+        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+        .await
+        .unwrap();
     assert_eq!(out.action, Action::Requeue);
     assert_eq!(out.step, ProvisionStep::StaleCache);
     assert_eq!(out.requeue_after(), Some(POLL));
@@ -74,7 +183,10 @@ async fn api_server_vectors_through_the_engine() {
     ]);
     let mut jobs = vec![pjob("done-job", JobState::Succeeded, "v1", ago(60))];
     let mut hooks = ProvisionHooks::new().stale_check(&fresh);
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v2", &LaunchContext::new(), &mut hooks).await.unwrap();
+    let out = engine
+        .run_provisioning_lifecycle(&r, &mut jobs, "v2", &LaunchContext::new(), &mut hooks)
+        .await
+        .unwrap();
     assert_eq!(out.action, Action::Requeue);
     assert_eq!(jobs.len(), 1);
     assert_eq!(p.triggers(), 0);
@@ -83,10 +195,16 @@ async fn api_server_vectors_through_the_engine() {
     let cached = vec![pjob("done-job", JobState::Succeeded, "v1", ago(60))];
     let fresh = FixedFresh::jobs(cached.clone());
     let e = provkit_lifecycle::decide::evaluate_action(&cached, "v2", LegacyJobs::Adopt);
-    assert_eq!((e.action, e.latest.map(|j| j.job_id.as_str())), (Action::Trigger, Some("done-job")));
+    assert_eq!(
+        (e.action, e.latest.map(|j| j.job_id.as_str())),
+        (Action::Trigger, Some("done-job"))
+    );
     let mut jobs = cached.clone();
     let mut hooks = ProvisionHooks::new().stale_check(&fresh);
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v2", &LaunchContext::new(), &mut hooks).await.unwrap();
+    let out = engine
+        .run_provisioning_lifecycle(&r, &mut jobs, "v2", &LaunchContext::new(), &mut hooks)
+        .await
+        .unwrap();
     assert_eq!(out.action, Action::Trigger);
     assert_eq!(fresh.count(), 1);
     assert_eq!(p.triggers(), 1);
@@ -106,7 +224,10 @@ async fn stale_check_only_on_launch_paths() {
     ] {
         let mut jobs = jobs;
         let mut hooks = ProvisionHooks::new().stale_check(&fresh);
-        engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks).await.unwrap();
+        engine
+            .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+            .await
+            .unwrap();
     }
     assert_eq!(fresh.count(), 0);
 }
@@ -119,7 +240,10 @@ async fn stale_check_error_fails_open_or_closed() {
     let (p, _c, engine) = table_engine(10);
     let mut jobs = vec![];
     let mut hooks = ProvisionHooks::new().stale_check(&fresh);
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks).await.unwrap();
+    let out = engine
+        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+        .await
+        .unwrap();
     assert_eq!(out.action, Action::Trigger);
     assert_eq!(p.triggers(), 1);
 
@@ -128,7 +252,10 @@ async fn stale_check_error_fails_open_or_closed() {
     let engine = engine.with_policy(pol);
     let mut jobs = vec![];
     let mut hooks = ProvisionHooks::new().stale_check(&fresh);
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks).await.unwrap();
+    let out = engine
+        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+        .await
+        .unwrap();
     assert_eq!(out.action, Action::Requeue);
     assert_eq!(p.triggers(), 1);
     assert!(jobs.is_empty());

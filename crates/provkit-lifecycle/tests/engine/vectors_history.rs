@@ -3,8 +3,8 @@
 
 use chrono::TimeDelta;
 use provkit_core::{
-    append_job, compute_desired_config_version, find_job_by_id, find_latest_job_by_type, update_job,
-    JobState, JobStatus, JobType, DEFAULT_MAX_JOB_HISTORY,
+    DEFAULT_MAX_JOB_HISTORY, JobState, JobStatus, JobType, append_job,
+    compute_desired_config_version, find_job_by_id, find_latest_job_by_type, update_job,
 };
 use provkit_lifecycle::decide::{is_config_applied, needs_provision_job};
 
@@ -24,47 +24,113 @@ fn compute_desired_config_version_vectors() {
 #[test]
 fn find_latest_job_by_type_vectors() {
     let h = |n: i64| t0() - TimeDelta::hours(n);
-    assert!(find_latest_job_by_type(&[], &JobType::Provision).is_none(), "1 empty");
+    assert!(
+        find_latest_job_by_type(&[], &JobType::Provision).is_none(),
+        "1 empty"
+    );
     let only_deprov = vec![djob("d", JobState::Running, true, h(1))];
-    assert!(find_latest_job_by_type(&only_deprov, &JobType::Provision).is_none(), "2 only deprovision");
+    assert!(
+        find_latest_job_by_type(&only_deprov, &JobType::Provision).is_none(),
+        "2 only deprovision"
+    );
     let single = vec![pjob("job1", JobState::Running, "", h(1))];
-    assert_eq!(find_latest_job_by_type(&single, &JobType::Provision).unwrap().job_id, "job1", "3 single");
+    assert_eq!(
+        find_latest_job_by_type(&single, &JobType::Provision)
+            .unwrap()
+            .job_id,
+        "job1",
+        "3 single"
+    );
     let three = vec![
         pjob("job1", JobState::Succeeded, "", h(2)),
         pjob("job2", JobState::Succeeded, "", h(1)),
         pjob("job3", JobState::Running, "", t0() - TimeDelta::minutes(30)),
     ];
-    assert_eq!(find_latest_job_by_type(&three, &JobType::Provision).unwrap().job_id, "job3", "4 latest by timestamp");
+    assert_eq!(
+        find_latest_job_by_type(&three, &JobType::Provision)
+            .unwrap()
+            .job_id,
+        "job3",
+        "4 latest by timestamp"
+    );
     let shuffled = vec![three[2].clone(), three[0].clone(), three[1].clone()];
-    assert_eq!(find_latest_job_by_type(&shuffled, &JobType::Provision).unwrap().job_id, "job3", "5 order irrelevant");
+    assert_eq!(
+        find_latest_job_by_type(&shuffled, &JobType::Provision)
+            .unwrap()
+            .job_id,
+        "job3",
+        "5 order irrelevant"
+    );
     let mixed = vec![
         pjob("provision1", JobState::Succeeded, "", h(2)),
         pjob("provision2", JobState::Succeeded, "", h(1)),
         djob("deprovision1", JobState::Running, true, t0()),
     ];
-    assert_eq!(find_latest_job_by_type(&mixed, &JobType::Provision).unwrap().job_id, "provision2", "6 by type");
-    assert_eq!(find_latest_job_by_type(&mixed, &JobType::Deprovision).unwrap().job_id, "deprovision1");
+    assert_eq!(
+        find_latest_job_by_type(&mixed, &JobType::Provision)
+            .unwrap()
+            .job_id,
+        "provision2",
+        "6 by type"
+    );
+    assert_eq!(
+        find_latest_job_by_type(&mixed, &JobType::Deprovision)
+            .unwrap()
+            .job_id,
+        "deprovision1"
+    );
     // 7: identical timestamps. Go returns the first (job1); provkit-core deliberately returns the later
     // element (the newer job, since jobs are appended in trigger order).
-    let tie = vec![pjob("job1", JobState::Failed, "", t0()), pjob("job2", JobState::Running, "", t0())];
-    assert_eq!(find_latest_job_by_type(&tie, &JobType::Provision).unwrap().job_id, "job2", "7 tie: later element");
+    let tie = vec![
+        pjob("job1", JobState::Failed, "", t0()),
+        pjob("job2", JobState::Running, "", t0()),
+    ];
+    assert_eq!(
+        find_latest_job_by_type(&tie, &JobType::Provision)
+            .unwrap()
+            .job_id,
+        "job2",
+        "7 tie: later element"
+    );
 }
 
 #[test]
 fn is_config_applied_vectors() {
-    assert!(is_config_applied(&[pjob("1", JobState::Succeeded, "v1", t0())], "v1"), "1");
+    assert!(
+        is_config_applied(&[pjob("1", JobState::Succeeded, "v1", t0())], "v1"),
+        "1"
+    );
     assert!(!is_config_applied(&[], "v1"), "2 no jobs");
-    assert!(!is_config_applied(&[pjob("1", JobState::Succeeded, "v1", t0())], "v2"), "3");
-    assert!(!is_config_applied(&[pjob("1", JobState::Failed, "v2", t0())], "v2"), "4");
-    assert!(is_config_applied(&[pjob("1", JobState::Succeeded, "", t0())], "v1"), "5 legacy");
-    let aba = vec![pjob("a", JobState::Succeeded, "v1", ago(60)), pjob("b", JobState::Succeeded, "v2", t0())];
+    assert!(
+        !is_config_applied(&[pjob("1", JobState::Succeeded, "v1", t0())], "v2"),
+        "3"
+    );
+    assert!(
+        !is_config_applied(&[pjob("1", JobState::Failed, "v2", t0())], "v2"),
+        "4"
+    );
+    assert!(
+        is_config_applied(&[pjob("1", JobState::Succeeded, "", t0())], "v1"),
+        "5 legacy"
+    );
+    let aba = vec![
+        pjob("a", JobState::Succeeded, "v1", ago(60)),
+        pjob("b", JobState::Succeeded, "v2", t0()),
+    ];
     assert!(!is_config_applied(&aba, "v1"), "6 A-B-A");
 }
 
 #[test]
 fn append_job_vectors() {
     let c3 = cap(3);
-    let job = |n: usize| pjob(&format!("job-{n}"), JobState::Pending, "", t0() + TimeDelta::seconds(n as i64));
+    let job = |n: usize| {
+        pjob(
+            &format!("job-{n}"),
+            JobState::Pending,
+            "",
+            t0() + TimeDelta::seconds(n as i64),
+        )
+    };
     let ids = |jobs: &[JobStatus]| jobs.iter().map(|j| j.job_id.clone()).collect::<Vec<_>>();
     let mut jobs = vec![];
     append_job(&mut jobs, job(1), c3);
@@ -83,13 +149,29 @@ fn append_job_vectors() {
 #[test]
 fn update_and_find_job_by_id_vectors() {
     let mut jobs: Vec<JobStatus> = vec![];
-    assert!(!update_job(&mut jobs, &pjob("x", JobState::Failed, "", t0())), "empty slice");
-    let mut jobs = vec![pjob("a", JobState::Running, "v1", ago(10)), pjob("b", JobState::Running, "v1", t0())];
-    assert!(!update_job(&mut jobs, &pjob("zzz", JobState::Failed, "", t0())), "not found");
+    assert!(
+        !update_job(&mut jobs, &pjob("x", JobState::Failed, "", t0())),
+        "empty slice"
+    );
+    let mut jobs = vec![
+        pjob("a", JobState::Running, "v1", ago(10)),
+        pjob("b", JobState::Running, "v1", t0()),
+    ];
+    assert!(
+        !update_job(&mut jobs, &pjob("zzz", JobState::Failed, "", t0())),
+        "not found"
+    );
     let replacement = djob("a", JobState::Failed, true, ago(5));
     assert!(update_job(&mut jobs, &replacement));
-    assert_eq!(jobs[0], replacement, "whole struct replaced incl. type and block flag");
-    assert_eq!(jobs[1], pjob("b", JobState::Running, "v1", t0()), "others untouched");
+    assert_eq!(
+        jobs[0], replacement,
+        "whole struct replaced incl. type and block flag"
+    );
+    assert_eq!(
+        jobs[1],
+        pjob("b", JobState::Running, "v1", t0()),
+        "others untouched"
+    );
     assert_eq!(find_job_by_id(&jobs, "b").unwrap().job_id, "b");
     assert!(find_job_by_id(&jobs, "nope").is_none());
 }
@@ -97,9 +179,34 @@ fn update_and_find_job_by_id_vectors() {
 #[test]
 fn needs_provision_job_vectors() {
     assert!(needs_provision_job(None));
-    assert!(needs_provision_job(Some(&pjob("", JobState::Succeeded, "", t0()))));
-    assert!(!needs_provision_job(Some(&pjob("1", JobState::Running, "", t0()))));
-    assert!(!needs_provision_job(Some(&pjob("1", JobState::Succeeded, "", t0()))));
-    assert!(needs_provision_job(Some(&pjob("1", JobState::Failed, "", t0()))));
-    assert!(needs_provision_job(Some(&pjob("1", JobState::Canceled, "", t0()))));
+    assert!(needs_provision_job(Some(&pjob(
+        "",
+        JobState::Succeeded,
+        "",
+        t0()
+    ))));
+    assert!(!needs_provision_job(Some(&pjob(
+        "1",
+        JobState::Running,
+        "",
+        t0()
+    ))));
+    assert!(!needs_provision_job(Some(&pjob(
+        "1",
+        JobState::Succeeded,
+        "",
+        t0()
+    ))));
+    assert!(needs_provision_job(Some(&pjob(
+        "1",
+        JobState::Failed,
+        "",
+        t0()
+    ))));
+    assert!(needs_provision_job(Some(&pjob(
+        "1",
+        JobState::Canceled,
+        "",
+        t0()
+    ))));
 }

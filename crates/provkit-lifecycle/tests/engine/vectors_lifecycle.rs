@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use provkit_core::{JobState, JobType};
 use provkit_lifecycle::{
-    Action, FlushReport, LaunchContext, ProviderError, ProvisionHooks, ProvisionStatus, ProvisionStep,
+    Action, FlushReport, LaunchContext, ProviderError, ProvisionHooks, ProvisionStatus,
+    ProvisionStep,
 };
 
 use super::support::*;
@@ -18,14 +19,29 @@ async fn run_provisioning_lifecycle_table() {
     let flush = RecordingFlush::default();
     let mut jobs = vec![];
     let mut hooks = ProvisionHooks::new().status_flush(&flush);
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks).await.unwrap();
+    let out = engine
+        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+        .await
+        .unwrap();
     assert_eq!(out.requeue_after(), Some(POLL));
     assert_eq!(jobs.len(), 1);
     assert_eq!(flush.count(), 1);
-    assert_eq!(flush.calls.lock().unwrap()[0], jobs, "flush receives the new history");
+    assert_eq!(
+        flush.calls.lock().unwrap()[0],
+        jobs,
+        "flush receives the new history"
+    );
     assert_eq!(out.flush, FlushReport::Flushed);
     let j = &jobs[0];
-    assert_eq!((j.job_id.as_str(), &j.job_type, &j.state, j.config_version.as_str()), ("mock-job", &JobType::Provision, &JobState::Pending, "v1"));
+    assert_eq!(
+        (
+            j.job_id.as_str(),
+            &j.job_type,
+            &j.state,
+            j.config_version.as_str()
+        ),
+        ("mock-job", &JobType::Provision, &JobState::Pending, "v1")
+    );
     assert_eq!(j.message, "triggered");
     assert_eq!(j.timestamp, Some(t0()));
 
@@ -33,7 +49,10 @@ async fn run_provisioning_lifecycle_table() {
     let flush = RecordingFlush::failing();
     let mut jobs = vec![];
     let mut hooks = ProvisionHooks::new().status_flush(&flush);
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks).await.unwrap();
+    let out = engine
+        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+        .await
+        .unwrap();
     assert_eq!(out.requeue_after(), Some(POLL));
     assert_eq!(jobs.len(), 1);
     assert!(matches!(out.flush, FlushReport::Failed(ref m) if m.contains("conflict")));
@@ -42,7 +61,10 @@ async fn run_provisioning_lifecycle_table() {
     let flush = RecordingFlush::default();
     let mut jobs = vec![pjob("old", JobState::Failed, "v1", ago(180))];
     let mut hooks = ProvisionHooks::new().status_flush(&flush);
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks).await.unwrap();
+    let out = engine
+        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+        .await
+        .unwrap();
     assert_eq!(out.action, Action::Backoff);
     assert_eq!(out.requeue_after(), Some(POLL));
     assert_eq!(flush.count(), 1);
@@ -52,14 +74,23 @@ async fn run_provisioning_lifecycle_table() {
     let flush = RecordingFlush::default();
     let mut jobs = vec![pjob("s", JobState::Succeeded, "v1", ago(10))];
     let mut hooks = ProvisionHooks::new().status_flush(&flush);
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks).await.unwrap();
-    assert_eq!((out.action, out.outcome), (Action::Skip, provkit_lifecycle::Outcome::Done));
+    let out = engine
+        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+        .await
+        .unwrap();
+    assert_eq!(
+        (out.action, out.outcome),
+        (Action::Skip, provkit_lifecycle::Outcome::Done)
+    );
     assert_eq!(flush.count(), 0);
 
     // 5. poll (running job) -> no flush
     let mut jobs = vec![pjob("r", JobState::Running, "v1", ago(10))];
     let mut hooks = ProvisionHooks::new().status_flush(&flush);
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks).await.unwrap();
+    let out = engine
+        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+        .await
+        .unwrap();
     assert_eq!(out.action, Action::Poll);
     assert_eq!(flush.count(), 0);
 
@@ -68,9 +99,17 @@ async fn run_provisioning_lifecycle_table() {
     p.on_trigger(|_| Err(ProviderError::rate_limited(Duration::from_secs(45))));
     let mut jobs = vec![];
     let mut hooks = ProvisionHooks::new().status_flush(&flush);
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks).await.unwrap();
+    let out = engine
+        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+        .await
+        .unwrap();
     assert_eq!(out.requeue_after(), Some(Duration::from_secs(45)));
-    assert_eq!(out.step, ProvisionStep::RateLimited { retry_after: Duration::from_secs(45) });
+    assert_eq!(
+        out.step,
+        ProvisionStep::RateLimited {
+            retry_after: Duration::from_secs(45)
+        }
+    );
     assert!(jobs.is_empty());
     assert_eq!(flush.count(), 0);
 
@@ -78,7 +117,13 @@ async fn run_provisioning_lifecycle_table() {
     let (_p, _c, engine) = table_engine(5);
     let mut jobs = vec![];
     let out = engine
-        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut ProvisionHooks::new())
+        .run_provisioning_lifecycle(
+            &r,
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut ProvisionHooks::new(),
+        )
         .await
         .unwrap();
     assert_eq!(out.requeue_after(), Some(POLL));
@@ -90,12 +135,23 @@ async fn run_provisioning_lifecycle_table() {
 async fn trigger_error_is_returned_with_go_prefix_and_records_nothing() {
     let r = resource("err");
     let (p, _c, engine) = table_engine(5);
-    p.on_trigger(|_| Err(ProviderError::launch_not_made("dial tcp: connection refused", None)));
+    p.on_trigger(|_| {
+        Err(ProviderError::launch_not_made(
+            "dial tcp: connection refused",
+            None,
+        ))
+    });
     let flush = RecordingFlush::default();
     let mut jobs = vec![];
     let mut hooks = ProvisionHooks::new().status_flush(&flush);
-    let err = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks).await.unwrap_err();
-    assert!(err.to_string().starts_with("failed to trigger provision: "), "{err}");
+    let err = engine
+        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().starts_with("failed to trigger provision: "),
+        "{err}"
+    );
     assert!(err.to_string().contains("connection refused"));
     assert!(!err.outcome_unknown());
     assert!(jobs.is_empty());
@@ -110,20 +166,38 @@ async fn poll_updates_state_and_message_and_calls_callbacks() {
     // running -> requeue poll interval, state updated
     p.on_status(|id| Ok(ProvisionStatus::new(id, JobState::Running, "running")));
     let mut jobs = vec![pjob("1", JobState::Pending, "v1", ago(10))];
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut ProvisionHooks::new()).await.unwrap();
+    let out = engine
+        .run_provisioning_lifecycle(
+            &r,
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut ProvisionHooks::new(),
+        )
+        .await
+        .unwrap();
     assert_eq!(out.requeue_after(), Some(POLL));
-    assert_eq!((jobs[0].state.clone(), jobs[0].message.as_str()), (JobState::Running, "running"));
+    assert_eq!(
+        (jobs[0].state.clone(), jobs[0].message.as_str()),
+        (JobState::Running, "running")
+    );
     assert!(out.history_changed);
 
     // failed with details -> on_failed(message with details)
-    p.on_status(|id| Ok(ProvisionStatus::new(id, JobState::Failed, "failed").with_error_details("Error: Connection timeout")));
+    p.on_status(|id| {
+        Ok(ProvisionStatus::new(id, JobState::Failed, "failed")
+            .with_error_details("Error: Connection timeout"))
+    });
     let mut failed = Vec::new();
     let mut succeeded = Vec::new();
     {
         let mut hooks = ProvisionHooks::new()
             .on_failed(|m| failed.push(m.to_owned()))
             .on_success(|s| succeeded.push(s.job_id.clone()));
-        engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks).await.unwrap();
+        engine
+            .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+            .await
+            .unwrap();
     }
     assert_eq!(failed, ["failed: Error: Connection timeout"]);
     assert!(succeeded.is_empty());
@@ -138,7 +212,10 @@ async fn poll_updates_state_and_message_and_calls_callbacks() {
         let mut hooks = ProvisionHooks::new()
             .on_failed(|m| failed.push(m.to_owned()))
             .on_success(|s| succeeded.push(s.job_id.clone()));
-        engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks).await.unwrap()
+        engine
+            .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+            .await
+            .unwrap()
     };
     assert!(out.outcome.is_done());
     assert_eq!(succeeded, ["2"]);
@@ -156,7 +233,10 @@ async fn poll_updates_state_and_message_and_calls_callbacks() {
             .on_success(|_| {
                 calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             });
-        engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks).await.unwrap();
+        engine
+            .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+            .await
+            .unwrap();
     }
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0);
     assert_eq!(jobs[0].state, JobState::Canceled);
@@ -164,9 +244,21 @@ async fn poll_updates_state_and_message_and_calls_callbacks() {
     // status error -> message "Failed to get job status: ...", state unchanged, poll interval
     p.on_status(|_| Err(ProviderError::other("timeout")));
     let mut jobs = vec![pjob("4", JobState::Running, "v1", ago(10))];
-    let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut ProvisionHooks::new()).await.unwrap();
+    let out = engine
+        .run_provisioning_lifecycle(
+            &r,
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut ProvisionHooks::new(),
+        )
+        .await
+        .unwrap();
     assert_eq!(out.requeue_after(), Some(POLL));
     assert_eq!(jobs[0].state, JobState::Running);
     assert_eq!(jobs[0].message, "Failed to get job status: timeout");
-    assert_eq!(out.step, ProvisionStep::StatusReadFailed { job_id: "4".into() });
+    assert_eq!(
+        out.step,
+        ProvisionStep::StatusReadFailed { job_id: "4".into() }
+    );
 }

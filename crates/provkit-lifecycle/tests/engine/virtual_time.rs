@@ -17,7 +17,9 @@ async fn five_failures_back_off_2_4_8_16_30_minutes() {
     let provider = ScriptedProvider::new();
     provider.set_default_statuses([StatusStep::State(JobState::Failed)]);
     let (clock, dyn_clock) = clock_at(t0());
-    let engine = provkit_lifecycle::Lifecycle::new(std::sync::Arc::new(provider.clone()), dyn_clock).with_policy(policy(10));
+    let engine =
+        provkit_lifecycle::Lifecycle::new(std::sync::Arc::new(provider.clone()), dyn_clock)
+            .with_policy(policy(10));
     let r = resource("vt");
     let mut jobs = vec![];
     let mut launches = vec![];
@@ -27,7 +29,13 @@ async fn five_failures_back_off_2_4_8_16_30_minutes() {
         guard += 1;
         assert!(guard < 100, "no progress");
         let out = engine
-            .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut ProvisionHooks::new())
+            .run_provisioning_lifecycle(
+                &r,
+                &mut jobs,
+                "v1",
+                &LaunchContext::new(),
+                &mut ProvisionHooks::new(),
+            )
             .await
             .unwrap();
         match &out.step {
@@ -41,7 +49,10 @@ async fn five_failures_back_off_2_4_8_16_30_minutes() {
         tokio::time::sleep(wait).await; // paused time: advances instantly
         clock.advance(wait);
     }
-    let gaps: Vec<u64> = launches.windows(2).map(|w| (w[1] - w[0]) as u64 / 60).collect();
+    let gaps: Vec<u64> = launches
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as u64 / 60)
+        .collect();
     assert_eq!(gaps, [2, 4, 8, 16, 30]);
     // the poll sees the failure 30s after each launch, so the requeue is backoff - 30s
     let want: Vec<Duration> = [2, 4, 8, 16, 30].iter().map(|m| mins(*m) - POLL).collect();
@@ -67,20 +78,54 @@ async fn blocking_deprovision_failure_keeps_finalizer_until_success() {
     let uid = "vt-d";
     for _ in 0..3 {
         provider.push_deprovision(uid, DeprovisionScript::triggered());
-        provider.push_job_statuses(uid, &JobType::Deprovision, [StatusStep::State(JobState::Running), StatusStep::FailedWith("host unreachable".into())]);
+        provider.push_job_statuses(
+            uid,
+            &JobType::Deprovision,
+            [
+                StatusStep::State(JobState::Running),
+                StatusStep::FailedWith("host unreachable".into()),
+            ],
+        );
     }
     provider.push_deprovision(uid, DeprovisionScript::triggered());
-    provider.push_job_statuses(uid, &JobType::Deprovision, [StatusStep::State(JobState::Running), StatusStep::State(JobState::Succeeded)]);
+    provider.push_job_statuses(
+        uid,
+        &JobType::Deprovision,
+        [
+            StatusStep::State(JobState::Running),
+            StatusStep::State(JobState::Succeeded),
+        ],
+    );
 
     let (clock, dyn_clock) = clock_at(t0());
-    let engine = provkit_lifecycle::Lifecycle::new(std::sync::Arc::new(provider.clone()), dyn_clock).with_policy(policy(10));
+    let engine =
+        provkit_lifecycle::Lifecycle::new(std::sync::Arc::new(provider.clone()), dyn_clock)
+            .with_policy(policy(10));
     let r = resource(uid);
     let mut jobs = vec![pjob("p", JobState::Succeeded, "v1", ago(3600))];
     let mut removed_at = None;
     for step in 0..100 {
-        let out = engine.run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &DeprovisionHooks::new()).await.unwrap();
+        let out = engine
+            .run_deprovisioning_lifecycle(
+                &r,
+                &mut jobs,
+                &LaunchContext::new(),
+                &DeprovisionHooks::new(),
+            )
+            .await
+            .unwrap();
         if out.may_remove_finalizer() {
-            assert!(matches!(out.step, DeprovisionStep::Finished { state: JobState::Succeeded, .. }), "{:?}", out.step);
+            assert!(
+                matches!(
+                    out.step,
+                    DeprovisionStep::Finished {
+                        state: JobState::Succeeded,
+                        ..
+                    }
+                ),
+                "{:?}",
+                out.step
+            );
             removed_at = Some(step);
             break;
         }
@@ -89,8 +134,15 @@ async fn blocking_deprovision_failure_keeps_finalizer_until_success() {
         clock.advance(wait);
     }
     assert!(removed_at.is_some(), "finalizer never released");
-    assert_eq!(provider.jobs_created(uid, &JobType::Deprovision), 4, "three failures, one success");
-    let failed = jobs.iter().filter(|j| j.job_type == JobType::Deprovision && j.state == JobState::Failed).count();
+    assert_eq!(
+        provider.jobs_created(uid, &JobType::Deprovision),
+        4,
+        "three failures, one success"
+    );
+    let failed = jobs
+        .iter()
+        .filter(|j| j.job_type == JobType::Deprovision && j.state == JobState::Failed)
+        .count();
     assert_eq!(failed, 3);
     assert!(jobs.iter().any(|j| j.message == "failed: host unreachable"));
 }
@@ -105,7 +157,16 @@ async fn poll_jitter_stays_within_bounds() {
     let r = resource("jit");
     for _ in 0..50 {
         let mut jobs = vec![];
-        let out = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut ProvisionHooks::new()).await.unwrap();
+        let out = engine
+            .run_provisioning_lifecycle(
+                &r,
+                &mut jobs,
+                "v1",
+                &LaunchContext::new(),
+                &mut ProvisionHooks::new(),
+            )
+            .await
+            .unwrap();
         assert_eq!(out.action, Action::Trigger);
         let d = out.requeue_after().unwrap();
         assert!(d >= POLL && d <= POLL + POLL / 2, "{d:?}");

@@ -41,7 +41,11 @@ impl MachineView {
     /// assert_eq!(MachineView::new("u", "n", serde_json::Value::Null).name, "n");
     /// ```
     #[must_use]
-    pub fn new(uid: impl Into<String>, name: impl Into<String>, provider_spec: serde_json::Value) -> Self {
+    pub fn new(
+        uid: impl Into<String>,
+        name: impl Into<String>,
+        provider_spec: serde_json::Value,
+    ) -> Self {
         Self {
             uid: uid.into(),
             name: name.into(),

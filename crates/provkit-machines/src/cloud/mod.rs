@@ -19,8 +19,8 @@ pub use provider::MockCloudProvider;
 pub use provider::{CleanupProgress, CloudProvider, DefaultedSpec};
 pub use steps::{
     AFTER_CREATE_REQUEUE, BOOTSTRAP_SECRET_REQUEUE, CLEANUP_REQUEUE, DELETE_FINALIZER,
-    DeletionState, DeletionStep, EnsureState, InstanceStep, NODE_DELETE_FINALIZER, NO_ADDRESS_REQUEUE,
-    NODE_JOIN_REQUEUE, deletion_step, next_step, after_create_step,
+    DeletionState, DeletionStep, EnsureState, InstanceStep, NO_ADDRESS_REQUEUE,
+    NODE_DELETE_FINALIZER, NODE_JOIN_REQUEUE, after_create_step, deletion_step, next_step,
 };
 pub use validation_cache::{DEFAULT_VALIDATION_TTL, ValidationCache, spec_digest};
 pub use visibility_guard::CreateVisibilityGuard;

@@ -96,7 +96,11 @@ pub trait CloudProvider: Send + Sync + Debug {
     async fn get(&self, machine: &MachineView) -> Result<Instance, ProviderError>;
 
     /// Creates the instance for `machine` with `user_data`.
-    async fn create(&self, machine: &MachineView, user_data: &str) -> Result<Instance, ProviderError>;
+    async fn create(
+        &self,
+        machine: &MachineView,
+        user_data: &str,
+    ) -> Result<Instance, ProviderError>;
 
     /// Tears down the instance and everything associated with it.
     async fn cleanup(&self, machine: &MachineView) -> Result<CleanupProgress, ProviderError>;
@@ -105,5 +109,58 @@ pub trait CloudProvider: Send + Sync + Debug {
     async fn migrate_uid(&self, machine: &MachineView, new_uid: &str) -> Result<(), ProviderError>;
 
     /// Metrics labels for the machine (no I/O).
-    fn metrics_labels(&self, machine: &MachineView) -> Result<BTreeMap<String, String>, ProviderError>;
+    fn metrics_labels(
+        &self,
+        machine: &MachineView,
+    ) -> Result<BTreeMap<String, String>, ProviderError>;
 }
+
+macro_rules! forward_cloud_provider {
+    ($ptr:ident) => {
+        #[async_trait::async_trait]
+        impl<T: CloudProvider + ?Sized> CloudProvider for $ptr<T> {
+            fn add_defaults(
+                &self,
+                spec: serde_json::Value,
+            ) -> Result<DefaultedSpec, ProviderError> {
+                (**self).add_defaults(spec)
+            }
+            async fn validate(&self, spec: &serde_json::Value) -> Result<(), ProviderError> {
+                (**self).validate(spec).await
+            }
+            async fn get(&self, machine: &MachineView) -> Result<Instance, ProviderError> {
+                (**self).get(machine).await
+            }
+            async fn create(
+                &self,
+                machine: &MachineView,
+                user_data: &str,
+            ) -> Result<Instance, ProviderError> {
+                (**self).create(machine, user_data).await
+            }
+            async fn cleanup(
+                &self,
+                machine: &MachineView,
+            ) -> Result<CleanupProgress, ProviderError> {
+                (**self).cleanup(machine).await
+            }
+            async fn migrate_uid(
+                &self,
+                machine: &MachineView,
+                new_uid: &str,
+            ) -> Result<(), ProviderError> {
+                (**self).migrate_uid(machine, new_uid).await
+            }
+            fn metrics_labels(
+                &self,
+                machine: &MachineView,
+            ) -> Result<BTreeMap<String, String>, ProviderError> {
+                (**self).metrics_labels(machine)
+            }
+        }
+    };
+}
+
+use std::sync::Arc;
+forward_cloud_provider!(Box);
+forward_cloud_provider!(Arc);

@@ -219,7 +219,9 @@ pub fn deletion_step(
     if state.instance_finalizer {
         return match cleanup {
             None => DeletionStep::RunCleanup,
-            Some(Ok(CleanupProgress::Done)) if state.external_provider => DeletionStep::WaitForAdmin,
+            Some(Ok(CleanupProgress::Done)) if state.external_provider => {
+                DeletionStep::WaitForAdmin
+            }
             Some(Ok(CleanupProgress::Done)) => DeletionStep::RemoveInstanceFinalizer,
             Some(Ok(CleanupProgress::InProgress { retry_after })) => DeletionStep::Requeue {
                 after: retry_after.unwrap_or(CLEANUP_REQUEUE),

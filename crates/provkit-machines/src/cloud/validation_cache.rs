@@ -174,7 +174,10 @@ impl<P> ValidationCache<P> {
     }
 
     fn store(&self, key: String, result: &Result<(), ProviderError>) {
-        if result.as_ref().is_err_and(ProviderError::is_cancellation_or_timeout) {
+        if result
+            .as_ref()
+            .is_err_and(ProviderError::is_cancellation_or_timeout)
+        {
             return;
         }
         let entry = Entry {
@@ -208,7 +211,11 @@ impl<P: CloudProvider> CloudProvider for ValidationCache<P> {
         self.inner.get(machine).await
     }
 
-    async fn create(&self, machine: &MachineView, user_data: &str) -> Result<Instance, ProviderError> {
+    async fn create(
+        &self,
+        machine: &MachineView,
+        user_data: &str,
+    ) -> Result<Instance, ProviderError> {
         self.inner.create(machine, user_data).await
     }
 
@@ -220,7 +227,10 @@ impl<P: CloudProvider> CloudProvider for ValidationCache<P> {
         self.inner.migrate_uid(machine, new_uid).await
     }
 
-    fn metrics_labels(&self, machine: &MachineView) -> Result<BTreeMap<String, String>, ProviderError> {
+    fn metrics_labels(
+        &self,
+        machine: &MachineView,
+    ) -> Result<BTreeMap<String, String>, ProviderError> {
         self.inner.metrics_labels(machine)
     }
 }

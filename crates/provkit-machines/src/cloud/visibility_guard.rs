@@ -98,7 +98,11 @@ impl<P: CloudProvider> CloudProvider for CreateVisibilityGuard<P> {
         self.inner.get(machine).await
     }
 
-    async fn create(&self, machine: &MachineView, user_data: &str) -> Result<Instance, ProviderError> {
+    async fn create(
+        &self,
+        machine: &MachineView,
+        user_data: &str,
+    ) -> Result<Instance, ProviderError> {
         self.inner.create(machine, user_data).await?;
         let deadline = tokio::time::Instant::now() + self.timeout;
         loop {
@@ -109,7 +113,10 @@ impl<P: CloudProvider> CloudProvider for CreateVisibilityGuard<P> {
             }
             if tokio::time::Instant::now() + self.interval > deadline {
                 return Err(ProviderError::DeadlineExceeded {
-                    operation: format!("waiting for instance of machine {} to become visible", machine.uid),
+                    operation: format!(
+                        "waiting for instance of machine {} to become visible",
+                        machine.uid
+                    ),
                 });
             }
             tokio::time::sleep(self.interval).await;
@@ -124,7 +131,10 @@ impl<P: CloudProvider> CloudProvider for CreateVisibilityGuard<P> {
         self.inner.migrate_uid(machine, new_uid).await
     }
 
-    fn metrics_labels(&self, machine: &MachineView) -> Result<BTreeMap<String, String>, ProviderError> {
+    fn metrics_labels(
+        &self,
+        machine: &MachineView,
+    ) -> Result<BTreeMap<String, String>, ProviderError> {
         self.inner.metrics_labels(machine)
     }
 }

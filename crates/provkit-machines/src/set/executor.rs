@@ -86,13 +86,15 @@ pub async fn execute_plan(provider: &dyn MachineSetProvider, plan: &Plan) -> Exe
     let mut report = ExecutionReport::default();
     for action in &plan.actions {
         let step = match action {
-            Action::Delete { index, machine } => provider
-                .delete_machine(machine)
-                .await
-                .map(|()| ExecutionEvent::Deleted {
-                    index: *index,
-                    name: machine.name().to_owned(),
-                }),
+            Action::Delete { index, machine } => {
+                provider
+                    .delete_machine(machine)
+                    .await
+                    .map(|()| ExecutionEvent::Deleted {
+                        index: *index,
+                        name: machine.name().to_owned(),
+                    })
+            }
             Action::CreateIfNoFreshReplacement { index } => create_checked(provider, *index).await,
         };
         match step {

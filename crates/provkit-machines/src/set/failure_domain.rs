@@ -153,7 +153,8 @@ pub fn machine_mapping<D: Clone + PartialEq + fmt::Display>(
     // Process in a canonical order so events and tie-breaks do not depend on input order.
     let mut sorted: Vec<(&MachineDomain<D>, String)> =
         machines.iter().map(|m| (m, m.domain.to_string())).collect();
-    sorted.sort_by(|(a, ad), (b, bd)| (a.created_at, &a.name, ad).cmp(&(b.created_at, &b.name, bd)));
+    sorted
+        .sort_by(|(a, ad), (b, bd)| (a.created_at, &a.name, ad).cmp(&(b.created_at, &b.name, bd)));
     for (machine, _) in sorted {
         let Some(index) = parse_index(&machine.name) else {
             events.push(MappingEvent::IgnoringUnexpectedName {

@@ -24,10 +24,12 @@ pub use failure_domain::{
 pub use index::{MachineNamePrefix, RANDOM_SUFFIX_ALPHABET, machine_name, parse_index};
 pub use plan::{Action, Plan, PlanEvent, WAIT_REQUEUE};
 pub use planner::{RollingUpdateConfig, plan_on_delete, plan_rolling_update};
-pub use provider::{CreatableIndexes, MachineSetProvider};
 #[cfg(feature = "mock")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
 pub use provider::MockMachineSetProvider;
-pub use readiness::{DEFAULT_READY_GRACE, MachinePhase, NodeReadyCondition, NodeReadyStatus, is_ready};
+pub use provider::{CreatableIndexes, MachineSetProvider};
+pub use readiness::{
+    DEFAULT_READY_GRACE, MachinePhase, NodeReadyCondition, NodeReadyStatus, is_ready,
+};
 pub use status::{SetCondition, SetStatus, compute_status};
 pub use validation::{Degradation, DegradationReason, UpdateStrategy, validate_cluster_state};

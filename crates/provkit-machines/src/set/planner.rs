@@ -234,15 +234,18 @@ pub fn plan_on_delete(buckets: &[IndexBucket]) -> Plan {
         requeue |= wait_checks(index, &c, &mut plan.events);
         match bucket.infos.as_slice() {
             [] => {
-                plan.events.push(PlanEvent::ReplacementPlanned { index, name: None });
-                plan.actions.push(Action::CreateIfNoFreshReplacement { index });
+                plan.events
+                    .push(PlanEvent::ReplacementPlanned { index, name: None });
+                plan.actions
+                    .push(Action::CreateIfNoFreshReplacement { index });
             }
             [only] if only.is_deleting() => {
                 plan.events.push(PlanEvent::ReplacementPlanned {
                     index,
                     name: Some(only.name().to_owned()),
                 });
-                plan.actions.push(Action::CreateIfNoFreshReplacement { index });
+                plan.actions
+                    .push(Action::CreateIfNoFreshReplacement { index });
             }
             [only] if only.needs_update() => {
                 plan.events.push(PlanEvent::MachineRequiresUpdate {

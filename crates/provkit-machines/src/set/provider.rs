@@ -80,3 +80,30 @@ pub trait MachineSetProvider: Send + Sync + Debug {
     /// The indexes this provider can create machines for.
     fn creatable_indexes(&self) -> CreatableIndexes;
 }
+
+macro_rules! forward_machine_set_provider {
+    ($ptr:ident) => {
+        #[async_trait::async_trait]
+        impl<T: MachineSetProvider + ?Sized> MachineSetProvider for $ptr<T> {
+            async fn machine_infos(&self) -> Result<Vec<MachineInfo>, MachineSetError> {
+                (**self).machine_infos().await
+            }
+            async fn refresh(&self) -> Result<Box<dyn MachineSetProvider>, MachineSetError> {
+                (**self).refresh().await
+            }
+            async fn create_machine(&self, index: i32) -> Result<(), MachineSetError> {
+                (**self).create_machine(index).await
+            }
+            async fn delete_machine(&self, machine: &ObjectRef) -> Result<(), MachineSetError> {
+                (**self).delete_machine(machine).await
+            }
+            fn creatable_indexes(&self) -> CreatableIndexes {
+                (**self).creatable_indexes()
+            }
+        }
+    };
+}
+
+use std::sync::Arc;
+forward_machine_set_provider!(Box);
+forward_machine_set_provider!(Arc);

@@ -97,6 +97,7 @@ mod tests {
     use chrono::TimeZone;
 
     #[test]
+    #[allow(clippy::type_complexity)] // a table of tuples
     fn readiness_table() {
         let now = Utc.timestamp_opt(100_000, 0).unwrap();
         let cond = |s, mins: Option<i64>| NodeReadyCondition {
@@ -107,24 +108,108 @@ mod tests {
         use NodeReadyStatus as S;
         let cases: Vec<(&str, Option<P>, bool, Option<NodeReadyCondition>, bool)> = vec![
             ("no node ref", Some(P::Running), false, None, false),
-            ("running ready", Some(P::Running), true, Some(cond(S::True, Some(60))), true),
-            ("running unready inside grace", Some(P::Running), true, Some(cond(S::False, Some(19))), true),
-            ("running unknown inside grace", Some(P::Running), true, Some(cond(S::Unknown, Some(1))), true),
-            ("running unready at grace", Some(P::Running), true, Some(cond(S::False, Some(20))), false),
-            ("running unready outside grace", Some(P::Running), true, Some(cond(S::False, Some(25))), false),
-            ("running unready no transition", Some(P::Running), true, Some(cond(S::False, None)), false),
-            ("running no ready condition", Some(P::Running), true, None, false),
-            ("deleting ready", Some(P::Deleting), true, Some(cond(S::True, Some(1))), true),
-            ("deleting unready in grace", Some(P::Deleting), true, Some(cond(S::False, Some(1))), false),
-            ("provisioning", Some(P::Provisioning), true, Some(cond(S::True, Some(1))), false),
-            ("provisioned", Some(P::Provisioned), true, Some(cond(S::True, Some(1))), false),
-            ("failed", Some(P::Failed), true, Some(cond(S::True, Some(1))), false),
+            (
+                "running ready",
+                Some(P::Running),
+                true,
+                Some(cond(S::True, Some(60))),
+                true,
+            ),
+            (
+                "running unready inside grace",
+                Some(P::Running),
+                true,
+                Some(cond(S::False, Some(19))),
+                true,
+            ),
+            (
+                "running unknown inside grace",
+                Some(P::Running),
+                true,
+                Some(cond(S::Unknown, Some(1))),
+                true,
+            ),
+            (
+                "running unready at grace",
+                Some(P::Running),
+                true,
+                Some(cond(S::False, Some(20))),
+                false,
+            ),
+            (
+                "running unready outside grace",
+                Some(P::Running),
+                true,
+                Some(cond(S::False, Some(25))),
+                false,
+            ),
+            (
+                "running unready no transition",
+                Some(P::Running),
+                true,
+                Some(cond(S::False, None)),
+                false,
+            ),
+            (
+                "running no ready condition",
+                Some(P::Running),
+                true,
+                None,
+                false,
+            ),
+            (
+                "deleting ready",
+                Some(P::Deleting),
+                true,
+                Some(cond(S::True, Some(1))),
+                true,
+            ),
+            (
+                "deleting unready in grace",
+                Some(P::Deleting),
+                true,
+                Some(cond(S::False, Some(1))),
+                false,
+            ),
+            (
+                "provisioning",
+                Some(P::Provisioning),
+                true,
+                Some(cond(S::True, Some(1))),
+                false,
+            ),
+            (
+                "provisioned",
+                Some(P::Provisioned),
+                true,
+                Some(cond(S::True, Some(1))),
+                false,
+            ),
+            (
+                "failed",
+                Some(P::Failed),
+                true,
+                Some(cond(S::True, Some(1))),
+                false,
+            ),
             ("no phase", None, true, Some(cond(S::True, Some(1))), false),
-            ("other phase", Some(P::Other("X".into())), true, Some(cond(S::True, Some(1))), false),
+            (
+                "other phase",
+                Some(P::Other("X".into())),
+                true,
+                Some(cond(S::True, Some(1))),
+                false,
+            ),
         ];
         for (name, phase, has_node, c, want) in cases {
             assert_eq!(
-                is_ready(phase.as_ref(), has_node, c.as_ref(), now, DEFAULT_READY_GRACE),
+                is_ready(
+                    phase.as_ref(),
+                    has_node,
+                    c.as_ref(),
+                    now,
+                    DEFAULT_READY_GRACE
+                ),
                 want,
                 "{name}"
             );

@@ -104,7 +104,10 @@ pub fn compute_status(buckets: &[IndexBucket], desired_replicas: i32) -> SetStat
             type_: "Progressing",
             status: true,
             reason: "ExcessReplicas",
-            message: format!("Waiting for {} old replica(s) to be removed", ready - desired_replicas),
+            message: format!(
+                "Waiting for {} old replica(s) to be removed",
+                ready - desired_replicas
+            ),
         }
     } else {
         SetCondition {

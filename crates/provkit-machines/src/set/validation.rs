@@ -133,10 +133,7 @@ pub fn validate_cluster_state(
             if updated > 1 {
                 return Err(Degradation {
                     reason: DegradationReason::ExcessUpdatedReplicas,
-                    message: format!(
-                        "Observed {updated} updated machine(s) in index {}",
-                        b.index
-                    ),
+                    message: format!("Observed {updated} updated machine(s) in index {}", b.index),
                 });
             }
         }

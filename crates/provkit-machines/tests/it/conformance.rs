@@ -21,7 +21,11 @@ fn machine() -> MachineView {
 
 async fn all_cloud_suites(p: &dyn CloudProvider, caps: CloudCapabilities) {
     cloud_lifecycle(p, &machine(), "uid-new", caps).await;
-    cloud_cleanup_never_created(p, &MachineView::new("never", "never", serde_json::Value::Null)).await;
+    cloud_cleanup_never_created(
+        p,
+        &MachineView::new("never", "never", serde_json::Value::Null),
+    )
+    .await;
     cloud_validation(
         p,
         &machine(),
@@ -47,7 +51,10 @@ async fn eventually_consistent_fake_passes_when_declared() {
         cleanup_calls_in_progress: 3,
         ..FakeCloudConfig::default()
     });
-    let caps = CloudCapabilities { create_immediately_visible: false, ..CloudCapabilities::default() };
+    let caps = CloudCapabilities {
+        create_immediately_visible: false,
+        ..CloudCapabilities::default()
+    };
     all_cloud_suites(&fake, caps).await;
 }
 
@@ -59,14 +66,20 @@ async fn validation_cache_passes() {
 
 #[tokio::test(start_paused = true)]
 async fn visibility_guard_passes_and_restores_immediate_visibility() {
-    let fake = FakeCloudProvider::new(FakeCloudConfig { get_misses_after_create: 3, ..FakeCloudConfig::default() });
+    let fake = FakeCloudProvider::new(FakeCloudConfig {
+        get_misses_after_create: 3,
+        ..FakeCloudConfig::default()
+    });
     let p = CreateVisibilityGuard::new(fake, Duration::from_secs(2), Duration::from_secs(300));
     all_cloud_suites(&p, CloudCapabilities::default()).await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn stacked_decorators_pass() {
-    let fake = FakeCloudProvider::new(FakeCloudConfig { get_misses_after_create: 1, ..FakeCloudConfig::default() });
+    let fake = FakeCloudProvider::new(FakeCloudConfig {
+        get_misses_after_create: 1,
+        ..FakeCloudConfig::default()
+    });
     let p = ValidationCache::new(
         CreateVisibilityGuard::new(fake, Duration::from_secs(1), Duration::from_secs(60)),
         clock(),
@@ -89,7 +102,11 @@ async fn in_memory_machine_set_with_a_mapping_passes() {
     let p = InMemoryMachineSetProvider::new(vec![B::updated(3, "machine-3").build()])
         .with_creatable_indexes([3, 4, 5].into());
     machine_set_contract(&p, &machine_gvr()).await;
-    assert!(p.machines().iter().any(|m| m.index == 3 && m.name() != "machine-3"));
+    assert!(
+        p.machines()
+            .iter()
+            .any(|m| m.index == 3 && m.name() != "machine-3")
+    );
 }
 
 #[tokio::test]

@@ -25,8 +25,19 @@ async fn ru2_creates_after_an_uncached_recheck() {
     let p = rollout_start();
     let plan = plan_pass(&p).await;
     let events = execute_plan(&p, &plan).await.into_result().unwrap();
-    assert_eq!(events, vec![ExecutionEvent::CreatedReplacement { index: 1 }]);
-    assert_eq!(p.calls(), vec![Call::MachineInfos, Call::Refresh, Call::MachineInfos, Call::Create(1)]);
+    assert_eq!(
+        events,
+        vec![ExecutionEvent::CreatedReplacement { index: 1 }]
+    );
+    assert_eq!(
+        p.calls(),
+        vec![
+            Call::MachineInfos,
+            Call::Refresh,
+            Call::MachineInfos,
+            Call::Create(1)
+        ]
+    );
 }
 
 #[tokio::test]
@@ -45,7 +56,10 @@ async fn ru3_create_error_propagates_and_stops() {
     let err = report.error.unwrap();
     assert!(matches!(err, MachineSetError::Create { index: 1, .. }));
     assert_eq!(err.to_string(), "error creating new Machine for index 1");
-    assert!(!p.calls().contains(&Call::Create(3)), "execution stops at the first error");
+    assert!(
+        !p.calls().contains(&Call::Create(3)),
+        "execution stops at the first error"
+    );
 }
 
 #[tokio::test]
@@ -62,7 +76,10 @@ async fn ru6_delete_error_propagates() {
         RollingUpdateConfig::default(),
     );
     let err = execute_plan(&p, &plan).await.into_result().unwrap_err();
-    assert_eq!(err.to_string(), "error deleting Machine openshift-machine-api/machine-1");
+    assert_eq!(
+        err.to_string(),
+        "error deleting Machine openshift-machine-api/machine-1"
+    );
 }
 
 #[tokio::test]
@@ -73,10 +90,20 @@ async fn stale_cache_recheck_prevents_a_duplicate_replacement() {
     let plan = plan_pass(&p).await;
     execute_plan(&p, &plan).await.into_result().unwrap();
     let stale_plan = plan_pass(&p).await; // same (stale) snapshot
-    assert_eq!(stale_plan.actions, vec![Action::CreateIfNoFreshReplacement { index: 1 }]);
+    assert_eq!(
+        stale_plan.actions,
+        vec![Action::CreateIfNoFreshReplacement { index: 1 }]
+    );
     let events = execute_plan(&p, &stale_plan).await.into_result().unwrap();
-    assert!(matches!(events[0], ExecutionEvent::ReplacementAlreadyPresent { index: 1, .. }));
-    assert_eq!(p.machines().iter().filter(|m| m.index == 1).count(), 2, "no duplicate");
+    assert!(matches!(
+        events[0],
+        ExecutionEvent::ReplacementAlreadyPresent { index: 1, .. }
+    ));
+    assert_eq!(
+        p.machines().iter().filter(|m| m.index == 1).count(),
+        2,
+        "no duplicate"
+    );
 }
 
 #[tokio::test]
@@ -84,10 +111,20 @@ async fn scripted_stale_refresh_reproduces_the_duplicate_replacement_bug() {
     // When even the "fresh" read is stale (what the uncached client exists to prevent), the
     // second pass creates a duplicate replacement.
     let p = rollout_start();
-    execute_plan(&p, &plan_pass(&p).await).await.into_result().unwrap();
+    execute_plan(&p, &plan_pass(&p).await)
+        .await
+        .into_result()
+        .unwrap();
     p.script_stale_refreshes(1);
-    execute_plan(&p, &plan_pass(&p).await).await.into_result().unwrap();
-    assert_eq!(p.machines().iter().filter(|m| m.index == 1).count(), 3, "duplicate created");
+    execute_plan(&p, &plan_pass(&p).await)
+        .await
+        .into_result()
+        .unwrap();
+    assert_eq!(
+        p.machines().iter().filter(|m| m.index == 1).count(),
+        3,
+        "duplicate created"
+    );
 }
 
 #[tokio::test]
@@ -114,7 +151,13 @@ async fn executor_with_the_mock_uses_a_boxed_fresh_provider() {
         .times(1)
         .returning(move || Ok(Box::new(fresh.take().unwrap()) as Box<dyn MachineSetProvider>));
     mock.expect_create_machine().times(0);
-    let plan = Plan { actions: vec![Action::CreateIfNoFreshReplacement { index: 2 }], ..Plan::default() };
+    let plan = Plan {
+        actions: vec![Action::CreateIfNoFreshReplacement { index: 2 }],
+        ..Plan::default()
+    };
     let events = execute_plan(&mock, &plan).await.into_result().unwrap();
-    assert!(matches!(events[0], ExecutionEvent::ReplacementAlreadyPresent { index: 2, .. }));
+    assert!(matches!(
+        events[0],
+        ExecutionEvent::ReplacementAlreadyPresent { index: 2, .. }
+    ));
 }

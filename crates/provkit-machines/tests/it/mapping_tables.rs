@@ -21,7 +21,11 @@ fn map(entries: &[(i32, D)]) -> BTreeMap<i32, D> {
 }
 
 fn seq(domains: &[D]) -> BTreeMap<i32, D> {
-    domains.iter().enumerate().map(|(i, d)| (i32::try_from(i).unwrap(), *d)).collect()
+    domains
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (i32::try_from(i).unwrap(), *d))
+        .collect()
 }
 
 fn ignoring(index: i32, domain: D) -> MappingEvent<D> {
@@ -33,7 +37,9 @@ fn changed(index: i32, old: D, new: D) -> MappingEvent<D> {
 }
 
 fn unexpected(machine: &str) -> MappingEvent<D> {
-    MappingEvent::IgnoringUnexpectedName { machine: machine.into() }
+    MappingEvent::IgnoringUnexpectedName {
+        machine: machine.into(),
+    }
 }
 
 struct MapCase {
@@ -62,38 +68,243 @@ fn map_machine_indexes_to_failure_domains_table() {
     let t0 = Utc.timestamp_opt(1_000, 0).unwrap();
     let abc: &[D] = &["a", "b", "c"];
     let cases = vec![
-        MapCase { name: "M2 three domains, machines a,b,c", replicas: 3, domains: abc, machines: std3(&["a", "b", "c"]), want: seq(&["a", "b", "c"]), events: vec![] },
-        MapCase { name: "M3 machines b,c,a", replicas: 3, domains: abc, machines: std3(&["b", "c", "a"]), want: seq(&["b", "c", "a"]), events: vec![] },
-        MapCase { name: "M4 machines b,a,c", replicas: 3, domains: abc, machines: std3(&["b", "a", "c"]), want: seq(&["b", "a", "c"]), events: vec![] },
-        MapCase { name: "M5 five machines a,b,c,a,b", replicas: 5, domains: abc, machines: std3(&["a", "b", "c", "a", "b"]), want: seq(&["a", "b", "c", "a", "b"]), events: vec![] },
-        MapCase { name: "M6 five machines b,c,a,c,b", replicas: 5, domains: abc, machines: std3(&["b", "c", "a", "c", "b"]), want: seq(&["b", "c", "a", "c", "b"]), events: vec![] },
-        MapCase { name: "M7 five machines b,a,c,c,a", replicas: 5, domains: abc, machines: std3(&["b", "a", "c", "c", "a"]), want: seq(&["b", "a", "c", "c", "a"]), events: vec![] },
-        MapCase { name: "M8 unrecognised domain (domains a,b)", replicas: 3, domains: &["a", "b"], machines: std3(&["a", "b", "c"]), want: seq(&["a", "b", "a"]), events: vec![ignoring(2, "c")] },
-        MapCase { name: "M9 unrecognised domain (domains b,a)", replicas: 3, domains: &["b", "a"], machines: std3(&["a", "b", "c"]), want: seq(&["a", "b", "a"]), events: vec![ignoring(2, "c")] },
-        MapCase { name: "M10 multiple unrecognised domains", replicas: 3, domains: &["a"], machines: std3(&["a", "b", "c"]), want: seq(&["a", "a", "a"]), events: vec![ignoring(1, "b"), ignoring(2, "c")] },
-        MapCase { name: "M11 multiple machines in one domain", replicas: 3, domains: abc, machines: std3(&["b", "b", "c"]), want: seq(&["b", "a", "c"]), events: vec![changed(1, "b", "a")] },
-        MapCase { name: "M12 duplicate domains at the beginning", replicas: 3, domains: &["a", "a", "b", "c"], machines: std3(&["a", "b", "c"]), want: seq(&["a", "b", "c"]), events: vec![] },
-        MapCase { name: "M13 duplicate domains at the end", replicas: 3, domains: &["a", "b", "c", "c"], machines: std3(&["a", "b", "c"]), want: seq(&["a", "b", "c"]), events: vec![] },
-        MapCase { name: "M14 duplicate domains in the middle", replicas: 3, domains: &["a", "b", "b", "c"], machines: std3(&["a", "b", "c"]), want: seq(&["a", "b", "c"]), events: vec![] },
-        MapCase { name: "M14b multiple duplicate domains", replicas: 3, domains: &["a", "a", "b", "b", "b", "c", "c"], machines: std3(&["a", "b", "c"]), want: seq(&["a", "b", "c"]), events: vec![] },
+        MapCase {
+            name: "M2 three domains, machines a,b,c",
+            replicas: 3,
+            domains: abc,
+            machines: std3(&["a", "b", "c"]),
+            want: seq(&["a", "b", "c"]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M3 machines b,c,a",
+            replicas: 3,
+            domains: abc,
+            machines: std3(&["b", "c", "a"]),
+            want: seq(&["b", "c", "a"]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M4 machines b,a,c",
+            replicas: 3,
+            domains: abc,
+            machines: std3(&["b", "a", "c"]),
+            want: seq(&["b", "a", "c"]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M5 five machines a,b,c,a,b",
+            replicas: 5,
+            domains: abc,
+            machines: std3(&["a", "b", "c", "a", "b"]),
+            want: seq(&["a", "b", "c", "a", "b"]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M6 five machines b,c,a,c,b",
+            replicas: 5,
+            domains: abc,
+            machines: std3(&["b", "c", "a", "c", "b"]),
+            want: seq(&["b", "c", "a", "c", "b"]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M7 five machines b,a,c,c,a",
+            replicas: 5,
+            domains: abc,
+            machines: std3(&["b", "a", "c", "c", "a"]),
+            want: seq(&["b", "a", "c", "c", "a"]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M8 unrecognised domain (domains a,b)",
+            replicas: 3,
+            domains: &["a", "b"],
+            machines: std3(&["a", "b", "c"]),
+            want: seq(&["a", "b", "a"]),
+            events: vec![ignoring(2, "c")],
+        },
+        MapCase {
+            name: "M9 unrecognised domain (domains b,a)",
+            replicas: 3,
+            domains: &["b", "a"],
+            machines: std3(&["a", "b", "c"]),
+            want: seq(&["a", "b", "a"]),
+            events: vec![ignoring(2, "c")],
+        },
+        MapCase {
+            name: "M10 multiple unrecognised domains",
+            replicas: 3,
+            domains: &["a"],
+            machines: std3(&["a", "b", "c"]),
+            want: seq(&["a", "a", "a"]),
+            events: vec![ignoring(1, "b"), ignoring(2, "c")],
+        },
+        MapCase {
+            name: "M11 multiple machines in one domain",
+            replicas: 3,
+            domains: abc,
+            machines: std3(&["b", "b", "c"]),
+            want: seq(&["b", "a", "c"]),
+            events: vec![changed(1, "b", "a")],
+        },
+        MapCase {
+            name: "M12 duplicate domains at the beginning",
+            replicas: 3,
+            domains: &["a", "a", "b", "c"],
+            machines: std3(&["a", "b", "c"]),
+            want: seq(&["a", "b", "c"]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M13 duplicate domains at the end",
+            replicas: 3,
+            domains: &["a", "b", "c", "c"],
+            machines: std3(&["a", "b", "c"]),
+            want: seq(&["a", "b", "c"]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M14 duplicate domains in the middle",
+            replicas: 3,
+            domains: &["a", "b", "b", "c"],
+            machines: std3(&["a", "b", "c"]),
+            want: seq(&["a", "b", "c"]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M14b multiple duplicate domains",
+            replicas: 3,
+            domains: &["a", "a", "b", "b", "b", "c", "c"],
+            machines: std3(&["a", "b", "c"]),
+            want: seq(&["a", "b", "c"]),
+            events: vec![],
+        },
         MapCase {
             name: "M15 rebalancing with an index holding only deleted machines",
-            replicas: 3, domains: abc,
-            machines: vec![m("machine-0", "a").deleting(), m("machine-1", "a"), m("machine-2", "a")],
+            replicas: 3,
+            domains: abc,
+            machines: vec![
+                m("machine-0", "a").deleting(),
+                m("machine-1", "a"),
+                m("machine-2", "a"),
+            ],
             want: seq(&["b", "a", "c"]),
             events: vec![changed(0, "a", "b"), changed(2, "a", "c")],
         },
-        MapCase { name: "M16 a name without index (a,b,c)", replicas: 3, domains: abc, machines: named(&[("machine-a", "a"), ("machine-1", "b"), ("machine-2", "c")]), want: seq(&["a", "b", "c"]), events: vec![unexpected("machine-a")] },
-        MapCase { name: "M17 a name without index (b,c,a)", replicas: 3, domains: abc, machines: named(&[("machine-a", "b"), ("machine-1", "c"), ("machine-2", "a")]), want: seq(&["b", "c", "a"]), events: vec![unexpected("machine-a")] },
-        MapCase { name: "M18 unbalanced c,b,a,c,c rebalances index 3", replicas: 5, domains: abc, machines: std3(&["c", "b", "a", "c", "c"]), want: seq(&["c", "b", "a", "a", "c"]), events: vec![changed(3, "c", "a")] },
-        MapCase { name: "M19 indexed from 3", replicas: 3, domains: abc, machines: named(&[("machine-3", "a"), ("machine-4", "b"), ("machine-5", "c")]), want: map(&[(3, "a"), (4, "b"), (5, "c")]), events: vec![] },
-        MapCase { name: "M20 not sequentially indexed", replicas: 3, domains: abc, machines: named(&[("machine-0", "a"), ("machine-2", "b"), ("machine-4", "c")]), want: map(&[(0, "a"), (2, "b"), (4, "c")]), events: vec![] },
-        MapCase { name: "M21 indexed from 3 (second entry)", replicas: 3, domains: abc, machines: named(&[("machine-3", "a"), ("machine-4", "b"), ("machine-5", "c")]), want: map(&[(3, "a"), (4, "b"), (5, "c")]), events: vec![] },
-        MapCase { name: "M22 four machines not sequential (b,a,b,c)", replicas: 3, domains: abc, machines: named(&[("machine-1", "b"), ("machine-4", "a"), ("machine-6", "b"), ("machine-9", "c")]), want: map(&[(1, "b"), (4, "a"), (6, "b"), (9, "c")]), events: vec![] },
-        MapCase { name: "M23 five machines not sequential (c,a,a,b,c)", replicas: 3, domains: abc, machines: named(&[("machine-2", "c"), ("machine-3", "a"), ("machine-5", "a"), ("machine-8", "b"), ("machine-13", "c")]), want: map(&[(2, "c"), (3, "a"), (5, "a"), (8, "b"), (13, "c")]), events: vec![] },
-        MapCase { name: "M24 five machines duplicating indexes", replicas: 3, domains: abc, machines: named(&[("machine-3", "a"), ("machine-replacement-3", "a"), ("machine-4", "b"), ("machine-replacement-4", "b"), ("machine-5", "c")]), want: map(&[(3, "a"), (4, "b"), (5, "c")]), events: vec![] },
-        MapCase { name: "M25 seven machines duplicating indexes", replicas: 3, domains: abc, machines: named(&[("machine-0", "a"), ("machine-replacement-0", "a"), ("machine-3", "a"), ("machine-replacement-3", "a"), ("machine-4", "b"), ("machine-replacement-4", "b"), ("machine-5", "c")]), want: map(&[(0, "a"), (3, "a"), (4, "b"), (5, "c")]), events: vec![] },
-        MapCase { name: "M26 four domains, three machines skipping the first", replicas: 3, domains: &["a", "b", "c", "d"], machines: std3(&["b", "c", "d"]), want: seq(&["b", "c", "d"]), events: vec![] },
+        MapCase {
+            name: "M16 a name without index (a,b,c)",
+            replicas: 3,
+            domains: abc,
+            machines: named(&[("machine-a", "a"), ("machine-1", "b"), ("machine-2", "c")]),
+            want: seq(&["a", "b", "c"]),
+            events: vec![unexpected("machine-a")],
+        },
+        MapCase {
+            name: "M17 a name without index (b,c,a)",
+            replicas: 3,
+            domains: abc,
+            machines: named(&[("machine-a", "b"), ("machine-1", "c"), ("machine-2", "a")]),
+            want: seq(&["b", "c", "a"]),
+            events: vec![unexpected("machine-a")],
+        },
+        MapCase {
+            name: "M18 unbalanced c,b,a,c,c rebalances index 3",
+            replicas: 5,
+            domains: abc,
+            machines: std3(&["c", "b", "a", "c", "c"]),
+            want: seq(&["c", "b", "a", "a", "c"]),
+            events: vec![changed(3, "c", "a")],
+        },
+        MapCase {
+            name: "M19 indexed from 3",
+            replicas: 3,
+            domains: abc,
+            machines: named(&[("machine-3", "a"), ("machine-4", "b"), ("machine-5", "c")]),
+            want: map(&[(3, "a"), (4, "b"), (5, "c")]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M20 not sequentially indexed",
+            replicas: 3,
+            domains: abc,
+            machines: named(&[("machine-0", "a"), ("machine-2", "b"), ("machine-4", "c")]),
+            want: map(&[(0, "a"), (2, "b"), (4, "c")]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M21 indexed from 3 (second entry)",
+            replicas: 3,
+            domains: abc,
+            machines: named(&[("machine-3", "a"), ("machine-4", "b"), ("machine-5", "c")]),
+            want: map(&[(3, "a"), (4, "b"), (5, "c")]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M22 four machines not sequential (b,a,b,c)",
+            replicas: 3,
+            domains: abc,
+            machines: named(&[
+                ("machine-1", "b"),
+                ("machine-4", "a"),
+                ("machine-6", "b"),
+                ("machine-9", "c"),
+            ]),
+            want: map(&[(1, "b"), (4, "a"), (6, "b"), (9, "c")]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M23 five machines not sequential (c,a,a,b,c)",
+            replicas: 3,
+            domains: abc,
+            machines: named(&[
+                ("machine-2", "c"),
+                ("machine-3", "a"),
+                ("machine-5", "a"),
+                ("machine-8", "b"),
+                ("machine-13", "c"),
+            ]),
+            want: map(&[(2, "c"), (3, "a"), (5, "a"), (8, "b"), (13, "c")]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M24 five machines duplicating indexes",
+            replicas: 3,
+            domains: abc,
+            machines: named(&[
+                ("machine-3", "a"),
+                ("machine-replacement-3", "a"),
+                ("machine-4", "b"),
+                ("machine-replacement-4", "b"),
+                ("machine-5", "c"),
+            ]),
+            want: map(&[(3, "a"), (4, "b"), (5, "c")]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M25 seven machines duplicating indexes",
+            replicas: 3,
+            domains: abc,
+            machines: named(&[
+                ("machine-0", "a"),
+                ("machine-replacement-0", "a"),
+                ("machine-3", "a"),
+                ("machine-replacement-3", "a"),
+                ("machine-4", "b"),
+                ("machine-replacement-4", "b"),
+                ("machine-5", "c"),
+            ]),
+            want: map(&[(0, "a"), (3, "a"), (4, "b"), (5, "c")]),
+            events: vec![],
+        },
+        MapCase {
+            name: "M26 four domains, three machines skipping the first",
+            replicas: 3,
+            domains: &["a", "b", "c", "d"],
+            machines: std3(&["b", "c", "d"]),
+            want: seq(&["b", "c", "d"]),
+            events: vec![],
+        },
     ];
     let _ = t0;
     for c in cases {
@@ -119,53 +330,254 @@ fn m1_no_failure_domains_gives_an_empty_mapping() {
 
 #[test]
 fn create_base_failure_domain_mapping_table() {
-    assert_eq!(base_mapping(0, &["a", "b", "c"], &BTreeMap::new()), Err(MappingError::ReplicasUnset), "B1 no replicas");
+    assert_eq!(
+        base_mapping(0, &["a", "b", "c"], &BTreeMap::new()),
+        Err(MappingError::ReplicasUnset),
+        "B1 no replicas"
+    );
     let cases: Vec<(&str, i32, BTreeMap<i32, D>, &[D], BTreeMap<i32, D>)> = vec![
-        ("B2 3 replicas a,b,c", 3, seq(&["a", "b", "c"]), &["a", "b", "c"], seq(&["a", "b", "c"])),
-        ("B3 3 replicas b,c,a", 3, seq(&["b", "c", "a"]), &["b", "c", "a"], seq(&["a", "b", "c"])),
-        ("B4 3 replicas b,a,c", 3, seq(&["b", "a", "c"]), &["b", "a", "c"], seq(&["a", "b", "c"])),
-        ("B5 3 replicas one domain", 3, seq(&["a", "a", "a"]), &["a"], seq(&["a", "a", "a"])),
-        ("B6 3 replicas two domains a,b", 3, seq(&["a", "b", "a"]), &["a", "b"], seq(&["a", "b", "a"])),
-        ("B7 3 replicas two domains b,a", 3, seq(&["b", "a", "b"]), &["b", "a"], seq(&["a", "b", "a"])),
-        ("B8 5 replicas a,b,c", 5, seq(&["a", "a", "b", "b", "c"]), &["a", "b", "c"], seq(&["a", "b", "c", "a", "b"])),
-        ("B9 5 replicas b,c,a", 5, seq(&["a", "a", "b", "b", "c"]), &["b", "c", "a"], seq(&["a", "b", "c", "a", "b"])),
-        ("B10 5 replicas two domains a,b", 5, seq(&["a", "a", "b", "b", "a"]), &["a", "b"], seq(&["a", "b", "a", "b", "a"])),
-        ("B11 5 replicas two domains b,a", 5, seq(&["a", "a", "b", "b", "a"]), &["b", "a"], seq(&["a", "b", "a", "b", "a"])),
-        ("B12 3 replicas, 5 machines", 3, seq(&["a", "a", "b", "b", "c"]), &["a", "b", "c"], seq(&["a", "b", "c", "a", "b"])),
-        ("B13 4 replicas, 2 machines", 4, seq(&["a", "b"]), &["a", "b", "c"], seq(&["a", "b", "c", "a"])),
-        ("B14 3 replicas, 1 machine in a", 3, seq(&["a"]), &["a", "b", "c"], seq(&["a", "b", "c"])),
-        ("B15 3 replicas, 1 machine in b", 3, seq(&["b"]), &["a", "b", "c"], seq(&["b", "a", "c"])),
-        ("B16 3 replicas, 1 machine in c", 3, seq(&["c"]), &["a", "b", "c"], seq(&["c", "a", "b"])),
-        ("B17 5 domains, 3 machines d,c,b", 5, seq(&["d", "c", "b"]), &["a", "b", "c", "d", "e"], seq(&["b", "c", "d", "a", "e"])),
+        (
+            "B2 3 replicas a,b,c",
+            3,
+            seq(&["a", "b", "c"]),
+            &["a", "b", "c"],
+            seq(&["a", "b", "c"]),
+        ),
+        (
+            "B3 3 replicas b,c,a",
+            3,
+            seq(&["b", "c", "a"]),
+            &["b", "c", "a"],
+            seq(&["a", "b", "c"]),
+        ),
+        (
+            "B4 3 replicas b,a,c",
+            3,
+            seq(&["b", "a", "c"]),
+            &["b", "a", "c"],
+            seq(&["a", "b", "c"]),
+        ),
+        (
+            "B5 3 replicas one domain",
+            3,
+            seq(&["a", "a", "a"]),
+            &["a"],
+            seq(&["a", "a", "a"]),
+        ),
+        (
+            "B6 3 replicas two domains a,b",
+            3,
+            seq(&["a", "b", "a"]),
+            &["a", "b"],
+            seq(&["a", "b", "a"]),
+        ),
+        (
+            "B7 3 replicas two domains b,a",
+            3,
+            seq(&["b", "a", "b"]),
+            &["b", "a"],
+            seq(&["a", "b", "a"]),
+        ),
+        (
+            "B8 5 replicas a,b,c",
+            5,
+            seq(&["a", "a", "b", "b", "c"]),
+            &["a", "b", "c"],
+            seq(&["a", "b", "c", "a", "b"]),
+        ),
+        (
+            "B9 5 replicas b,c,a",
+            5,
+            seq(&["a", "a", "b", "b", "c"]),
+            &["b", "c", "a"],
+            seq(&["a", "b", "c", "a", "b"]),
+        ),
+        (
+            "B10 5 replicas two domains a,b",
+            5,
+            seq(&["a", "a", "b", "b", "a"]),
+            &["a", "b"],
+            seq(&["a", "b", "a", "b", "a"]),
+        ),
+        (
+            "B11 5 replicas two domains b,a",
+            5,
+            seq(&["a", "a", "b", "b", "a"]),
+            &["b", "a"],
+            seq(&["a", "b", "a", "b", "a"]),
+        ),
+        (
+            "B12 3 replicas, 5 machines",
+            3,
+            seq(&["a", "a", "b", "b", "c"]),
+            &["a", "b", "c"],
+            seq(&["a", "b", "c", "a", "b"]),
+        ),
+        (
+            "B13 4 replicas, 2 machines",
+            4,
+            seq(&["a", "b"]),
+            &["a", "b", "c"],
+            seq(&["a", "b", "c", "a"]),
+        ),
+        (
+            "B14 3 replicas, 1 machine in a",
+            3,
+            seq(&["a"]),
+            &["a", "b", "c"],
+            seq(&["a", "b", "c"]),
+        ),
+        (
+            "B15 3 replicas, 1 machine in b",
+            3,
+            seq(&["b"]),
+            &["a", "b", "c"],
+            seq(&["b", "a", "c"]),
+        ),
+        (
+            "B16 3 replicas, 1 machine in c",
+            3,
+            seq(&["c"]),
+            &["a", "b", "c"],
+            seq(&["c", "a", "b"]),
+        ),
+        (
+            "B17 5 domains, 3 machines d,c,b",
+            5,
+            seq(&["d", "c", "b"]),
+            &["a", "b", "c", "d", "e"],
+            seq(&["b", "c", "d", "a", "e"]),
+        ),
     ];
     for (name, replicas, mm, domains, want) in cases {
-        assert_eq!(base_mapping(replicas, domains, &mm).unwrap(), want, "{name}");
+        assert_eq!(
+            base_mapping(replicas, domains, &mm).unwrap(),
+            want,
+            "{name}"
+        );
     }
 }
 
 #[test]
 fn create_machine_mapping_table() {
     let t = |s| Utc.timestamp_opt(s, 0).unwrap();
-    let cases: Vec<(&str, Vec<MachineDomain<D>>, BTreeMap<i32, D>, BTreeSet<i32>, Vec<MappingEvent<D>>)> = vec![
-        ("C1 a,b,c", std3(&["a", "b", "c"]), seq(&["a", "b", "c"]), BTreeSet::new(), vec![]),
-        ("C2 b,c,a", std3(&["b", "c", "a"]), seq(&["b", "c", "a"]), BTreeSet::new(), vec![]),
-        ("C3 non-index names", named(&[("machine-a", "a"), ("machine-1", "b"), ("machine-c", "c")]), map(&[(1, "b")]), BTreeSet::new(), vec![unexpected("machine-a"), unexpected("machine-c")]),
-        ("C4 several machines in one domain", std3(&["a", "a", "c"]), seq(&["a", "a", "c"]), BTreeSet::new(), vec![]),
-        ("C5 same index, same domain", named(&[("machine-0", "a"), ("machine-replacement-0", "a"), ("machine-2", "c")]), map(&[(0, "a"), (2, "c")]), BTreeSet::new(), vec![]),
+    let cases: Vec<(
+        &str,
+        Vec<MachineDomain<D>>,
+        BTreeMap<i32, D>,
+        BTreeSet<i32>,
+        Vec<MappingEvent<D>>,
+    )> = vec![
+        (
+            "C1 a,b,c",
+            std3(&["a", "b", "c"]),
+            seq(&["a", "b", "c"]),
+            BTreeSet::new(),
+            vec![],
+        ),
+        (
+            "C2 b,c,a",
+            std3(&["b", "c", "a"]),
+            seq(&["b", "c", "a"]),
+            BTreeSet::new(),
+            vec![],
+        ),
+        (
+            "C3 non-index names",
+            named(&[("machine-a", "a"), ("machine-1", "b"), ("machine-c", "c")]),
+            map(&[(1, "b")]),
+            BTreeSet::new(),
+            vec![unexpected("machine-a"), unexpected("machine-c")],
+        ),
+        (
+            "C4 several machines in one domain",
+            std3(&["a", "a", "c"]),
+            seq(&["a", "a", "c"]),
+            BTreeSet::new(),
+            vec![],
+        ),
+        (
+            "C5 same index, same domain",
+            named(&[
+                ("machine-0", "a"),
+                ("machine-replacement-0", "a"),
+                ("machine-2", "c"),
+            ]),
+            map(&[(0, "a"), (2, "c")]),
+            BTreeSet::new(),
+            vec![],
+        ),
         (
             "C6 same index, different domains: newer wins",
-            vec![m("machine-0", "a").created_at(t(100)), m("machine-replacement-0", "b").created_at(t(200)), m("machine-2", "c").created_at(t(100))],
+            vec![
+                m("machine-0", "a").created_at(t(100)),
+                m("machine-replacement-0", "b").created_at(t(200)),
+                m("machine-2", "c").created_at(t(100)),
+            ],
             map(&[(0, "b"), (2, "c")]),
             BTreeSet::new(),
-            vec![MappingEvent::ConflictingDomains { index: 0, older_machine: "machine-0".into(), newer_machine: "machine-replacement-0".into() }],
+            vec![MappingEvent::ConflictingDomains {
+                index: 0,
+                older_machine: "machine-0".into(),
+                newer_machine: "machine-replacement-0".into(),
+            }],
         ),
         // C7: the worker machines are filtered out by the label selector before the pure function.
-        ("C7 machines not matched by the selector", named(&[("machine-0", "a")]), map(&[(0, "a")]), BTreeSet::new(), vec![]),
-        ("C8 indexed from 3", named(&[("machine-3", "a"), ("machine-4", "b"), ("machine-5", "c")]), map(&[(3, "a"), (4, "b"), (5, "c")]), BTreeSet::new(), vec![]),
-        ("C9 not sequential", named(&[("machine-0", "a"), ("machine-2", "b"), ("machine-4", "c")]), map(&[(0, "a"), (2, "b"), (4, "c")]), BTreeSet::new(), vec![]),
-        ("C10 an index with only deleted machines", vec![m("machine-0", "a").deleting(), m("machine-1", "b"), m("machine-2", "c")], seq(&["a", "b", "c"]), BTreeSet::from([0]), vec![]),
-        ("C11 several deleted-only indexes", vec![m("machine-0", "a").deleting(), m("machine-1", "b"), m("machine-2", "c").deleting()], seq(&["a", "b", "c"]), BTreeSet::from([0, 2]), vec![]),
-        ("C12 an index with a deleted and a live machine", vec![m("machine-0", "a").deleting(), m("machine-replacement-0", "a"), m("machine-1", "b"), m("machine-2", "c")], seq(&["a", "b", "c"]), BTreeSet::new(), vec![]),
+        (
+            "C7 machines not matched by the selector",
+            named(&[("machine-0", "a")]),
+            map(&[(0, "a")]),
+            BTreeSet::new(),
+            vec![],
+        ),
+        (
+            "C8 indexed from 3",
+            named(&[("machine-3", "a"), ("machine-4", "b"), ("machine-5", "c")]),
+            map(&[(3, "a"), (4, "b"), (5, "c")]),
+            BTreeSet::new(),
+            vec![],
+        ),
+        (
+            "C9 not sequential",
+            named(&[("machine-0", "a"), ("machine-2", "b"), ("machine-4", "c")]),
+            map(&[(0, "a"), (2, "b"), (4, "c")]),
+            BTreeSet::new(),
+            vec![],
+        ),
+        (
+            "C10 an index with only deleted machines",
+            vec![
+                m("machine-0", "a").deleting(),
+                m("machine-1", "b"),
+                m("machine-2", "c"),
+            ],
+            seq(&["a", "b", "c"]),
+            BTreeSet::from([0]),
+            vec![],
+        ),
+        (
+            "C11 several deleted-only indexes",
+            vec![
+                m("machine-0", "a").deleting(),
+                m("machine-1", "b"),
+                m("machine-2", "c").deleting(),
+            ],
+            seq(&["a", "b", "c"]),
+            BTreeSet::from([0, 2]),
+            vec![],
+        ),
+        (
+            "C12 an index with a deleted and a live machine",
+            vec![
+                m("machine-0", "a").deleting(),
+                m("machine-replacement-0", "a"),
+                m("machine-1", "b"),
+                m("machine-2", "c"),
+            ],
+            seq(&["a", "b", "c"]),
+            BTreeSet::new(),
+            vec![],
+        ),
     ];
     for (name, machines, want, deleting, events) in cases {
         let (mm, ev) = machine_mapping(&machines);
@@ -178,24 +590,150 @@ fn create_machine_mapping_table() {
 #[test]
 fn reconcile_mappings_table() {
     let none = BTreeSet::new();
-    let cases: Vec<(&str, BTreeMap<i32, D>, BTreeMap<i32, D>, BTreeSet<i32>, BTreeMap<i32, D>, Vec<MappingEvent<D>>)> = vec![
-        ("R1 mappings match", seq(&["a", "b", "c"]), seq(&["a", "b", "c"]), none.clone(), seq(&["a", "b", "c"]), vec![]),
-        ("R2 match with duplicated domains", seq(&["a", "b", "c", "a", "b"]), seq(&["a", "b", "c", "a", "b"]), none.clone(), seq(&["a", "b", "c", "a", "b"]), vec![]),
-        ("R3 machines take precedence (b,c,a)", seq(&["a", "b", "c"]), seq(&["b", "c", "a"]), none.clone(), seq(&["b", "c", "a"]), vec![]),
-        ("R4 machines take precedence (b,a,c)", seq(&["a", "b", "c"]), seq(&["b", "a", "c"]), none.clone(), seq(&["b", "a", "c"]), vec![]),
-        ("R5 duplicated domains, machines take precedence (b,a,a,c,b)", seq(&["a", "b", "c", "a", "b"]), seq(&["b", "a", "a", "c", "b"]), none.clone(), seq(&["b", "a", "a", "c", "b"]), vec![]),
-        ("R6 a machine domain not in the base", seq(&["a", "b", "a"]), seq(&["b", "a", "c"]), none.clone(), seq(&["b", "a", "a"]), vec![ignoring(2, "c")]),
-        ("R7 a base domain not in the machines", seq(&["a", "b", "c"]), seq(&["b", "a", "a"]), none.clone(), seq(&["b", "a", "c"]), vec![changed(2, "a", "c")]),
-        ("R8 ... and index 1 only deleting", seq(&["a", "b", "c"]), seq(&["b", "a", "a"]), BTreeSet::from([1]), seq(&["b", "c", "a"]), vec![changed(1, "a", "c")]),
-        ("R9 ... and index 2 only deleting", seq(&["a", "b", "c"]), seq(&["b", "a", "a"]), BTreeSet::from([2]), seq(&["b", "a", "c"]), vec![changed(2, "a", "c")]),
-        ("R10 a domain without machines", seq(&["a", "b", "c"]), map(&[(0, "b"), (2, "c")]), none.clone(), seq(&["b", "a", "c"]), vec![]),
-        ("R11 balanced differently: keep", seq(&["a", "b", "a"]), seq(&["b", "a", "b"]), none.clone(), seq(&["b", "a", "b"]), vec![]),
-        ("R12 unbalanced c,b,a,c,c", seq(&["a", "b", "c", "a", "b"]), seq(&["c", "b", "a", "c", "c"]), none.clone(), seq(&["c", "b", "a", "a", "c"]), vec![changed(3, "c", "a")]),
-        ("R13 extra machine index kept", seq(&["a", "b", "c", "a"]), seq(&["b", "a", "c", "c"]), none.clone(), seq(&["b", "a", "c", "c"]), vec![]),
-        ("R14 machines indexed from 3", seq(&["a", "b", "c"]), map(&[(3, "b"), (4, "a"), (5, "c")]), none.clone(), map(&[(3, "b"), (4, "a"), (5, "c")]), vec![]),
-        ("R15 machines not sequential", seq(&["a", "b", "c"]), map(&[(0, "b"), (2, "a"), (4, "c")]), none.clone(), map(&[(0, "b"), (2, "a"), (4, "c")]), vec![]),
-        ("R16 not sequential, keeps order (a,b,a,c)", seq(&["a", "b", "c", "a"]), map(&[(0, "a"), (2, "b"), (3, "a"), (4, "c")]), none.clone(), map(&[(0, "a"), (2, "b"), (3, "a"), (4, "c")]), vec![]),
-        ("R17 not sequential, keeps order (b,b,a,c)", seq(&["a", "b", "c", "a"]), map(&[(0, "b"), (2, "b"), (4, "a"), (6, "c")]), none.clone(), map(&[(0, "b"), (2, "b"), (4, "a"), (6, "c")]), vec![]),
+    let cases: Vec<(
+        &str,
+        BTreeMap<i32, D>,
+        BTreeMap<i32, D>,
+        BTreeSet<i32>,
+        BTreeMap<i32, D>,
+        Vec<MappingEvent<D>>,
+    )> = vec![
+        (
+            "R1 mappings match",
+            seq(&["a", "b", "c"]),
+            seq(&["a", "b", "c"]),
+            none.clone(),
+            seq(&["a", "b", "c"]),
+            vec![],
+        ),
+        (
+            "R2 match with duplicated domains",
+            seq(&["a", "b", "c", "a", "b"]),
+            seq(&["a", "b", "c", "a", "b"]),
+            none.clone(),
+            seq(&["a", "b", "c", "a", "b"]),
+            vec![],
+        ),
+        (
+            "R3 machines take precedence (b,c,a)",
+            seq(&["a", "b", "c"]),
+            seq(&["b", "c", "a"]),
+            none.clone(),
+            seq(&["b", "c", "a"]),
+            vec![],
+        ),
+        (
+            "R4 machines take precedence (b,a,c)",
+            seq(&["a", "b", "c"]),
+            seq(&["b", "a", "c"]),
+            none.clone(),
+            seq(&["b", "a", "c"]),
+            vec![],
+        ),
+        (
+            "R5 duplicated domains, machines take precedence (b,a,a,c,b)",
+            seq(&["a", "b", "c", "a", "b"]),
+            seq(&["b", "a", "a", "c", "b"]),
+            none.clone(),
+            seq(&["b", "a", "a", "c", "b"]),
+            vec![],
+        ),
+        (
+            "R6 a machine domain not in the base",
+            seq(&["a", "b", "a"]),
+            seq(&["b", "a", "c"]),
+            none.clone(),
+            seq(&["b", "a", "a"]),
+            vec![ignoring(2, "c")],
+        ),
+        (
+            "R7 a base domain not in the machines",
+            seq(&["a", "b", "c"]),
+            seq(&["b", "a", "a"]),
+            none.clone(),
+            seq(&["b", "a", "c"]),
+            vec![changed(2, "a", "c")],
+        ),
+        (
+            "R8 ... and index 1 only deleting",
+            seq(&["a", "b", "c"]),
+            seq(&["b", "a", "a"]),
+            BTreeSet::from([1]),
+            seq(&["b", "c", "a"]),
+            vec![changed(1, "a", "c")],
+        ),
+        (
+            "R9 ... and index 2 only deleting",
+            seq(&["a", "b", "c"]),
+            seq(&["b", "a", "a"]),
+            BTreeSet::from([2]),
+            seq(&["b", "a", "c"]),
+            vec![changed(2, "a", "c")],
+        ),
+        (
+            "R10 a domain without machines",
+            seq(&["a", "b", "c"]),
+            map(&[(0, "b"), (2, "c")]),
+            none.clone(),
+            seq(&["b", "a", "c"]),
+            vec![],
+        ),
+        (
+            "R11 balanced differently: keep",
+            seq(&["a", "b", "a"]),
+            seq(&["b", "a", "b"]),
+            none.clone(),
+            seq(&["b", "a", "b"]),
+            vec![],
+        ),
+        (
+            "R12 unbalanced c,b,a,c,c",
+            seq(&["a", "b", "c", "a", "b"]),
+            seq(&["c", "b", "a", "c", "c"]),
+            none.clone(),
+            seq(&["c", "b", "a", "a", "c"]),
+            vec![changed(3, "c", "a")],
+        ),
+        (
+            "R13 extra machine index kept",
+            seq(&["a", "b", "c", "a"]),
+            seq(&["b", "a", "c", "c"]),
+            none.clone(),
+            seq(&["b", "a", "c", "c"]),
+            vec![],
+        ),
+        (
+            "R14 machines indexed from 3",
+            seq(&["a", "b", "c"]),
+            map(&[(3, "b"), (4, "a"), (5, "c")]),
+            none.clone(),
+            map(&[(3, "b"), (4, "a"), (5, "c")]),
+            vec![],
+        ),
+        (
+            "R15 machines not sequential",
+            seq(&["a", "b", "c"]),
+            map(&[(0, "b"), (2, "a"), (4, "c")]),
+            none.clone(),
+            map(&[(0, "b"), (2, "a"), (4, "c")]),
+            vec![],
+        ),
+        (
+            "R16 not sequential, keeps order (a,b,a,c)",
+            seq(&["a", "b", "c", "a"]),
+            map(&[(0, "a"), (2, "b"), (3, "a"), (4, "c")]),
+            none.clone(),
+            map(&[(0, "a"), (2, "b"), (3, "a"), (4, "c")]),
+            vec![],
+        ),
+        (
+            "R17 not sequential, keeps order (b,b,a,c)",
+            seq(&["a", "b", "c", "a"]),
+            map(&[(0, "b"), (2, "b"), (4, "a"), (6, "c")]),
+            none.clone(),
+            map(&[(0, "b"), (2, "b"), (4, "a"), (6, "c")]),
+            vec![],
+        ),
     ];
     for (name, base, machines, deleting, want, events) in cases {
         // Upstream runs each case 10 times to check stability; the Rust function is pure.
@@ -210,17 +748,43 @@ fn reconcile_mappings_table() {
 #[test]
 fn reconcile_mappings_rejects_a_base_smaller_than_the_machines() {
     let err = reconcile_mappings(&seq(&["a"]), &seq(&["a", "b"]), &BTreeSet::new()).unwrap_err();
-    assert_eq!(err, MappingError::BaseSmallerThanMachines { base: 1, machines: 2 });
+    assert_eq!(
+        err,
+        MappingError::BaseSmallerThanMachines {
+            base: 1,
+            machines: 2
+        }
+    );
 }
 
 #[test]
 fn reconcile_indexes_table() {
     let cases: Vec<(&str, BTreeSet<i32>, BTreeMap<i32, D>)> = vec![
-        ("I1 mappings match", BTreeSet::from([0, 1, 2]), seq(&["a", "b", "c"])),
-        ("I2 preferred has more values", BTreeSet::from([0, 1, 2, 3, 4]), seq(&["a", "b", "c"])),
-        ("I3 preferred is missing values", BTreeSet::from([0]), seq(&["a", "b", "c"])),
-        ("I4 not aligned (3,4,5)", BTreeSet::from([3, 4, 5]), map(&[(3, "a"), (4, "b"), (5, "c")])),
-        ("I5 not aligned (0,2,3)", BTreeSet::from([0, 2, 3]), map(&[(0, "a"), (3, "b"), (2, "c")])),
+        (
+            "I1 mappings match",
+            BTreeSet::from([0, 1, 2]),
+            seq(&["a", "b", "c"]),
+        ),
+        (
+            "I2 preferred has more values",
+            BTreeSet::from([0, 1, 2, 3, 4]),
+            seq(&["a", "b", "c"]),
+        ),
+        (
+            "I3 preferred is missing values",
+            BTreeSet::from([0]),
+            seq(&["a", "b", "c"]),
+        ),
+        (
+            "I4 not aligned (3,4,5)",
+            BTreeSet::from([3, 4, 5]),
+            map(&[(3, "a"), (4, "b"), (5, "c")]),
+        ),
+        (
+            "I5 not aligned (0,2,3)",
+            BTreeSet::from([0, 2, 3]),
+            map(&[(0, "a"), (3, "b"), (2, "c")]),
+        ),
     ];
     for (name, preferred, want) in cases {
         let mut m = seq(&["a", "b", "c"]);

@@ -63,22 +63,41 @@ fn expected(exp: &[Exp]) -> Vec<String> {
 }
 
 fn removing(index: i32, name: &str) -> PlanEvent {
-    PlanEvent::RemovingOldMachine { index, name: name.into() }
+    PlanEvent::RemovingOldMachine {
+        index,
+        name: name.into(),
+    }
 }
 fn removed(index: i32, name: &str) -> PlanEvent {
-    PlanEvent::WaitingForRemoved { index, name: name.into() }
+    PlanEvent::WaitingForRemoved {
+        index,
+        name: name.into(),
+    }
 }
 fn replacement(index: i32, name: &str, r: &str) -> PlanEvent {
-    PlanEvent::WaitingForReplacement { index, name: name.into(), replacement: r.into() }
+    PlanEvent::WaitingForReplacement {
+        index,
+        name: name.into(),
+        replacement: r.into(),
+    }
 }
 fn ready(index: i32, name: &str) -> PlanEvent {
-    PlanEvent::WaitingForReady { index, name: name.into() }
+    PlanEvent::WaitingForReady {
+        index,
+        name: name.into(),
+    }
 }
 fn no_cap(index: i32, name: Option<&str>) -> PlanEvent {
-    PlanEvent::NoCapacityForExpansion { index, name: name.map(Into::into) }
+    PlanEvent::NoCapacityForExpansion {
+        index,
+        name: name.map(Into::into),
+    }
 }
 fn planned(index: i32, name: Option<&str>) -> PlanEvent {
-    PlanEvent::ReplacementPlanned { index, name: name.map(Into::into) }
+    PlanEvent::ReplacementPlanned {
+        index,
+        name: name.map(Into::into),
+    }
 }
 fn requires(index: i32, name: &str) -> PlanEvent {
     PlanEvent::MachineRequiresUpdate {
@@ -100,41 +119,215 @@ struct Case {
 fn rolling_update_table() {
     use Exp::{Create, Delete};
     let cases = vec![
-        Case { name: "RU1 no updates required", buckets: vec![b(0, vec![u(0)]), b(1, vec![u(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![PlanEvent::NoUpdatesRequired], requeue: false },
-        Case { name: "RU2 update in a single index", buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1)]), b(2, vec![u(2)])], actions: vec![Create(1)], events: vec![planned(1, Some("machine-1"))], requeue: false },
-        Case { name: "RU4 single index, replacement pending", buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1), rp(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![replacement(1, "machine-1", "machine-replacement-1")], requeue: true },
-        Case { name: "RU5 single index, replacement ready", buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1), ru(1)]), b(2, vec![u(2)])], actions: vec![Delete("machine-1")], events: vec![removing(1, "machine-1")], requeue: false },
-        Case { name: "RU7 single index, replacement ready, old already deleted", buckets: vec![b(0, vec![u(0)]), b(1, vec![od(1), ru(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![removed(1, "machine-1")], requeue: false },
-        Case { name: "RU8 multiple indexes: one at a time", buckets: vec![b(0, vec![o(0)]), b(1, vec![o(1)]), b(2, vec![u(2)])], actions: vec![Create(0)], events: vec![planned(0, Some("machine-0")), no_cap(1, Some("machine-1"))], requeue: false },
-        Case { name: "RU9 multiple indexes, replacement pending", buckets: vec![b(0, vec![o(0), rp(0)]), b(1, vec![o(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![replacement(0, "machine-0", "machine-replacement-0"), no_cap(1, Some("machine-1"))], requeue: true },
-        Case { name: "RU10 multiple indexes, replacement ready", buckets: vec![b(0, vec![o(0), ru(0)]), b(1, vec![o(1)]), b(2, vec![u(2)])], actions: vec![Delete("machine-0")], events: vec![removing(0, "machine-0"), no_cap(1, Some("machine-1"))], requeue: false },
-        Case { name: "RU11 multiple indexes, replacement ready, old already deleted", buckets: vec![b(0, vec![od(0), ru(0)]), b(1, vec![o(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![removed(0, "machine-0"), no_cap(1, Some("machine-1"))], requeue: false },
-        Case { name: "RU12 an empty index", buckets: vec![b(0, vec![u(0)]), b(1, vec![u(1)]), b(2, vec![])], actions: vec![Create(2)], events: vec![planned(2, None)], requeue: false },
-        Case { name: "RU13 a pending machine in an index", buckets: vec![b(0, vec![u(0)]), b(1, vec![u(1)]), b(2, vec![rp(2)])], actions: vec![], events: vec![ready(2, "machine-replacement-2")], requeue: true },
-        Case { name: "RU14 missing index and other updates: two creates", buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1)]), b(2, vec![])], actions: vec![Create(1), Create(2)], events: vec![planned(1, Some("machine-1")), planned(2, None)], requeue: false },
-        Case { name: "RU15 pending in one index, other updates", buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1)]), b(2, vec![rp(2)])], actions: vec![Create(1)], events: vec![planned(1, Some("machine-1")), ready(2, "machine-replacement-2")], requeue: true },
-        Case { name: "RU16 missing index, replacements ready", buckets: vec![b(0, vec![o(0), ru(0)]), b(1, vec![o(1), ru(1)]), b(2, vec![])], actions: vec![Delete("machine-0"), Delete("machine-1")], events: vec![removing(0, "machine-0"), removing(1, "machine-1"), no_cap(2, None)], requeue: false },
-        Case { name: "RU17 missing index, replacements ready, one already deleted", buckets: vec![b(0, vec![od(0), ru(0)]), b(1, vec![o(1), ru(1)]), b(2, vec![])], actions: vec![Delete("machine-1")], events: vec![removed(0, "machine-0"), removing(1, "machine-1"), no_cap(2, None)], requeue: false },
-        Case { name: "RU18 an extra index hitting max surge", buckets: vec![b(0, vec![o(0)]), b(1, vec![o(1)]), b(2, vec![o(2)]), b(3, vec![o(3)])], actions: vec![], events: vec![no_cap(0, Some("machine-0")), no_cap(1, Some("machine-1")), no_cap(2, Some("machine-2")), no_cap(3, Some("machine-3"))], requeue: false },
-        Case { name: "RU19 indexes not from zero, no updates", buckets: vec![b(1, vec![u(1)]), b(2, vec![u(2)]), b(3, vec![u(3)])], actions: vec![], events: vec![PlanEvent::NoUpdatesRequired], requeue: false },
         Case {
-            name: "RU20 faulty configuration rolled back: delete the broken replacement, create nothing",
-            buckets: vec![b(0, vec![o(0), B::outdated_not_ready(0, "machine-replacement-0").build()]), b(1, vec![o(1)]), b(2, vec![o(2)])],
-            actions: vec![Delete("machine-replacement-0")],
-            events: vec![removing(0, "machine-replacement-0"), no_cap(0, Some("machine-0")), no_cap(1, Some("machine-1")), no_cap(2, Some("machine-2"))],
+            name: "RU1 no updates required",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![u(1)]), b(2, vec![u(2)])],
+            actions: vec![],
+            events: vec![PlanEvent::NoUpdatesRequired],
             requeue: false,
         },
-        Case { name: "RU21 no updates, but a machine was deleted", buckets: vec![b(0, vec![u(0)]), b(1, vec![ud(1)]), b(2, vec![u(2)])], actions: vec![Create(1)], events: vec![planned(1, Some("machine-1"))], requeue: false },
-        Case { name: "RU22 deleted machine, replacement pending", buckets: vec![b(0, vec![u(0)]), b(1, vec![ud(1), rp(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![replacement(1, "machine-1", "machine-replacement-1")], requeue: true },
-        Case { name: "RU23 deleted machine, replacement ready", buckets: vec![b(0, vec![u(0)]), b(1, vec![ud(1), ru(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![removed(1, "machine-1")], requeue: false },
+        Case {
+            name: "RU2 update in a single index",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1)]), b(2, vec![u(2)])],
+            actions: vec![Create(1)],
+            events: vec![planned(1, Some("machine-1"))],
+            requeue: false,
+        },
+        Case {
+            name: "RU4 single index, replacement pending",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1), rp(1)]), b(2, vec![u(2)])],
+            actions: vec![],
+            events: vec![replacement(1, "machine-1", "machine-replacement-1")],
+            requeue: true,
+        },
+        Case {
+            name: "RU5 single index, replacement ready",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1), ru(1)]), b(2, vec![u(2)])],
+            actions: vec![Delete("machine-1")],
+            events: vec![removing(1, "machine-1")],
+            requeue: false,
+        },
+        Case {
+            name: "RU7 single index, replacement ready, old already deleted",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![od(1), ru(1)]), b(2, vec![u(2)])],
+            actions: vec![],
+            events: vec![removed(1, "machine-1")],
+            requeue: false,
+        },
+        Case {
+            name: "RU8 multiple indexes: one at a time",
+            buckets: vec![b(0, vec![o(0)]), b(1, vec![o(1)]), b(2, vec![u(2)])],
+            actions: vec![Create(0)],
+            events: vec![planned(0, Some("machine-0")), no_cap(1, Some("machine-1"))],
+            requeue: false,
+        },
+        Case {
+            name: "RU9 multiple indexes, replacement pending",
+            buckets: vec![b(0, vec![o(0), rp(0)]), b(1, vec![o(1)]), b(2, vec![u(2)])],
+            actions: vec![],
+            events: vec![
+                replacement(0, "machine-0", "machine-replacement-0"),
+                no_cap(1, Some("machine-1")),
+            ],
+            requeue: true,
+        },
+        Case {
+            name: "RU10 multiple indexes, replacement ready",
+            buckets: vec![b(0, vec![o(0), ru(0)]), b(1, vec![o(1)]), b(2, vec![u(2)])],
+            actions: vec![Delete("machine-0")],
+            events: vec![removing(0, "machine-0"), no_cap(1, Some("machine-1"))],
+            requeue: false,
+        },
+        Case {
+            name: "RU11 multiple indexes, replacement ready, old already deleted",
+            buckets: vec![b(0, vec![od(0), ru(0)]), b(1, vec![o(1)]), b(2, vec![u(2)])],
+            actions: vec![],
+            events: vec![removed(0, "machine-0"), no_cap(1, Some("machine-1"))],
+            requeue: false,
+        },
+        Case {
+            name: "RU12 an empty index",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![u(1)]), b(2, vec![])],
+            actions: vec![Create(2)],
+            events: vec![planned(2, None)],
+            requeue: false,
+        },
+        Case {
+            name: "RU13 a pending machine in an index",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![u(1)]), b(2, vec![rp(2)])],
+            actions: vec![],
+            events: vec![ready(2, "machine-replacement-2")],
+            requeue: true,
+        },
+        Case {
+            name: "RU14 missing index and other updates: two creates",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1)]), b(2, vec![])],
+            actions: vec![Create(1), Create(2)],
+            events: vec![planned(1, Some("machine-1")), planned(2, None)],
+            requeue: false,
+        },
+        Case {
+            name: "RU15 pending in one index, other updates",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1)]), b(2, vec![rp(2)])],
+            actions: vec![Create(1)],
+            events: vec![
+                planned(1, Some("machine-1")),
+                ready(2, "machine-replacement-2"),
+            ],
+            requeue: true,
+        },
+        Case {
+            name: "RU16 missing index, replacements ready",
+            buckets: vec![
+                b(0, vec![o(0), ru(0)]),
+                b(1, vec![o(1), ru(1)]),
+                b(2, vec![]),
+            ],
+            actions: vec![Delete("machine-0"), Delete("machine-1")],
+            events: vec![
+                removing(0, "machine-0"),
+                removing(1, "machine-1"),
+                no_cap(2, None),
+            ],
+            requeue: false,
+        },
+        Case {
+            name: "RU17 missing index, replacements ready, one already deleted",
+            buckets: vec![
+                b(0, vec![od(0), ru(0)]),
+                b(1, vec![o(1), ru(1)]),
+                b(2, vec![]),
+            ],
+            actions: vec![Delete("machine-1")],
+            events: vec![
+                removed(0, "machine-0"),
+                removing(1, "machine-1"),
+                no_cap(2, None),
+            ],
+            requeue: false,
+        },
+        Case {
+            name: "RU18 an extra index hitting max surge",
+            buckets: vec![
+                b(0, vec![o(0)]),
+                b(1, vec![o(1)]),
+                b(2, vec![o(2)]),
+                b(3, vec![o(3)]),
+            ],
+            actions: vec![],
+            events: vec![
+                no_cap(0, Some("machine-0")),
+                no_cap(1, Some("machine-1")),
+                no_cap(2, Some("machine-2")),
+                no_cap(3, Some("machine-3")),
+            ],
+            requeue: false,
+        },
+        Case {
+            name: "RU19 indexes not from zero, no updates",
+            buckets: vec![b(1, vec![u(1)]), b(2, vec![u(2)]), b(3, vec![u(3)])],
+            actions: vec![],
+            events: vec![PlanEvent::NoUpdatesRequired],
+            requeue: false,
+        },
+        Case {
+            name: "RU20 faulty configuration rolled back: delete the broken replacement, create nothing",
+            buckets: vec![
+                b(
+                    0,
+                    vec![
+                        o(0),
+                        B::outdated_not_ready(0, "machine-replacement-0").build(),
+                    ],
+                ),
+                b(1, vec![o(1)]),
+                b(2, vec![o(2)]),
+            ],
+            actions: vec![Delete("machine-replacement-0")],
+            events: vec![
+                removing(0, "machine-replacement-0"),
+                no_cap(0, Some("machine-0")),
+                no_cap(1, Some("machine-1")),
+                no_cap(2, Some("machine-2")),
+            ],
+            requeue: false,
+        },
+        Case {
+            name: "RU21 no updates, but a machine was deleted",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![ud(1)]), b(2, vec![u(2)])],
+            actions: vec![Create(1)],
+            events: vec![planned(1, Some("machine-1"))],
+            requeue: false,
+        },
+        Case {
+            name: "RU22 deleted machine, replacement pending",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![ud(1), rp(1)]), b(2, vec![u(2)])],
+            actions: vec![],
+            events: vec![replacement(1, "machine-1", "machine-replacement-1")],
+            requeue: true,
+        },
+        Case {
+            name: "RU23 deleted machine, replacement ready",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![ud(1), ru(1)]), b(2, vec![u(2)])],
+            actions: vec![],
+            events: vec![removed(1, "machine-1")],
+            requeue: false,
+        },
         // From the spec's list of upstream cases (not in the stored upstream file version):
         Case {
             name: "RU24 extra updated machines in an index: delete the oldest",
             buckets: vec![
-                b(0, vec![
-                    B::updated(0, "machine-replacement-0").created_at(Utc.timestamp_opt(2_000, 0).unwrap()).build(),
-                    B::updated(0, "machine-0").created_at(Utc.timestamp_opt(1_000, 0).unwrap()).build(),
-                ]),
+                b(
+                    0,
+                    vec![
+                        B::updated(0, "machine-replacement-0")
+                            .created_at(Utc.timestamp_opt(2_000, 0).unwrap())
+                            .build(),
+                        B::updated(0, "machine-0")
+                            .created_at(Utc.timestamp_opt(1_000, 0).unwrap())
+                            .build(),
+                    ],
+                ),
                 b(1, vec![u(1)]),
                 b(2, vec![u(2)]),
             ],
@@ -142,13 +335,28 @@ fn rolling_update_table() {
             events: vec![removing(0, "machine-0")],
             requeue: false,
         },
-        Case { name: "RU25 a lone outdated machine that is not ready is replaced", buckets: vec![b(0, vec![u(0)]), b(1, vec![B::outdated_not_ready(1, "machine-1").build()]), b(2, vec![u(2)])], actions: vec![Create(1)], events: vec![planned(1, Some("machine-1"))], requeue: false },
+        Case {
+            name: "RU25 a lone outdated machine that is not ready is replaced",
+            buckets: vec![
+                b(0, vec![u(0)]),
+                b(1, vec![B::outdated_not_ready(1, "machine-1").build()]),
+                b(2, vec![u(2)]),
+            ],
+            actions: vec![Create(1)],
+            events: vec![planned(1, Some("machine-1"))],
+            requeue: false,
+        },
     ];
     for c in cases {
         let plan = plan_rolling_update(&c.buckets, 3, RollingUpdateConfig::default());
         assert_eq!(simplify(&plan.actions), expected(&c.actions), "{}", c.name);
         assert_eq!(plan.events, c.events, "{}", c.name);
-        assert_eq!(plan.requeue_after, c.requeue.then_some(WAIT_REQUEUE), "{}", c.name);
+        assert_eq!(
+            plan.requeue_after,
+            c.requeue.then_some(WAIT_REQUEUE),
+            "{}",
+            c.name
+        );
     }
 }
 
@@ -156,31 +364,171 @@ fn rolling_update_table() {
 fn on_delete_table() {
     use Exp::Create;
     let cases = vec![
-        Case { name: "OD1 no updates required", buckets: vec![b(0, vec![u(0)]), b(1, vec![u(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![PlanEvent::NoUpdatesRequired], requeue: false },
-        Case { name: "OD2 single index, not yet deleted", buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![requires(1, "machine-1")], requeue: false },
-        Case { name: "OD3 single index, deleted", buckets: vec![b(0, vec![u(0)]), b(1, vec![od(1)]), b(2, vec![u(2)])], actions: vec![Create(1)], events: vec![planned(1, Some("machine-1"))], requeue: false },
-        Case { name: "OD4 single index, deleted, non-standard indexes", buckets: vec![b(3, vec![u(3)]), b(4, vec![od(4)]), b(5, vec![u(5)])], actions: vec![Create(4)], events: vec![planned(4, Some("machine-4"))], requeue: false },
-        Case { name: "OD6 single index, replacement pending", buckets: vec![b(0, vec![u(0)]), b(1, vec![od(1), rp(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![replacement(1, "machine-1", "machine-replacement-1")], requeue: true },
-        Case { name: "OD7 single index, replacement ready", buckets: vec![b(0, vec![u(0)]), b(1, vec![od(1), ru(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![removed(1, "machine-1")], requeue: false },
-        Case { name: "OD8 multiple indexes, not yet deleted", buckets: vec![b(0, vec![o(0)]), b(1, vec![o(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![requires(0, "machine-0"), requires(1, "machine-1")], requeue: false },
-        Case { name: "OD10 multiple indexes, one deleted", buckets: vec![b(0, vec![o(0)]), b(1, vec![od(1)]), b(2, vec![u(2)])], actions: vec![Create(1)], events: vec![requires(0, "machine-0"), planned(1, Some("machine-1"))], requeue: false },
-        Case { name: "OD11 multiple machines deleted: several creates", buckets: vec![b(0, vec![od(0)]), b(1, vec![od(1)]), b(2, vec![u(2)])], actions: vec![Create(0), Create(1)], events: vec![planned(0, Some("machine-0")), planned(1, Some("machine-1"))], requeue: false },
-        Case { name: "OD12 one deleted with pending replacement", buckets: vec![b(0, vec![o(0)]), b(1, vec![od(1), rp(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![requires(0, "machine-0"), replacement(1, "machine-1", "machine-replacement-1")], requeue: true },
-        Case { name: "OD13 several deleted, replacements pending", buckets: vec![b(0, vec![od(0), rp(0)]), b(1, vec![od(1), rp(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![replacement(0, "machine-0", "machine-replacement-0"), replacement(1, "machine-1", "machine-replacement-1")], requeue: true },
-        Case { name: "OD14 one deleted, replacement ready", buckets: vec![b(0, vec![o(0)]), b(1, vec![od(1), ru(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![requires(0, "machine-0"), removed(1, "machine-1")], requeue: false },
-        Case { name: "OD15 several deleted, one ready one pending", buckets: vec![b(0, vec![od(0), rp(0)]), b(1, vec![od(1), ru(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![replacement(0, "machine-0", "machine-replacement-0"), removed(1, "machine-1")], requeue: true },
-        Case { name: "OD16 several deleted, all replacements ready", buckets: vec![b(0, vec![od(0), ru(0)]), b(1, vec![od(1), ru(1)]), b(2, vec![u(2)])], actions: vec![], events: vec![removed(0, "machine-0"), removed(1, "machine-1")], requeue: false },
-        Case { name: "OD17 an empty index", buckets: vec![b(0, vec![u(0)]), b(1, vec![u(1)]), b(2, vec![])], actions: vec![Create(2)], events: vec![planned(2, None)], requeue: false },
-        Case { name: "OD18 a pending machine", buckets: vec![b(0, vec![u(0)]), b(1, vec![u(1)]), b(2, vec![rp(2)])], actions: vec![], events: vec![ready(2, "machine-replacement-2")], requeue: true },
-        Case { name: "OD19 missing index, others need updating", buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1)]), b(2, vec![])], actions: vec![Create(2)], events: vec![requires(1, "machine-1"), planned(2, None)], requeue: false },
-        Case { name: "OD20 pending machine, others need updating", buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1)]), b(2, vec![rp(2)])], actions: vec![], events: vec![requires(1, "machine-1"), ready(2, "machine-replacement-2")], requeue: true },
-        Case { name: "OD21 no updates, but a machine was deleted", buckets: vec![b(0, vec![u(0)]), b(1, vec![u(1)]), b(2, vec![ud(2)])], actions: vec![Create(2)], events: vec![planned(2, Some("machine-2"))], requeue: false },
+        Case {
+            name: "OD1 no updates required",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![u(1)]), b(2, vec![u(2)])],
+            actions: vec![],
+            events: vec![PlanEvent::NoUpdatesRequired],
+            requeue: false,
+        },
+        Case {
+            name: "OD2 single index, not yet deleted",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1)]), b(2, vec![u(2)])],
+            actions: vec![],
+            events: vec![requires(1, "machine-1")],
+            requeue: false,
+        },
+        Case {
+            name: "OD3 single index, deleted",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![od(1)]), b(2, vec![u(2)])],
+            actions: vec![Create(1)],
+            events: vec![planned(1, Some("machine-1"))],
+            requeue: false,
+        },
+        Case {
+            name: "OD4 single index, deleted, non-standard indexes",
+            buckets: vec![b(3, vec![u(3)]), b(4, vec![od(4)]), b(5, vec![u(5)])],
+            actions: vec![Create(4)],
+            events: vec![planned(4, Some("machine-4"))],
+            requeue: false,
+        },
+        Case {
+            name: "OD6 single index, replacement pending",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![od(1), rp(1)]), b(2, vec![u(2)])],
+            actions: vec![],
+            events: vec![replacement(1, "machine-1", "machine-replacement-1")],
+            requeue: true,
+        },
+        Case {
+            name: "OD7 single index, replacement ready",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![od(1), ru(1)]), b(2, vec![u(2)])],
+            actions: vec![],
+            events: vec![removed(1, "machine-1")],
+            requeue: false,
+        },
+        Case {
+            name: "OD8 multiple indexes, not yet deleted",
+            buckets: vec![b(0, vec![o(0)]), b(1, vec![o(1)]), b(2, vec![u(2)])],
+            actions: vec![],
+            events: vec![requires(0, "machine-0"), requires(1, "machine-1")],
+            requeue: false,
+        },
+        Case {
+            name: "OD10 multiple indexes, one deleted",
+            buckets: vec![b(0, vec![o(0)]), b(1, vec![od(1)]), b(2, vec![u(2)])],
+            actions: vec![Create(1)],
+            events: vec![requires(0, "machine-0"), planned(1, Some("machine-1"))],
+            requeue: false,
+        },
+        Case {
+            name: "OD11 multiple machines deleted: several creates",
+            buckets: vec![b(0, vec![od(0)]), b(1, vec![od(1)]), b(2, vec![u(2)])],
+            actions: vec![Create(0), Create(1)],
+            events: vec![planned(0, Some("machine-0")), planned(1, Some("machine-1"))],
+            requeue: false,
+        },
+        Case {
+            name: "OD12 one deleted with pending replacement",
+            buckets: vec![b(0, vec![o(0)]), b(1, vec![od(1), rp(1)]), b(2, vec![u(2)])],
+            actions: vec![],
+            events: vec![
+                requires(0, "machine-0"),
+                replacement(1, "machine-1", "machine-replacement-1"),
+            ],
+            requeue: true,
+        },
+        Case {
+            name: "OD13 several deleted, replacements pending",
+            buckets: vec![
+                b(0, vec![od(0), rp(0)]),
+                b(1, vec![od(1), rp(1)]),
+                b(2, vec![u(2)]),
+            ],
+            actions: vec![],
+            events: vec![
+                replacement(0, "machine-0", "machine-replacement-0"),
+                replacement(1, "machine-1", "machine-replacement-1"),
+            ],
+            requeue: true,
+        },
+        Case {
+            name: "OD14 one deleted, replacement ready",
+            buckets: vec![b(0, vec![o(0)]), b(1, vec![od(1), ru(1)]), b(2, vec![u(2)])],
+            actions: vec![],
+            events: vec![requires(0, "machine-0"), removed(1, "machine-1")],
+            requeue: false,
+        },
+        Case {
+            name: "OD15 several deleted, one ready one pending",
+            buckets: vec![
+                b(0, vec![od(0), rp(0)]),
+                b(1, vec![od(1), ru(1)]),
+                b(2, vec![u(2)]),
+            ],
+            actions: vec![],
+            events: vec![
+                replacement(0, "machine-0", "machine-replacement-0"),
+                removed(1, "machine-1"),
+            ],
+            requeue: true,
+        },
+        Case {
+            name: "OD16 several deleted, all replacements ready",
+            buckets: vec![
+                b(0, vec![od(0), ru(0)]),
+                b(1, vec![od(1), ru(1)]),
+                b(2, vec![u(2)]),
+            ],
+            actions: vec![],
+            events: vec![removed(0, "machine-0"), removed(1, "machine-1")],
+            requeue: false,
+        },
+        Case {
+            name: "OD17 an empty index",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![u(1)]), b(2, vec![])],
+            actions: vec![Create(2)],
+            events: vec![planned(2, None)],
+            requeue: false,
+        },
+        Case {
+            name: "OD18 a pending machine",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![u(1)]), b(2, vec![rp(2)])],
+            actions: vec![],
+            events: vec![ready(2, "machine-replacement-2")],
+            requeue: true,
+        },
+        Case {
+            name: "OD19 missing index, others need updating",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1)]), b(2, vec![])],
+            actions: vec![Create(2)],
+            events: vec![requires(1, "machine-1"), planned(2, None)],
+            requeue: false,
+        },
+        Case {
+            name: "OD20 pending machine, others need updating",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![o(1)]), b(2, vec![rp(2)])],
+            actions: vec![],
+            events: vec![requires(1, "machine-1"), ready(2, "machine-replacement-2")],
+            requeue: true,
+        },
+        Case {
+            name: "OD21 no updates, but a machine was deleted",
+            buckets: vec![b(0, vec![u(0)]), b(1, vec![u(1)]), b(2, vec![ud(2)])],
+            actions: vec![Create(2)],
+            events: vec![planned(2, Some("machine-2"))],
+            requeue: false,
+        },
     ];
     for c in cases {
         let plan = plan_on_delete(&c.buckets);
         assert_eq!(simplify(&plan.actions), expected(&c.actions), "{}", c.name);
         assert_eq!(plan.events, c.events, "{}", c.name);
-        assert_eq!(plan.requeue_after, c.requeue.then_some(WAIT_REQUEUE), "{}", c.name);
+        assert_eq!(
+            plan.requeue_after,
+            c.requeue.then_some(WAIT_REQUEUE),
+            "{}",
+            c.name
+        );
     }
 }
 
@@ -188,10 +536,17 @@ fn on_delete_table() {
 fn st1_st2_unsupported_strategies_degrade_without_error() {
     let buckets = vec![b(0, vec![u(0)])];
     let nodes = std::collections::BTreeSet::new();
-    let recreate = validate_cluster_state(&buckets, &nodes, 1, &UpdateStrategy::Recreate).unwrap_err();
+    let recreate =
+        validate_cluster_state(&buckets, &nodes, 1, &UpdateStrategy::Recreate).unwrap_err();
     assert_eq!(recreate.reason, DegradationReason::InvalidStrategy);
     assert!(recreate.message.contains("not supported"));
-    let other = validate_cluster_state(&buckets, &nodes, 1, &UpdateStrategy::Other("invalid".into())).unwrap_err();
+    let other = validate_cluster_state(
+        &buckets,
+        &nodes,
+        1,
+        &UpdateStrategy::Other("invalid".into()),
+    )
+    .unwrap_err();
     assert_eq!(other.reason, DegradationReason::InvalidStrategy);
     assert!(other.message.contains("unknown update strategy: invalid"));
 }
@@ -200,8 +555,16 @@ fn st1_st2_unsupported_strategies_degrade_without_error() {
 fn sort_machine_infos_by_index_table() {
     // Upstream `sortMachineInfosByIndex` cases: buckets come out ascending.
     let cases: Vec<(&str, Vec<MachineInfo>, Vec<i32>)> = vec![
-        ("U1 index starts at 0", vec![u(1), u(0), u(2)], vec![0, 1, 2]),
-        ("U2 index starts at 1", vec![u(3), u(2), u(1)], vec![1, 2, 3]),
+        (
+            "U1 index starts at 0",
+            vec![u(1), u(0), u(2)],
+            vec![0, 1, 2],
+        ),
+        (
+            "U2 index starts at 1",
+            vec![u(3), u(2), u(1)],
+            vec![1, 2, 3],
+        ),
         ("U3 one index missing", vec![u(2), u(0)], vec![0, 2]),
     ];
     for (name, infos, want) in cases {
@@ -221,7 +584,10 @@ fn derived_bug_deleting_replacement_is_not_counted_as_updated() {
     // machine (the only live one) and create another replacement; provkit keeps the old machine
     // and only plans the replacement.
     let buckets = vec![
-        b(0, vec![o(0), B::deleting(0, "machine-replacement-0").build()]),
+        b(
+            0,
+            vec![o(0), B::deleting(0, "machine-replacement-0").build()],
+        ),
         b(1, vec![u(1)]),
         b(2, vec![u(2)]),
     ];
@@ -231,7 +597,10 @@ fn derived_bug_deleting_replacement_is_not_counted_as_updated() {
     // With surge budget available the replacement is planned, still without deleting.
     let plan = plan_rolling_update(&buckets, 4, RollingUpdateConfig::default());
     assert!(
-        !plan.actions.iter().any(|a| matches!(a, Action::Delete { .. })),
+        !plan
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Delete { .. })),
         "the last live machine of the index must not be deleted: {:?}",
         plan.actions
     );
@@ -244,7 +613,10 @@ fn max_surge_is_a_parameter() {
     let one = plan_rolling_update(&buckets, 3, RollingUpdateConfig { max_surge: 1 });
     assert_eq!(simplify(&one.actions), vec!["create 0".to_string()]);
     let three = plan_rolling_update(&buckets, 3, RollingUpdateConfig { max_surge: 3 });
-    assert_eq!(simplify(&three.actions), vec!["create 0", "create 1", "create 2"]);
+    assert_eq!(
+        simplify(&three.actions),
+        vec!["create 0", "create 1", "create 2"]
+    );
     let zero = plan_rolling_update(&buckets, 3, RollingUpdateConfig { max_surge: 0 });
     assert!(zero.actions.is_empty());
 }

@@ -13,13 +13,20 @@ use provkit_testing::machines::MachineInfoBuilder as B;
 const DOMAINS: [&str; 5] = ["a", "b", "c", "d", "e"];
 
 fn machine_domain() -> impl Strategy<Value = MachineDomain<&'static str>> {
-    (0..7i32, 0..5usize, any::<bool>(), 0..3u8, 0..4i64).prop_map(|(index, d, deleting, generation, created)| {
-        // Unique-ish names; some without a parseable index.
-        let name = if generation == 2 { format!("machine-x{index}") } else { format!("machine-g{generation}-{index}") };
-        let mut m = MachineDomain::new(name, DOMAINS[d]).created_at(chrono::DateTime::from_timestamp(created, 0).unwrap());
-        m.deleting = deleting;
-        m
-    })
+    (0..7i32, 0..5usize, any::<bool>(), 0..3u8, 0..4i64).prop_map(
+        |(index, d, deleting, generation, created)| {
+            // Unique-ish names; some without a parseable index.
+            let name = if generation == 2 {
+                format!("machine-x{index}")
+            } else {
+                format!("machine-g{generation}-{index}")
+            };
+            let mut m = MachineDomain::new(name, DOMAINS[d])
+                .created_at(chrono::DateTime::from_timestamp(created, 0).unwrap());
+            m.deleting = deleting;
+            m
+        },
+    )
 }
 
 fn domains() -> impl Strategy<Value = Vec<&'static str>> {

@@ -41,7 +41,12 @@ pub struct Capabilities {
 
 impl Default for Capabilities {
     fn default() -> Self {
-        Self { idempotency_lookup: true, deprovision_may_skip: false, max_polls: 20, poll_delay: Duration::ZERO }
+        Self {
+            idempotency_lookup: true,
+            deprovision_may_skip: false,
+            max_polls: 20,
+            poll_delay: Duration::ZERO,
+        }
     }
 }
 
@@ -98,12 +103,25 @@ pub async fn provision_launch_and_poll(
     caps: Capabilities,
 ) -> ProvisionStatus {
     let key = IdempotencyKey::for_attempt(&resource.uid, &JobType::Provision, "conformance", None);
-    let launched = match provider.trigger_provision(resource, &LaunchContext::new().with_idempotency_key(key)).await {
+    let launched = match provider
+        .trigger_provision(resource, &LaunchContext::new().with_idempotency_key(key))
+        .await
+    {
         Ok(r) => r,
         Err(e) => panic!("trigger_provision failed: {e}"),
     };
-    assert!(!launched.job_id.trim().is_empty(), "trigger_provision must return a non-empty job id");
-    poll_until_terminal(provider, resource, &JobType::Provision, &launched.job_id, caps).await
+    assert!(
+        !launched.job_id.trim().is_empty(),
+        "trigger_provision must return a non-empty job id"
+    );
+    poll_until_terminal(
+        provider,
+        resource,
+        &JobType::Provision,
+        &launched.job_id,
+        caps,
+    )
+    .await
 }
 
 async fn poll_until_terminal(
@@ -134,51 +152,113 @@ async fn poll_until_terminal(
             tokio::time::sleep(caps.poll_delay).await;
         }
     }
-    panic!("{} job {job_id} did not reach a terminal state in {} polls", job_type.as_str(), caps.max_polls);
+    panic!(
+        "{} job {job_id} did not reach a terminal state in {} polls",
+        job_type.as_str(),
+        caps.max_polls
+    );
 }
 
 /// Status of a job id the backend never issued is [`ProviderError::NotFound`](provkit_lifecycle::ProviderError::NotFound)
 /// (the engine relies on it to fail purged jobs instead of polling them forever).
-pub async fn status_of_unknown_job_is_not_found(provider: &dyn ProvisioningProvider, resource: &ResourceView) {
+pub async fn status_of_unknown_job_is_not_found(
+    provider: &dyn ProvisioningProvider,
+    resource: &ResourceView,
+) {
     let missing = "999999999";
     match provider.provision_status(resource, missing).await {
-        Err(e) => assert!(e.is_not_found(), "status of an unknown job must be NotFound, got: {e}"),
+        Err(e) => assert!(
+            e.is_not_found(),
+            "status of an unknown job must be NotFound, got: {e}"
+        ),
         Ok(s) => panic!("status of an unknown job must fail, got {:?}", s.state),
     }
     match provider.deprovision_status(resource, missing).await {
-        Err(e) => assert!(e.is_not_found(), "deprovision status of an unknown job must be NotFound, got: {e}"),
-        Ok(s) => panic!("deprovision status of an unknown job must fail, got {:?}", s.state),
+        Err(e) => assert!(
+            e.is_not_found(),
+            "deprovision status of an unknown job must be NotFound, got: {e}"
+        ),
+        Ok(s) => panic!(
+            "deprovision status of an unknown job must fail, got {:?}",
+            s.state
+        ),
     }
 }
 
 /// With lookup support: a job launched with key K is found by K (same id), and an unused key finds
 /// nothing. Without: the provider reports `Unsupported` and lookups fail with `Unsupported`.
-pub async fn idempotency_lookup(provider: &dyn ProvisioningProvider, resource: &ResourceView, caps: Capabilities) {
+pub async fn idempotency_lookup(
+    provider: &dyn ProvisioningProvider,
+    resource: &ResourceView,
+    caps: Capabilities,
+) {
     let support = provider.idempotency_support();
-    let key = IdempotencyKey::for_attempt(&resource.uid, &JobType::Provision, "conformance-lookup", None);
+    let key = IdempotencyKey::for_attempt(
+        &resource.uid,
+        &JobType::Provision,
+        "conformance-lookup",
+        None,
+    );
     if !caps.idempotency_lookup {
-        assert_eq!(support, IdempotencySupport::Unsupported, "provider without lookup must say so");
-        match provider.find_job_by_idempotency_key(resource, &JobType::Provision, &key).await {
-            Err(e) => assert!(e.is_unsupported(), "lookup without support must be Unsupported, got: {e}"),
+        assert_eq!(
+            support,
+            IdempotencySupport::Unsupported,
+            "provider without lookup must say so"
+        );
+        match provider
+            .find_job_by_idempotency_key(resource, &JobType::Provision, &key)
+            .await
+        {
+            Err(e) => assert!(
+                e.is_unsupported(),
+                "lookup without support must be Unsupported, got: {e}"
+            ),
             Ok(found) => panic!("lookup without support must fail, got {found:?}"),
         }
         return;
     }
-    assert_ne!(support, IdempotencySupport::Unsupported, "provider with lookup must report it");
-    let unused = IdempotencyKey::for_attempt(&resource.uid, &JobType::Provision, "conformance-unused", None);
-    match provider.find_job_by_idempotency_key(resource, &JobType::Provision, &unused).await {
+    assert_ne!(
+        support,
+        IdempotencySupport::Unsupported,
+        "provider with lookup must report it"
+    );
+    let unused = IdempotencyKey::for_attempt(
+        &resource.uid,
+        &JobType::Provision,
+        "conformance-unused",
+        None,
+    );
+    match provider
+        .find_job_by_idempotency_key(resource, &JobType::Provision, &unused)
+        .await
+    {
         Ok(None) => {}
         other => panic!("lookup of an unused key must be Ok(None), got {other:?}"),
     }
-    let launched = match provider.trigger_provision(resource, &LaunchContext::new().with_idempotency_key(key.clone())).await {
+    let launched = match provider
+        .trigger_provision(
+            resource,
+            &LaunchContext::new().with_idempotency_key(key.clone()),
+        )
+        .await
+    {
         Ok(r) => r,
         Err(e) => panic!("trigger_provision failed: {e}"),
     };
-    match provider.find_job_by_idempotency_key(resource, &JobType::Provision, &key).await {
-        Ok(Some(found)) => assert_eq!(found.job_id, launched.job_id, "lookup must find the launched job"),
+    match provider
+        .find_job_by_idempotency_key(resource, &JobType::Provision, &key)
+        .await
+    {
+        Ok(Some(found)) => assert_eq!(
+            found.job_id, launched.job_id,
+            "lookup must find the launched job"
+        ),
         other => panic!("lookup of a used key must find the job, got {other:?}"),
     }
-    match provider.find_job_by_idempotency_key(resource, &JobType::Deprovision, &key).await {
+    match provider
+        .find_job_by_idempotency_key(resource, &JobType::Deprovision, &key)
+        .await
+    {
         Ok(None) => {}
         other => panic!("lookup must not return a job of another type, got {other:?}"),
     }
@@ -192,7 +272,14 @@ pub async fn deprovision_without_provision_jobs(
     caps: Capabilities,
 ) {
     let key = IdempotencyKey::for_attempt(&resource.uid, &JobType::Deprovision, "", None);
-    let result = match provider.trigger_deprovision(resource, &[], &LaunchContext::new().with_idempotency_key(key)).await {
+    let result = match provider
+        .trigger_deprovision(
+            resource,
+            &[],
+            &LaunchContext::new().with_idempotency_key(key),
+        )
+        .await
+    {
         Ok(r) => r,
         Err(e) => panic!("trigger_deprovision failed: {e}"),
     };
@@ -203,8 +290,13 @@ pub async fn deprovision_without_provision_jobs(
             };
             poll_until_terminal(provider, resource, &JobType::Deprovision, &id, caps).await;
         }
-        DeprovisionAction::Skipped => assert!(caps.deprovision_may_skip, "provider skipped deprovision unexpectedly"),
-        DeprovisionAction::Waiting => panic!("nothing to wait for without provision jobs, got Waiting"),
+        DeprovisionAction::Skipped => assert!(
+            caps.deprovision_may_skip,
+            "provider skipped deprovision unexpectedly"
+        ),
+        DeprovisionAction::Waiting => {
+            panic!("nothing to wait for without provision jobs, got Waiting")
+        }
         other => panic!("unexpected deprovision action {other}"),
     }
 }
@@ -217,22 +309,47 @@ pub async fn deprovision_after_provision(
     caps: Capabilities,
 ) {
     let status = provision_launch_and_poll(provider, resource, caps).await;
-    let job = JobStatus::new(status.job_id.clone(), JobType::Provision, status.state.clone(), chrono::DateTime::UNIX_EPOCH);
+    let job = JobStatus::new(
+        status.job_id.clone(),
+        JobType::Provision,
+        status.state.clone(),
+        chrono::DateTime::UNIX_EPOCH,
+    );
     let jobs = vec![job];
     let key = IdempotencyKey::for_attempt(&resource.uid, &JobType::Deprovision, "", None);
-    let result = match provider.trigger_deprovision(resource, &jobs, &LaunchContext::new().with_idempotency_key(key)).await {
+    let result = match provider
+        .trigger_deprovision(
+            resource,
+            &jobs,
+            &LaunchContext::new().with_idempotency_key(key),
+        )
+        .await
+    {
         Ok(r) => r,
         Err(e) => panic!("trigger_deprovision failed: {e}"),
     };
     match result.action {
         DeprovisionAction::Triggered => {
-            assert!(result.job_id.is_some_and(|id| !id.trim().is_empty()), "Triggered needs a job id");
+            assert!(
+                result.job_id.is_some_and(|id| !id.trim().is_empty()),
+                "Triggered needs a job id"
+            );
         }
-        DeprovisionAction::Skipped => assert!(caps.deprovision_may_skip, "provider skipped deprovision unexpectedly"),
-        DeprovisionAction::Waiting => panic!("a terminal provision job ({:?}) must not make deprovision wait", status.state),
+        DeprovisionAction::Skipped => assert!(
+            caps.deprovision_may_skip,
+            "provider skipped deprovision unexpectedly"
+        ),
+        DeprovisionAction::Waiting => panic!(
+            "a terminal provision job ({:?}) must not make deprovision wait",
+            status.state
+        ),
         other => panic!("unexpected deprovision action {other}"),
     }
     if let Some(reported) = result.provision_job_status {
-        assert!(reported.state.is_terminal(), "reported provision job state must be terminal, got {:?}", reported.state);
+        assert!(
+            reported.state.is_terminal(),
+            "reported provision job state must be terminal, got {:?}",
+            reported.state
+        );
     }
 }

@@ -196,7 +196,8 @@ mod tests {
     #[test]
     fn cpython_messages() {
         let cases: &[(&str, Option<&str>)] = &[
-            (r#"{"extra_vars":"#, Some("Expecting value: line 1 column 16 (char 15)")),
+            ("{\"extra_vars\": ", Some("Expecting value: line 1 column 16 (char 15)")),
+            (r#"{"extra_vars":"#, Some("Expecting value: line 1 column 15 (char 14)")),
             ("", Some("Expecting value: line 1 column 1 (char 0)")),
             ("{", Some("Expecting property name enclosed in double quotes: line 1 column 2 (char 1)")),
             (r#"{"a" 1}"#, Some("Expecting ':' delimiter: line 1 column 6 (char 5)")),

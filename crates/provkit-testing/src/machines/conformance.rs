@@ -74,7 +74,11 @@ pub async fn cloud_lifecycle(
     assert!(created.is_ok(), "create failed: {:?}", created.err());
     if caps.create_immediately_visible {
         let got = p.get(machine).await;
-        assert!(got.is_ok(), "get right after create must find the instance: {:?}", got.err());
+        assert!(
+            got.is_ok(),
+            "get right after create must find the instance: {:?}",
+            got.err()
+        );
     }
     let found = poll_found(p, machine, caps).await;
     assert_eq!(found.name, machine.name, "instance name");
@@ -101,7 +105,10 @@ pub async fn cloud_lifecycle(
     }
     assert!(done, "cleanup never reported done");
     assert!(
-        p.get(&renamed).await.err().is_some_and(|e| e.is_not_found()),
+        p.get(&renamed)
+            .await
+            .err()
+            .is_some_and(|e| e.is_not_found()),
         "get after cleanup must be not-found (terminated instances are ignored)"
     );
     assert_eq!(
@@ -157,7 +164,11 @@ pub async fn cloud_validation(
         );
     }
     let defaulted = p.add_defaults(valid.clone());
-    assert!(defaulted.is_ok(), "add_defaults failed: {:?}", defaulted.err());
+    assert!(
+        defaulted.is_ok(),
+        "add_defaults failed: {:?}",
+        defaulted.err()
+    );
     let labels = p.metrics_labels(machine);
     assert!(
         labels.as_ref().is_ok_and(|l| l.contains_key("size")),
@@ -187,10 +198,16 @@ pub async fn machine_set_contract(p: &dyn MachineSetProvider, machine_gvr: &Grou
     let missing = ObjectRef::named(
         machine_gvr.clone(),
         "conformance-missing-machine-0",
-        before.first().and_then(|i| i.machine.namespace().map(str::to_owned)),
+        before
+            .first()
+            .and_then(|i| i.machine.namespace().map(str::to_owned)),
     );
     let deleted_missing = p.delete_machine(&missing).await;
-    assert!(deleted_missing.is_ok(), "deleting a missing machine must succeed: {:?}", deleted_missing.err());
+    assert!(
+        deleted_missing.is_ok(),
+        "deleting a missing machine must succeed: {:?}",
+        deleted_missing.err()
+    );
 
     if let Some(first) = before.first() {
         let mut foreign = first.machine.clone();
@@ -220,9 +237,17 @@ pub async fn machine_set_contract(p: &dyn MachineSetProvider, machine_gvr: &Grou
         },
     };
     let created = p.create_machine(index).await;
-    assert!(created.is_ok(), "create_machine({index}) failed: {:?}", created.err());
+    assert!(
+        created.is_ok(),
+        "create_machine({index}) failed: {:?}",
+        created.err()
+    );
     let after_snapshot = p.machine_infos().await.unwrap_or_default();
-    assert_eq!(after_snapshot.len(), before.len(), "create must not change the receiver's snapshot");
+    assert_eq!(
+        after_snapshot.len(),
+        before.len(),
+        "create must not change the receiver's snapshot"
+    );
 
     let fresh = p.refresh().await;
     assert!(fresh.is_ok(), "refresh failed");
@@ -232,14 +257,30 @@ pub async fn machine_set_contract(p: &dyn MachineSetProvider, machine_gvr: &Grou
         .iter()
         .filter(|i| !before.iter().any(|b| b.name() == i.name()))
         .collect();
-    assert_eq!(new.len(), 1, "exactly one machine must be created, got {new:?}");
+    assert_eq!(
+        new.len(),
+        1,
+        "exactly one machine must be created, got {new:?}"
+    );
     let Some(new) = new.first() else { return };
     assert_eq!(new.index, index, "created machine index");
-    assert!(new.name().ends_with(&format!("-{index}")), "name {} must end in -{index}", new.name());
-    assert_eq!(parse_index(new.name()), Some(index), "name must parse back to the index");
+    assert!(
+        new.name().ends_with(&format!("-{index}")),
+        "name {} must end in -{index}",
+        new.name()
+    );
+    assert_eq!(
+        parse_index(new.name()),
+        Some(index),
+        "name must parse back to the index"
+    );
 
     let deleted = p.delete_machine(&new.machine).await;
-    assert!(deleted.is_ok(), "deleting the created machine failed: {:?}", deleted.err());
+    assert!(
+        deleted.is_ok(),
+        "deleting the created machine failed: {:?}",
+        deleted.err()
+    );
     let again = p.delete_machine(&new.machine).await;
     assert!(again.is_ok(), "delete is idempotent: {:?}", again.err());
 }

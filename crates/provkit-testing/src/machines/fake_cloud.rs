@@ -230,7 +230,8 @@ impl CloudProvider for FakeCloudProvider {
     fn add_defaults(&self, mut spec: serde_json::Value) -> Result<DefaultedSpec, ProviderError> {
         drop(self.enter(Method::AddDefaults)?);
         if let Some(obj) = spec.as_object_mut() {
-            obj.entry("size").or_insert_with(|| serde_json::json!("small"));
+            obj.entry("size")
+                .or_insert_with(|| serde_json::json!("small"));
         }
         Ok(DefaultedSpec::new(spec))
     }
@@ -269,7 +270,11 @@ impl CloudProvider for FakeCloudProvider {
         Ok(live.instance.clone())
     }
 
-    async fn create(&self, machine: &MachineView, _user_data: &str) -> Result<Instance, ProviderError> {
+    async fn create(
+        &self,
+        machine: &MachineView,
+        _user_data: &str,
+    ) -> Result<Instance, ProviderError> {
         let mut s = self.enter(Method::Create)?;
         s.create_calls += 1;
         let n = s.create_calls;
@@ -323,12 +328,18 @@ impl CloudProvider for FakeCloudProvider {
     async fn migrate_uid(&self, machine: &MachineView, new_uid: &str) -> Result<(), ProviderError> {
         let mut s = self.enter(Method::MigrateUid)?;
         if let Some(list) = s.instances.remove(&machine.uid) {
-            s.instances.entry(new_uid.to_owned()).or_default().extend(list);
+            s.instances
+                .entry(new_uid.to_owned())
+                .or_default()
+                .extend(list);
         }
         Ok(())
     }
 
-    fn metrics_labels(&self, machine: &MachineView) -> Result<BTreeMap<String, String>, ProviderError> {
+    fn metrics_labels(
+        &self,
+        machine: &MachineView,
+    ) -> Result<BTreeMap<String, String>, ProviderError> {
         drop(self.enter(Method::MetricsLabels)?);
         let size = machine
             .provider_spec

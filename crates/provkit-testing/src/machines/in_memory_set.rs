@@ -4,7 +4,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
-use provkit_machines::set::{CreatableIndexes, MachineSetError, MachineSetProvider, RANDOM_SUFFIX_ALPHABET};
+use provkit_machines::set::{
+    CreatableIndexes, MachineSetError, MachineSetProvider, RANDOM_SUFFIX_ALPHABET,
+};
 use provkit_machines::{GroupVersionResource, MachineInfo, ObjectRef, UpdateState};
 
 use super::builders::{machine_gvr, node_gvr};
@@ -212,7 +214,11 @@ impl InMemoryMachineSetProvider {
             if !m.ready {
                 m.ready = true;
                 if m.node.is_none() {
-                    m.node = Some(ObjectRef::named(node_gvr(), format!("{}-node", m.name()), None));
+                    m.node = Some(ObjectRef::named(
+                        node_gvr(),
+                        format!("{}-node", m.name()),
+                        None,
+                    ));
                 }
                 changed = true;
             }

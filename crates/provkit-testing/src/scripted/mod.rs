@@ -126,16 +126,31 @@ impl ScriptedProvider {
 
     /// Queues the answer of the next `trigger_provision` for `uid`.
     pub fn push_trigger(&self, uid: &str, step: TriggerStep) {
-        self.lock().scripts.entry(uid.to_owned()).or_default().triggers.push_back(step);
+        self.lock()
+            .scripts
+            .entry(uid.to_owned())
+            .or_default()
+            .triggers
+            .push_back(step);
     }
 
     /// Queues the answer of the next `trigger_deprovision` for `uid`.
     pub fn push_deprovision(&self, uid: &str, step: DeprovisionScript) {
-        self.lock().scripts.entry(uid.to_owned()).or_default().deprovisions.push_back(step);
+        self.lock()
+            .scripts
+            .entry(uid.to_owned())
+            .or_default()
+            .deprovisions
+            .push_back(step);
     }
 
     /// Queues the status sequence of the next job of `job_type` launched for `uid`.
-    pub fn push_job_statuses(&self, uid: &str, job_type: &JobType, steps: impl IntoIterator<Item = StatusStep>) {
+    pub fn push_job_statuses(
+        &self,
+        uid: &str,
+        job_type: &JobType,
+        steps: impl IntoIterator<Item = StatusStep>,
+    ) {
         let mut state = self.lock();
         let script = state.scripts.entry(uid.to_owned()).or_default();
         let steps: Vec<_> = steps.into_iter().collect();
@@ -148,8 +163,11 @@ impl ScriptedProvider {
     /// Sets the status sequence of jobs without a queued one (default: `[Succeeded]`).
     pub fn set_default_statuses(&self, steps: impl IntoIterator<Item = StatusStep>) {
         let steps: Vec<_> = steps.into_iter().collect();
-        self.lock().default_statuses =
-            if steps.is_empty() { vec![StatusStep::State(JobState::Succeeded)] } else { steps };
+        self.lock().default_statuses = if steps.is_empty() {
+            vec![StatusStep::State(JobState::Succeeded)]
+        } else {
+            steps
+        };
     }
 
     /// Replaces the remaining status steps of an existing job.
@@ -167,7 +185,12 @@ impl ScriptedProvider {
 
     /// The calls made for `uid`.
     pub fn calls_for(&self, uid: &str) -> Vec<ProviderCall> {
-        self.lock().calls.iter().filter(|c| c.uid() == uid).cloned().collect()
+        self.lock()
+            .calls
+            .iter()
+            .filter(|c| c.uid() == uid)
+            .cloned()
+            .collect()
     }
 
     /// Every job created so far (including jobs whose launch answer was lost).
@@ -177,7 +200,11 @@ impl ScriptedProvider {
 
     /// How many jobs of `job_type` were created for `uid`.
     pub fn jobs_created(&self, uid: &str, job_type: &JobType) -> usize {
-        self.lock().jobs.values().filter(|j| j.info.uid == uid && &j.info.job_type == job_type).count()
+        self.lock()
+            .jobs
+            .values()
+            .filter(|j| j.info.uid == uid && &j.info.job_type == job_type)
+            .count()
     }
 
     /// Forgets recorded calls (scripts and jobs stay).
@@ -185,7 +212,12 @@ impl ScriptedProvider {
         self.lock().calls.clear();
     }
 
-    fn create_job(state: &mut State, uid: &str, job_type: JobType, key: Option<IdempotencyKey>) -> String {
+    fn create_job(
+        state: &mut State,
+        uid: &str,
+        job_type: JobType,
+        key: Option<IdempotencyKey>,
+    ) -> String {
         let n = state.next_id;
         state.next_id += 1;
         let job_id = format!("job-{n}");
@@ -212,14 +244,29 @@ impl ScriptedProvider {
         job_id
     }
 
-    fn status(&self, job_type: &JobType, resource: &ResourceView, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
+    fn status(
+        &self,
+        job_type: &JobType,
+        resource: &ResourceView,
+        job_id: &str,
+    ) -> Result<ProvisionStatus, ProviderError> {
         let mut state = self.lock();
         let call = match job_type {
-            JobType::Deprovision => ProviderCall::DeprovisionStatus { uid: resource.uid.clone(), job_id: job_id.to_owned() },
-            _ => ProviderCall::ProvisionStatus { uid: resource.uid.clone(), job_id: job_id.to_owned() },
+            JobType::Deprovision => ProviderCall::DeprovisionStatus {
+                uid: resource.uid.clone(),
+                job_id: job_id.to_owned(),
+            },
+            _ => ProviderCall::ProvisionStatus {
+                uid: resource.uid.clone(),
+                job_id: job_id.to_owned(),
+            },
         };
         state.calls.push(call);
-        let Some(entry) = state.jobs.values_mut().find(|j| j.info.job_id == job_id && &j.info.job_type == job_type) else {
+        let Some(entry) = state
+            .jobs
+            .values_mut()
+            .find(|j| j.info.job_id == job_id && &j.info.job_type == job_type)
+        else {
             return Err(ProviderError::not_found(format!("job {job_id}")));
         };
         if !entry.info.exists {
@@ -233,11 +280,16 @@ impl ScriptedProvider {
         match step.unwrap_or(StatusStep::State(JobState::Succeeded)) {
             StatusStep::State(s) => {
                 entry.info.state = s.clone();
-                Ok(ProvisionStatus::new(job_id, s.clone(), s.as_str().to_ascii_lowercase()))
+                Ok(ProvisionStatus::new(
+                    job_id,
+                    s.clone(),
+                    s.as_str().to_ascii_lowercase(),
+                ))
             }
             StatusStep::FailedWith(details) => {
                 entry.info.state = JobState::Failed;
-                Ok(ProvisionStatus::new(job_id, JobState::Failed, "failed").with_error_details(details))
+                Ok(ProvisionStatus::new(job_id, JobState::Failed, "failed")
+                    .with_error_details(details))
             }
             StatusStep::NotFound => {
                 entry.info.exists = false;
@@ -254,9 +306,16 @@ impl ProvisioningProvider for ScriptedProvider {
         &self.name
     }
 
-    async fn trigger_provision(&self, resource: &ResourceView, ctx: &LaunchContext) -> Result<ProvisionResult, ProviderError> {
+    async fn trigger_provision(
+        &self,
+        resource: &ResourceView,
+        ctx: &LaunchContext,
+    ) -> Result<ProvisionResult, ProviderError> {
         let mut state = self.lock();
-        state.calls.push(ProviderCall::TriggerProvision { uid: resource.uid.clone(), ctx: ctx.clone() });
+        state.calls.push(ProviderCall::TriggerProvision {
+            uid: resource.uid.clone(),
+            ctx: ctx.clone(),
+        });
         let step = state
             .scripts
             .entry(resource.uid.clone())
@@ -266,7 +325,10 @@ impl ProvisioningProvider for ScriptedProvider {
             .unwrap_or_else(TriggerStep::launch);
         let key = ctx.idempotency_key.clone();
         match step {
-            TriggerStep::Launch { initial_state, message } => {
+            TriggerStep::Launch {
+                initial_state,
+                message,
+            } => {
                 let id = Self::create_job(&mut state, &resource.uid, JobType::Provision, key);
                 Ok(ProvisionResult::new(id, initial_state, message))
             }
@@ -275,16 +337,27 @@ impl ProvisioningProvider for ScriptedProvider {
             TriggerStep::Fail(m) => Err(ProviderError::other(m)),
             TriggerStep::LoseAnswer => {
                 Self::create_job(&mut state, &resource.uid, JobType::Provision, key);
-                Err(ProviderError::outcome_unknown("launch answer lost: connection reset", None))
+                Err(ProviderError::outcome_unknown(
+                    "launch answer lost: connection reset",
+                    None,
+                ))
             }
             TriggerStep::EmptyJobId => {
                 Self::create_job(&mut state, &resource.uid, JobType::Provision, key);
-                Ok(ProvisionResult::new("", JobState::Pending, "Provisioning job triggered"))
+                Ok(ProvisionResult::new(
+                    "",
+                    JobState::Pending,
+                    "Provisioning job triggered",
+                ))
             }
         }
     }
 
-    async fn provision_status(&self, resource: &ResourceView, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
+    async fn provision_status(
+        &self,
+        resource: &ResourceView,
+        job_id: &str,
+    ) -> Result<ProvisionStatus, ProviderError> {
         self.status(&JobType::Provision, resource, job_id)
     }
 
@@ -309,7 +382,10 @@ impl ProvisioningProvider for ScriptedProvider {
             .unwrap_or_else(DeprovisionScript::triggered);
         let key = ctx.idempotency_key.clone();
         match step {
-            DeprovisionScript::Triggered { block_deletion_on_failure, provision_status } => {
+            DeprovisionScript::Triggered {
+                block_deletion_on_failure,
+                provision_status,
+            } => {
                 let id = Self::create_job(&mut state, &resource.uid, JobType::Deprovision, key);
                 let mut r = DeprovisionResult::triggered(id, block_deletion_on_failure);
                 if let Some(st) = provision_status {
@@ -329,12 +405,19 @@ impl ProvisioningProvider for ScriptedProvider {
             DeprovisionScript::Fail(m) => Err(ProviderError::other(m)),
             DeprovisionScript::LoseAnswer { .. } => {
                 Self::create_job(&mut state, &resource.uid, JobType::Deprovision, key);
-                Err(ProviderError::outcome_unknown("launch answer lost: timeout", None))
+                Err(ProviderError::outcome_unknown(
+                    "launch answer lost: timeout",
+                    None,
+                ))
             }
         }
     }
 
-    async fn deprovision_status(&self, resource: &ResourceView, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
+    async fn deprovision_status(
+        &self,
+        resource: &ResourceView,
+        job_id: &str,
+    ) -> Result<ProvisionStatus, ProviderError> {
         self.status(&JobType::Deprovision, resource, job_id)
     }
 
@@ -355,10 +438,16 @@ impl ProvisioningProvider for ScriptedProvider {
             key: key.clone(),
         });
         if self.support == IdempotencySupport::Unsupported {
-            return Err(ProviderError::unsupported("find_job_by_idempotency_key", self.name.clone()));
+            return Err(ProviderError::unsupported(
+                "find_job_by_idempotency_key",
+                self.name.clone(),
+            ));
         }
         let found = state.jobs.values().find(|j| {
-            j.info.exists && j.info.uid == resource.uid && &j.info.job_type == job_type && j.info.key.as_ref() == Some(key)
+            j.info.exists
+                && j.info.uid == resource.uid
+                && &j.info.job_type == job_type
+                && j.info.key.as_ref() == Some(key)
         });
         Ok(found.map(|j| FoundJob::new(j.info.job_id.clone(), j.info.state.clone(), "")))
     }

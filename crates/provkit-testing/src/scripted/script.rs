@@ -32,7 +32,10 @@ pub enum TriggerStep {
 impl TriggerStep {
     /// `Launch { Pending, "Provisioning job triggered" }` (what AAP answers).
     pub fn launch() -> Self {
-        Self::Launch { initial_state: JobState::Pending, message: "Provisioning job triggered".into() }
+        Self::Launch {
+            initial_state: JobState::Pending,
+            message: "Provisioning job triggered".into(),
+        }
     }
 }
 
@@ -82,7 +85,10 @@ pub enum DeprovisionScript {
 impl DeprovisionScript {
     /// `Triggered` with `blockDeletionOnFailure = true` and no provision status (AAP style).
     pub fn triggered() -> Self {
-        Self::Triggered { block_deletion_on_failure: true, provision_status: None }
+        Self::Triggered {
+            block_deletion_on_failure: true,
+            provision_status: None,
+        }
     }
 }
 
@@ -145,7 +151,10 @@ impl ProviderCall {
 
     /// True for the two trigger calls.
     pub fn is_trigger(&self) -> bool {
-        matches!(self, Self::TriggerProvision { .. } | Self::TriggerDeprovision { .. })
+        matches!(
+            self,
+            Self::TriggerProvision { .. } | Self::TriggerDeprovision { .. }
+        )
     }
 }
 

@@ -94,7 +94,7 @@ fn steps() -> Vec<Step> {
             json!({"detail": "No JobTemplate matches the given query."})), r#"{"extra_vars":{}}"#),
         with_body(step("§6.6 truncated JSON", "POST", "/api/v2/job_templates/9/launch/", 400,
             json!({"detail": "JSON parse error - Expecting value: line 1 column 16 (char 15)\nPossible cause: trailing comma."})),
-            r#"{"extra_vars":"#),
+            "{\"extra_vars\": "),
         with_body(step("§6.6 extra_vars list", "POST", "/api/v2/job_templates/9/launch/", 400,
             json!({"extra_vars": ["Cannot parse as JSON (error: the JSON object must be str, bytes or bytearray, not list) or YAML (error: 'list' object has no attribute 'read')."]})),
             r#"{"extra_vars":[1,2]}"#),

@@ -1,8 +1,8 @@
 //! RollingUpdate of a 3-replica control plane across 3 failure domains, against the in-memory
 //! machine-set provider. Each pass: refresh the snapshot, group by index, validate, plan, print
-//! the plan, execute it (with the uncached re-check before each create), then let the world move
-//! on (pending machines become ready, deleting machines disappear). Stops when the plan is idle
-//! and every machine is up to date.
+//! the plan, execute it (with the uncached re-check before each create). While the plan only
+//! waits, the world moves on (pending machines become ready, deleting machines disappear).
+//! Stops when the plan is idle and every machine is up to date.
 //!
 //! Run with `cargo run -p provkit-examples --example rollout`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -93,7 +93,11 @@ async fn main() {
             }
             return;
         }
-        provider.advance();
+        // The world moves on while the controller waits (a requeue or a watch event later).
+        if plan.actions.is_empty() {
+            println!("    ... machines progress (pending → ready, deleting → gone)");
+            provider.advance();
+        }
     }
     println!("rollout did not complete");
     std::process::exit(1);

@@ -25,7 +25,7 @@ fn t0() -> DateTime<Utc> {
 
 /// Ten jobs, oldest first: provision/deprovision alternating, every provision job failed except
 /// the last one, which ends with `last_state` at the desired version.
-fn history(last_state: JobState) -> Vec<JobStatus> {
+fn history(last_state: &JobState) -> Vec<JobStatus> {
     (0..10)
         .map(|i| {
             let ty = if i % 3 == 2 { JobType::Deprovision } else { JobType::Provision };
@@ -45,12 +45,12 @@ fn evaluate(c: &mut Criterion) {
         ("10_jobs_poll", JobState::Running),
         ("10_jobs_backoff", JobState::Failed),
     ] {
-        let jobs = history(state);
+        let jobs = history(&state);
         g.bench_function(name, |b| {
             b.iter(|| evaluate_action(black_box(&jobs), black_box(DESIRED), LegacyJobs::Adopt).action);
         });
     }
-    let jobs = history(JobState::Succeeded);
+    let jobs = history(&JobState::Succeeded);
     g.bench_function("10_jobs_trigger_new_version", |b| {
         b.iter(|| evaluate_action(black_box(&jobs), black_box("ffffffffffffffff"), LegacyJobs::Adopt).action);
     });
@@ -77,7 +77,7 @@ fn reconcile(c: &mut Criterion) {
     // Latest job succeeded at the desired version: Skip, no provider call.
     let provider = ScriptedProvider::new();
     let lifecycle = engine(&provider);
-    let jobs = history(JobState::Succeeded);
+    let jobs = history(&JobState::Succeeded);
     g.bench_function("skip_10_jobs", |b| {
         b.iter_batched(
             || jobs.clone(),
@@ -101,7 +101,7 @@ fn reconcile(c: &mut Criterion) {
                 let launched = rt
                     .block_on(provider.trigger_provision(&resource, &ctx))
                     .unwrap();
-                let mut jobs = history(JobState::Running);
+                let mut jobs = history(&JobState::Running);
                 jobs[9].job_id = launched.job_id;
                 (engine(&provider), jobs)
             },
@@ -119,7 +119,7 @@ fn reconcile(c: &mut Criterion) {
     // Spec changed: Trigger, launch through the provider, append the job (trimming to 10).
     g.bench_function("trigger_10_jobs", |b| {
         b.iter_batched(
-            || (engine(&ScriptedProvider::new()), history(JobState::Succeeded)),
+            || (engine(&ScriptedProvider::new()), history(&JobState::Succeeded)),
             |(lifecycle, mut jobs)| {
                 rt.block_on(lifecycle.run_provisioning_lifecycle(
                     &resource, &mut jobs, "ffffffffffffffff", &ctx, &mut ProvisionHooks::new(),
@@ -135,7 +135,7 @@ fn reconcile(c: &mut Criterion) {
 
 fn history_ops(c: &mut Criterion) {
     let mut g = c.benchmark_group("job_history");
-    let full = history(JobState::Succeeded);
+    let full = history(&JobState::Succeeded);
     let job = JobStatus::new("200", JobType::Provision, JobState::Pending, t0() + Duration::hours(1));
     g.bench_function("append_trim_at_cap_10", |b| {
         b.iter_batched(

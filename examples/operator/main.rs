@@ -98,6 +98,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .init();
 
+    // Fail fast without a cluster, before starting anything.
+    let client = Client::try_default().await?;
     let prefix = cli
         .template_prefix
         .clone()
@@ -117,7 +119,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let provider: Arc<dyn ProvisioningProvider> = Arc::new(AapProvider::with_prefix(aap, prefix));
 
-    let client = Client::try_default().await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let identity = std::env::var("POD_NAME")
         .or_else(|_| std::env::var("HOSTNAME"))

@@ -128,7 +128,7 @@ pub fn fmt_duration(d: Duration) -> String {
         format!("{us} µs")
     } else if us < 1_000_000 {
         format!("{:.1} ms", d.as_secs_f64() * 1e3)
-    } else if d.as_secs() < 120 {
+    } else if d.as_secs() < 60 {
         format!("{:.2} s", d.as_secs_f64())
     } else {
         let s = d.as_secs();

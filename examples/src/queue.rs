@@ -316,3 +316,63 @@ impl WorkQueue {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn earliest_schedule_wins_and_requeues_wait_for_the_virtual_clock() {
+        let clock = VirtualClock::new();
+        let q = Arc::new(WorkQueue::new(clock.clone(), 2, Advance::WhenIdle));
+        q.schedule_after(0, Duration::from_secs(10));
+        q.schedule_after(0, Duration::from_secs(5));
+        q.schedule_after(0, Duration::from_secs(7));
+        q.schedule_after(1, Duration::from_secs(60));
+        let driver = tokio::spawn({
+            let q = q.clone();
+            async move { q.drive(q.clock().after(Duration::from_secs(3600))).await }
+        });
+        let mut seen = Vec::new();
+        while let Some(key) = q.next().await {
+            seen.push((key, clock.elapsed().as_secs()));
+            q.done(key, None);
+        }
+        assert_eq!(seen, [(0, 5), (1, 60)]);
+        assert_eq!(driver.await.unwrap(), DriveEnd::Quiescent);
+    }
+
+    #[tokio::test]
+    async fn an_object_is_never_handed_out_twice_at_once() {
+        let clock = VirtualClock::new();
+        let q = WorkQueue::new(clock.clone(), 1, Advance::WhenIdle);
+        q.schedule(0, clock.now());
+        assert_eq!(q.next().await, Some(0));
+        // An event while the reconcile runs: not handed out now...
+        q.schedule(0, clock.now());
+        assert!(q.lock().ready.is_empty());
+        // ...but right after the running reconcile ends, even though it asked for a later requeue.
+        q.done(0, Some(Duration::from_secs(30)));
+        assert_eq!(q.next().await, Some(0));
+        q.done(0, Some(Duration::from_secs(30)));
+        assert_eq!(q.lock().slots[0].scheduled, Some(micros(clock.after(Duration::from_secs(30)))));
+    }
+
+    #[tokio::test]
+    async fn drive_stops_at_the_deadline_and_runs_actions_in_time_order() {
+        let clock = VirtualClock::new();
+        let q = Arc::new(WorkQueue::new(clock.clone(), 1, Advance::Pipelined));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        for secs in [30, 10, 20] {
+            let (log, c) = (log.clone(), clock.clone());
+            q.at(clock.after(Duration::from_secs(secs)), Box::new(move || log.lock().unwrap().push(c.elapsed().as_secs())));
+        }
+        q.schedule_after(0, Duration::from_secs(500));
+        assert_eq!(q.drive(clock.after(Duration::from_secs(100))).await, DriveEnd::Deadline);
+        assert_eq!(*log.lock().unwrap(), [10, 20, 30]);
+        assert_eq!(q.next().await, None, "closed");
+    }
+}

@@ -151,7 +151,16 @@ impl ReconcileReport {
                         ("Deprovision: cancel provision job, wait".to_owned(), String::new(), JobType::Provision)
                     }
                     DeprovisionStep::Launched { job_id } => {
-                        ("Deprovision: launched".to_owned(), job_id.clone(), JobType::Deprovision)
+                        let canceled = self.after.as_ref().is_some_and(|o| {
+                            find_latest_job_by_type(&o.jobs, &JobType::Provision)
+                                .is_some_and(|j| j.state == JobState::Canceled)
+                        });
+                        let what = if canceled {
+                            "Deprovision: provision job canceled → launched"
+                        } else {
+                            "Deprovision: launched"
+                        };
+                        (what.to_owned(), job_id.clone(), JobType::Deprovision)
                     }
                     DeprovisionStep::Recovered { job_id } => {
                         ("Deprovision: recovered by key".to_owned(), job_id.clone(), JobType::Deprovision)

@@ -137,7 +137,19 @@ async fn main() {
         {
             Some(rps) => rps,
             None => {
-                let raw = reqwest::Client::builder().no_proxy().build().unwrap();
+                // reqwest is built without a TLS provider: hand it a ring config (plain HTTP here).
+                let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+                    rustls::crypto::ring::default_provider(),
+                ))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth();
+                let raw = reqwest::Client::builder()
+                    .use_preconfigured_tls(tls)
+                    .no_proxy()
+                    .build()
+                    .unwrap();
                 let (url, auth) = (url.clone(), format!("Bearer {token}"));
                 measure(concurrency, duration, move || {
                     let req = raw

@@ -1,5 +1,5 @@
 //! Kubernetes Events for job milestones, published through kube-runtime's
-//! [`Recorder`](kube::runtime::events::Recorder).
+//! `Recorder` ([`kube::runtime::events::Recorder`]).
 //!
 //! | milestone | type | reason | action |
 //! |---|---|---|---|

@@ -287,3 +287,23 @@ mod kube_conversions {
         }
     }
 }
+
+#[cfg(all(test, feature = "kube"))]
+mod kube_tests {
+    use std::time::Duration;
+
+    use kube::runtime::controller::Action;
+
+    use super::{DeprovisionOutcome, DeprovisionStep, Outcome};
+
+    #[test]
+    fn outcomes_convert_to_kube_actions() {
+        assert_eq!(Action::from(Outcome::Done), Action::await_change());
+        let d = Duration::from_secs(90);
+        assert_eq!(Action::from(Outcome::RequeueAfter(d)), Action::requeue(d));
+        let keep = DeprovisionOutcome::keep(DeprovisionStep::Waiting, d);
+        assert_eq!(Action::from(&keep), Action::requeue(d));
+        let remove = DeprovisionOutcome::remove(DeprovisionStep::Skipped);
+        assert_eq!(Action::from(remove), Action::await_change());
+    }
+}

@@ -1,5 +1,10 @@
 //! Integration tests of provkit-machines (one binary; modules under `it/`).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::type_complexity,
+    missing_docs
+)]
 
 #[path = "it/cloud.rs"]
 mod cloud;

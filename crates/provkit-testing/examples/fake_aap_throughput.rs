@@ -7,7 +7,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use provkit_testing::fake_aap::{FakeAap, JobScript, JobTemplateSpec};
 
@@ -42,7 +44,10 @@ async fn main() {
     // A few hundred jobs so lookups are not trivially on a tiny table.
     for i in 0..500 {
         let r = c
-            .post(format!("{}job_templates/bench++Default/launch/", server.api_base()))
+            .post(format!(
+                "{}job_templates/bench++Default/launch/",
+                server.api_base()
+            ))
             .bearer_auth(&token)
             .json(&serde_json::json!({"extra_vars": {"i": i}}))
             .send()
@@ -52,7 +57,11 @@ async fn main() {
     }
     let url = format!("{}jobs/250/", server.api_base());
     let per_run = Duration::from_secs(3);
-    println!("GET /api/v2/jobs/<id>/ on {} (keep-alive, {} s per run)", server.base_url(), per_run.as_secs());
+    println!(
+        "GET /api/v2/jobs/<id>/ on {} (keep-alive, {} s per run)",
+        server.base_url(),
+        per_run.as_secs()
+    );
     for concurrency in [1usize, 16, 64] {
         let c = client();
         let start = Instant::now();
@@ -74,7 +83,10 @@ async fn main() {
             total += t.await.unwrap();
         }
         let secs = start.elapsed().as_secs_f64();
-        println!("concurrency {concurrency:>3}: {total:>8} requests in {secs:.2} s = {:>9.0} req/s", total as f64 / secs);
+        println!(
+            "concurrency {concurrency:>3}: {total:>8} requests in {secs:.2} s = {:>9.0} req/s",
+            total as f64 / secs
+        );
     }
     server.shutdown().await;
 }

@@ -1,5 +1,11 @@
 //! Integration tests of the fake AAP server over real loopback sockets (and a few in-process).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs, unreachable_pub)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_docs,
+    unreachable_pub
+)]
 
 #[path = "fake_aap/common.rs"]
 mod common;

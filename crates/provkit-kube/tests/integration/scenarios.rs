@@ -523,7 +523,6 @@ async fn s6_blocking_deprovision_failure_keeps_finalizer_with_backoff() {
         "Deprovision job triggered",
         "",
     );
-    let s1 = json!({"provisioningJobs": [deprov]});
     let s1_stored = json!({"phase": "Deleting", "provisioningJobs": [deprov]});
     let (r, _) = h
         .reconcile(
@@ -537,7 +536,6 @@ async fn s6_blocking_deprovision_failure_keeps_finalizer_with_backoff() {
         )
         .await;
     assert!(r.unwrap_err().is_keep_finalizer());
-    let _ = s1;
 
     h.clock.advance(Duration::from_secs(30));
     let failed = job_json(
@@ -577,4 +575,58 @@ async fn unmanaged_objects_are_left_alone() {
     assert_eq!(r.unwrap(), Action::await_change());
     assert!(log.is_empty());
     assert_eq!(h.provider_calls(), 0);
+}
+
+/// A poll that observes a failure: phase Failed (callback), a Warning event, and a requeue
+/// after the remaining backoff (not "done": Go relied on the status-write event).
+#[tokio::test]
+async fn failed_poll_sets_failed_and_requeues_after_backoff() {
+    let h = Harness::new();
+    h.provider.push_job_statuses(
+        UID,
+        &JobType::Provision,
+        [StatusStep::FailedWith("boom".into())],
+    );
+    let base = Network::test().finalized().with_rv("2");
+    let v = version(&base);
+    let pending = job_json(
+        "job-1",
+        "provision",
+        "Pending",
+        0,
+        "Provisioning job triggered",
+        &v,
+    );
+    let s1 = json!({"provisioningJobs": [pending], "desiredConfigVersion": v});
+    let s1_full =
+        json!({"phase": "Progressing", "provisioningJobs": [pending], "desiredConfigVersion": v});
+    let (r, _) = h
+        .reconcile(
+            base.clone(),
+            vec![
+                get_object(&base),
+                patch_status("2", s1.clone(), &stored(&base, "3", &s1)),
+                patch_status("3", s1_full.clone(), &stored(&base, "4", &s1_full)),
+            ],
+            false,
+        )
+        .await;
+    assert_eq!(r.unwrap(), Action::requeue(POLL));
+
+    h.clock.advance(Duration::from_secs(20));
+    let failed = job_json("job-1", "provision", "Failed", 0, "failed: boom", &v);
+    let s2 = json!({"phase": "Failed", "provisioningJobs": [failed], "desiredConfigVersion": v});
+    let (r, log) = h
+        .reconcile(
+            stored(&base, "4", &s1_full),
+            vec![
+                patch_status("4", s2.clone(), &stored(&base, "5", &s2)),
+                event("ProvisionJobFailed", "failed: boom"),
+            ],
+            true,
+        )
+        .await;
+    assert_eq!(r.unwrap(), Action::requeue(Duration::from_secs(100)));
+    assert_eq!(log.len(), 2);
+    assert_eq!(h.launches(), 1);
 }

@@ -262,3 +262,90 @@ async fn poll_updates_state_and_message_and_calls_callbacks() {
         ProvisionStep::StatusReadFailed { job_id: "4".into() }
     );
 }
+
+/// §7.7 ComputeInstance handleProvisioning: RateLimitError(5s) -> 5s and no job; a trigger error
+/// propagates; poll and complete paths work; on_failed lets the caller decide the phase.
+#[tokio::test]
+async fn compute_instance_vectors() {
+    let r = resource("ci");
+    let (p, _c, engine) = table_engine(10);
+    p.on_trigger(|_| Err(ProviderError::rate_limited(Duration::from_secs(5))));
+    let mut jobs = vec![];
+    let out = engine
+        .run_provisioning_lifecycle(
+            &r,
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut ProvisionHooks::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.requeue_after(), Some(Duration::from_secs(5)));
+    assert!(jobs.is_empty());
+
+    p.on_trigger(|_| Err(ProviderError::other("template not found")));
+    let err = engine
+        .run_provisioning_lifecycle(
+            &r,
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut ProvisionHooks::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("template not found"));
+
+    p.on_trigger(|_| {
+        Ok(provkit_lifecycle::ProvisionResult::new(
+            "ci-1",
+            JobState::Pending,
+            "Provisioning job triggered",
+        ))
+    });
+    let out = engine
+        .run_provisioning_lifecycle(
+            &r,
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut ProvisionHooks::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.requeue_after(), Some(POLL));
+    p.on_status(|id| Ok(ProvisionStatus::new(id, JobState::Failed, "failed")));
+    let vm_exists = true;
+    let mut phase = "Progressing";
+    {
+        let mut hooks = ProvisionHooks::new().on_failed(|_| {
+            if !vm_exists {
+                phase = "Failed";
+            }
+        });
+        engine
+            .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+            .await
+            .unwrap();
+    }
+    assert_eq!(phase, "Progressing", "a VM exists: the phase is left alone");
+}
+
+/// The flows' futures are `Send` (usable from a multi-threaded kube controller).
+#[test]
+fn futures_are_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    let (_p, _c, engine) = table_engine(10);
+    let r = resource("send");
+    let mut jobs = vec![];
+    let ctx = LaunchContext::new();
+    let mut hooks = ProvisionHooks::new();
+    let fut = engine.run_provisioning_lifecycle(&r, &mut jobs, "v1", &ctx, &mut hooks);
+    assert_send(&fut);
+    drop(fut);
+    let mut jobs = vec![];
+    let dh = provkit_lifecycle::DeprovisionHooks::new();
+    let fut = engine.run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &dh);
+    assert_send(&fut);
+}

@@ -16,6 +16,17 @@ use super::machine_view::MachineView;
 /// let d = DefaultedSpec::new(serde_json::json!({"a": 1}));
 /// assert_eq!(d.into_inner()["a"], 1);
 /// ```
+///
+/// Discarding the defaulted spec does not compile under `deny(unused_must_use)`:
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// use provkit_machines::cloud::{CloudProvider, ProviderError};
+/// fn admit(p: &dyn CloudProvider, spec: serde_json::Value) -> Result<(), ProviderError> {
+///     p.add_defaults(spec)?; // the upstream bug: defaults silently dropped
+///     Ok(())
+/// }
+/// ```
 #[must_use = "the defaulted spec replaces the input spec; dropping it loses the defaults"]
 #[derive(Clone, Debug, PartialEq)]
 pub struct DefaultedSpec(serde_json::Value);

@@ -1,6 +1,6 @@
 //! Set level: the [`MachineSetProvider`] port and the pure algorithms around it
 //! (index naming, failure-domain mapping, readiness, grouping, status, validation, planners)
-//! plus the plan [`execute_plan`]or.
+//! plus the plan executor, [`execute_plan`].
 
 mod buckets;
 mod error;

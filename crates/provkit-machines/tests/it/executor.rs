@@ -161,3 +161,32 @@ async fn executor_with_the_mock_uses_a_boxed_fresh_provider() {
         ExecutionEvent::ReplacementAlreadyPresent { index: 2, .. }
     ));
 }
+
+#[tokio::test]
+async fn od5_od9_on_delete_create_errors_propagate() {
+    use provkit_machines::set::{PlanEvent, plan_on_delete};
+    // OD5: single deleted machine; OD9: plus another index that requires an update.
+    for with_other_outdated in [false, true] {
+        let first = if with_other_outdated {
+            B::outdated(0, "machine-0").build()
+        } else {
+            B::updated(0, "machine-0").build()
+        };
+        let p = InMemoryMachineSetProvider::new(vec![
+            first,
+            B::outdated(1, "machine-1").deleted().build(),
+            B::updated(2, "machine-2").build(),
+        ]);
+        p.fail_next_create("transient error");
+        let infos = p.machine_infos().await.unwrap();
+        let plan = plan_on_delete(&group_by_index(&infos, 3, &CreatableIndexes::Any));
+        assert_eq!(
+            plan.events
+                .iter()
+                .any(|e| matches!(e, PlanEvent::MachineRequiresUpdate { index: 0, .. })),
+            with_other_outdated
+        );
+        let err = execute_plan(&p, &plan).await.into_result().unwrap_err();
+        assert!(matches!(err, MachineSetError::Create { index: 1, .. }));
+    }
+}

@@ -65,7 +65,6 @@ fn std3(domains: &[D]) -> Vec<MachineDomain<D>> {
 
 #[test]
 fn map_machine_indexes_to_failure_domains_table() {
-    let t0 = Utc.timestamp_opt(1_000, 0).unwrap();
     let abc: &[D] = &["a", "b", "c"];
     let cases = vec![
         MapCase {
@@ -306,7 +305,6 @@ fn map_machine_indexes_to_failure_domains_table() {
             events: vec![],
         },
     ];
-    let _ = t0;
     for c in cases {
         let out = map_indexes_to_failure_domains(&c.machines, c.replicas, c.domains).unwrap();
         assert_eq!(out.mapping, c.want, "{}", c.name);

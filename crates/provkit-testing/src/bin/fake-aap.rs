@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use provkit_testing::fake_aap::{FakeAap, Fixtures, JobTemplateSpec, Mode, Scope, TokenSpec, WorkflowJobTemplateSpec};
+use provkit_testing::fake_aap::{
+    FakeAap, Fixtures, JobTemplateSpec, Mode, Scope, TokenSpec, WorkflowJobTemplateSpec,
+};
 
 /// A faithful fake AAP / AWX controller API server (loopback only).
 #[derive(Debug, Parser)]
@@ -38,9 +40,16 @@ struct Args {
 }
 
 fn load_fixtures(path: &PathBuf) -> Result<Fixtures, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    let parsed = if is_json { Fixtures::from_json(&text) } else { Fixtures::from_yaml(&text) };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let is_json = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let parsed = if is_json {
+        Fixtures::from_json(&text)
+    } else {
+        Fixtures::from_yaml(&text)
+    };
     parsed.map_err(|e| {
         let mut msg = format!("{}: {e}", path.display());
         let mut src = std::error::Error::source(&e);
@@ -55,24 +64,38 @@ fn load_fixtures(path: &PathBuf) -> Result<Fixtures, String> {
 /// Demo content used when no fixture file is given.
 fn demo_fixtures() -> Fixtures {
     let mut fx = Fixtures::default();
-    fx.organizations.push(provkit_testing::fake_aap::OrganizationSpec { name: "osac".into(), ..Default::default() });
+    fx.organizations
+        .push(provkit_testing::fake_aap::OrganizationSpec {
+            name: "osac".into(),
+            ..Default::default()
+        });
     fx.job_templates.push(JobTemplateSpec {
-        script: Some(provkit_testing::fake_aap::JobScript::successful(std::time::Duration::from_secs(5))
-            .with_stdout("PLAY [create] ****\nTASK [network] ****\nok: [localhost]\nPLAY RECAP ****\n")),
+        script: Some(
+            provkit_testing::fake_aap::JobScript::successful(std::time::Duration::from_secs(5))
+                .with_stdout(
+                    "PLAY [create] ****\nTASK [network] ****\nok: [localhost]\nPLAY RECAP ****\n",
+                ),
+        ),
         ..JobTemplateSpec::new("osac-create-virtual-network", "osac")
     });
     fx.job_templates.push(JobTemplateSpec {
         script: Some(provkit_testing::fake_aap::JobScript::run_until_canceled()),
         ..JobTemplateSpec::new("osac-long-running", "osac")
     });
-    fx.workflow_job_templates.push(WorkflowJobTemplateSpec::new("osac-workflow", "osac", &["osac-create-virtual-network"]));
+    fx.workflow_job_templates.push(WorkflowJobTemplateSpec::new(
+        "osac-workflow",
+        "osac",
+        &["osac-create-virtual-network"],
+    ));
     fx
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .try_init();
     let mut fixtures = match &args.fixtures {
         Some(p) => match load_fixtures(p) {
             Ok(f) => f,
@@ -85,13 +108,29 @@ async fn main() -> ExitCode {
     };
     fixtures.settings.mode = args.mode;
     if let Some(t) = &args.token {
-        let admin = fixtures.users.iter().find(|u| u.is_superuser).map_or_else(|| "admin".to_owned(), |u| u.username.clone());
+        let admin = fixtures
+            .users
+            .iter()
+            .find(|u| u.is_superuser)
+            .map_or_else(|| "admin".to_owned(), |u| u.username.clone());
         fixtures.tokens.insert(
             0,
-            TokenSpec { token: t.clone(), user: admin, scope: Scope::Write, expires: None, description: "--token".into() },
+            TokenSpec {
+                token: t.clone(),
+                user: admin,
+                scope: Scope::Write,
+                expires: None,
+                description: "--token".into(),
+            },
         );
     }
-    let server = match FakeAap::builder().fixtures(fixtures).listen(args.listen).https(args.https).start().await {
+    let server = match FakeAap::builder()
+        .fixtures(fixtures)
+        .listen(args.listen)
+        .https(args.https)
+        .start()
+        .await
+    {
         Ok(s) => s,
         Err(e) => {
             let mut msg = e.to_string();
@@ -104,7 +143,11 @@ async fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    println!("fake-aap listening on {} (mode {:?})", server.base_url(), args.mode);
+    println!(
+        "fake-aap listening on {} (mode {:?})",
+        server.base_url(),
+        args.mode
+    );
     println!("API base: {}", server.api_base());
     println!("token: {}", server.token());
     if let Some(pem) = server.ca_pem() {

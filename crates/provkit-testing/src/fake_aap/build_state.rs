@@ -7,10 +7,14 @@ use chrono::{DateTime, Utc};
 
 use super::FakeAapError;
 use super::spec::{Fixtures, InventorySpec, OrganizationSpec, Scope, UserSpec};
-use super::state::{Inventory, JobTemplate, Org, State, Template, Token, User, WfTemplate, WfTemplateNode};
+use super::state::{
+    Inventory, JobTemplate, Org, State, Template, Token, User, WfTemplate, WfTemplateNode,
+};
 
 fn invalid(reason: impl Into<String>) -> FakeAapError {
-    FakeAapError::InvalidFixtures { reason: reason.into() }
+    FakeAapError::InvalidFixtures {
+        reason: reason.into(),
+    }
 }
 
 fn next_id(explicit: Option<u64>, used: &mut BTreeSet<u64>) -> u64 {
@@ -29,7 +33,14 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
     let mut org_ids = BTreeSet::new();
     let mut org_specs = fx.organizations.clone();
     if !org_specs.iter().any(|o| o.name == "Default") {
-        org_specs.insert(0, OrganizationSpec { id: Some(1), name: "Default".into(), description: String::new() });
+        org_specs.insert(
+            0,
+            OrganizationSpec {
+                id: Some(1),
+                name: "Default".into(),
+                description: String::new(),
+            },
+        );
     }
     for o in &org_specs {
         if orgs.iter().any(|x| x.name == o.name) {
@@ -39,10 +50,17 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
             return Err(invalid(format!("duplicate organization id {:?}", o.id)));
         }
         let id = next_id(o.id, &mut org_ids);
-        orgs.push(Org { id, name: o.name.clone(), description: o.description.clone() });
+        orgs.push(Org {
+            id,
+            name: o.name.clone(),
+            description: o.description.clone(),
+        });
     }
     let org_id = |name: &str| -> Result<u64, FakeAapError> {
-        orgs.iter().find(|o| o.name == name).map(|o| o.id).ok_or_else(|| invalid(format!("unknown organization {name:?}")))
+        orgs.iter()
+            .find(|o| o.name == name)
+            .map(|o| o.id)
+            .ok_or_else(|| invalid(format!("unknown organization {name:?}")))
     };
     // Users.
     let mut users = Vec::new();
@@ -51,7 +69,12 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
     if !user_specs.iter().any(|u| u.username == "admin") {
         user_specs.insert(
             0,
-            UserSpec { id: Some(1), username: "admin".into(), password: "password".into(), is_superuser: true },
+            UserSpec {
+                id: Some(1),
+                username: "admin".into(),
+                password: "password".into(),
+                is_superuser: true,
+            },
         );
     }
     for u in &user_specs {
@@ -59,7 +82,12 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
             return Err(invalid(format!("duplicate user {:?}", u.username)));
         }
         let id = next_id(u.id, &mut user_ids);
-        users.push(User { id, username: u.username.clone(), password: u.password.clone(), is_superuser: u.is_superuser });
+        users.push(User {
+            id,
+            username: u.username.clone(),
+            password: u.password.clone(),
+            is_superuser: u.is_superuser,
+        });
     }
     // Tokens.
     let mut tokens = HashMap::new();
@@ -104,12 +132,22 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
     if !inv_specs.iter().any(|i| i.name == "Demo Inventory") {
         inv_specs.insert(
             0,
-            InventorySpec { id: Some(1), name: "Demo Inventory".into(), organization: "Default".into(), hosts: 3 },
+            InventorySpec {
+                id: Some(1),
+                name: "Demo Inventory".into(),
+                organization: "Default".into(),
+                hosts: 3,
+            },
         );
     }
     for i in &inv_specs {
         let id = next_id(i.id, &mut inv_ids);
-        inventories.push(Inventory { id, name: i.name.clone(), org_id: org_id(&i.organization)?, hosts: i.hosts });
+        inventories.push(Inventory {
+            id,
+            name: i.name.clone(),
+            org_id: org_id(&i.organization)?,
+            hosts: i.hosts,
+        });
     }
     let inv_id = |name: &Option<String>| -> Result<Option<u64>, FakeAapError> {
         match name {
@@ -124,14 +162,22 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
     // Templates (shared id sequence; explicit ids first).
     let mut templates: BTreeMap<u64, Template> = BTreeMap::new();
     let mut tpl_ids: BTreeSet<u64> = BTreeSet::new();
-    for id in fx.job_templates.iter().filter_map(|t| t.id).chain(fx.workflow_job_templates.iter().filter_map(|t| t.id)) {
+    for id in fx
+        .job_templates
+        .iter()
+        .filter_map(|t| t.id)
+        .chain(fx.workflow_job_templates.iter().filter_map(|t| t.id))
+    {
         if !tpl_ids.insert(id) {
             return Err(invalid(format!("duplicate template id {id}")));
         }
     }
     for spec in &fx.job_templates {
         let org = org_id(&spec.organization)?;
-        if templates.values().any(|t| matches!(t, Template::Job(j) if j.spec.name == spec.name && j.org_id == org)) {
+        if templates
+            .values()
+            .any(|t| matches!(t, Template::Job(j) if j.spec.name == spec.name && j.org_id == org))
+        {
             return Err(invalid(format!(
                 "JobTemplate with this (name, organization) combination already exists: {:?}",
                 spec.name
@@ -143,7 +189,7 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
         };
         templates.insert(
             id,
-            Template::Job(JobTemplate {
+            Template::Job(Box::new(JobTemplate {
                 id,
                 spec: spec.clone(),
                 org_id: org,
@@ -154,12 +200,14 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
                 rules: spec.scripts.clone(),
                 last_job: None,
                 launches: 0,
-            }),
+            })),
         );
     }
     for spec in &fx.workflow_job_templates {
         let org = org_id(&spec.organization)?;
-        if templates.values().any(|t| matches!(t, Template::Workflow(w) if w.spec.name == spec.name && w.org_id == org)) {
+        if templates.values().any(
+            |t| matches!(t, Template::Workflow(w) if w.spec.name == spec.name && w.org_id == org),
+        ) {
             return Err(invalid(format!(
                 "WorkflowJobTemplate with this (name, organization) combination already exists: {:?}",
                 spec.name
@@ -192,7 +240,7 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
         }
         templates.insert(
             id,
-            Template::Workflow(WfTemplate {
+            Template::Workflow(Box::new(WfTemplate {
                 id,
                 spec: spec.clone(),
                 org_id: org,
@@ -202,7 +250,7 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
                 nodes,
                 last_job: None,
                 launches: 0,
-            }),
+            })),
         );
     }
     Ok(State {
@@ -231,5 +279,12 @@ pub(crate) fn uuid4(rng: &mut fastrand::Rng) -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }

@@ -16,7 +16,10 @@ pub(crate) struct OffsetClock {
 
 impl OffsetClock {
     pub(crate) fn new(base: Arc<dyn Clock>) -> Self {
-        OffsetClock { base, offset_micros: AtomicI64::new(0) }
+        OffsetClock {
+            base,
+            offset_micros: AtomicI64::new(0),
+        }
     }
 
     pub(crate) fn now(&self) -> DateTime<Utc> {

@@ -28,7 +28,7 @@ pub enum Trigger {
 }
 
 /// The `Retry-After` form of a 429.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum RetryAfter {
     /// Delta seconds.
     Seconds(u64),
@@ -63,7 +63,7 @@ pub enum FaultAction {
 
 impl FaultAction {
     /// A JSON body with the given status.
-    pub fn json(status: u16, body: serde_json::Value) -> Self {
+    pub fn json(status: u16, body: &serde_json::Value) -> Self {
         FaultAction::Respond {
             status,
             body: body.to_string(),
@@ -74,7 +74,10 @@ impl FaultAction {
 
     /// 500 `{"detail": "A server error has occurred."}`.
     pub fn server_error() -> Self {
-        FaultAction::json(500, serde_json::json!({"detail": "A server error has occurred."}))
+        FaultAction::json(
+            500,
+            &serde_json::json!({"detail": "A server error has occurred."}),
+        )
     }
 
     /// A 502, 503 or 504 with an HTML body like an ingress or the gateway sends.
@@ -213,7 +216,9 @@ pub(crate) fn glob(pattern: &str, text: &str) -> bool {
 impl Installed {
     /// Whether this call is hit (counts the call when it matches method and path).
     pub(crate) fn hits_call(&self, method: &str, path: &str) -> bool {
-        if self.fault.method.as_deref().is_some_and(|m| m != method) || !glob(&self.fault.path, path) {
+        if self.fault.method.as_deref().is_some_and(|m| m != method)
+            || !glob(&self.fault.path, path)
+        {
             return false;
         }
         let n = self.seen.fetch_add(1, Ordering::Relaxed) + 1;
@@ -222,7 +227,10 @@ impl Installed {
             Trigger::Nth(k) => n == k,
             Trigger::FirstN(k) => n <= k,
             Trigger::Fraction(f) => {
-                let mut rng = self.rng.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut rng = self
+                    .rng
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 rng.f64() < f
             }
         };

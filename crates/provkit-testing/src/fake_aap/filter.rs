@@ -34,13 +34,37 @@ impl FVal {
 }
 
 const RESERVED: &[&str] = &[
-    "page", "page_size", "format", "order", "order_by", "search", "type", "host_filter", "count_disabled",
-    "no_truncate", "limit", "validate",
+    "page",
+    "page_size",
+    "format",
+    "order",
+    "order_by",
+    "search",
+    "type",
+    "host_filter",
+    "count_disabled",
+    "no_truncate",
+    "limit",
+    "validate",
 ];
 
 const LOOKUPS: &[&str] = &[
-    "exact", "iexact", "contains", "icontains", "startswith", "istartswith", "endswith", "iendswith", "regex",
-    "iregex", "gt", "gte", "lt", "lte", "in", "isnull",
+    "exact",
+    "iexact",
+    "contains",
+    "icontains",
+    "startswith",
+    "istartswith",
+    "endswith",
+    "iendswith",
+    "regex",
+    "iregex",
+    "gt",
+    "gte",
+    "lt",
+    "lte",
+    "in",
+    "isnull",
 ];
 
 /// One parsed filter term.
@@ -62,12 +86,15 @@ pub(crate) struct ListQuery {
     pub search: Option<String>,
 }
 
-fn bad(detail: String) -> Resp {
-    Resp::detail(400, &detail)
+fn bad(detail: &str) -> Resp {
+    Resp::detail(400, detail)
 }
 
 /// Parses the query; `known(field)` says whether a field exists on the listed objects.
-pub(crate) fn parse_list_query(query: &str, known: &dyn Fn(&str) -> bool) -> Result<ListQuery, Resp> {
+pub(crate) fn parse_list_query(
+    query: &str,
+    known: &dyn Fn(&str) -> bool,
+) -> Result<ListQuery, Resp> {
     let mut out = ListQuery::default();
     for (key, value) in parse_query(query) {
         match key.as_str() {
@@ -75,7 +102,7 @@ pub(crate) fn parse_list_query(query: &str, known: &dyn Fn(&str) -> bool) -> Res
                 for part in value.split(',').filter(|p| !p.is_empty()) {
                     let (desc, f) = part.strip_prefix('-').map_or((false, part), |f| (true, f));
                     if !known(f) {
-                        return Err(bad(format!("Invalid field name: {f}")));
+                        return Err(bad(&format!("Invalid field name: {f}")));
                     }
                     out.order.push((f.to_owned(), desc));
                 }
@@ -113,18 +140,26 @@ pub(crate) fn parse_list_query(query: &str, known: &dyn Fn(&str) -> bool) -> Res
             _ => (k, "exact"),
         };
         if field == "extra_vars" || field.starts_with("extra_vars__") {
-            return Err(bad("Filtering on extra_vars is not allowed.".into()));
+            return Err(bad("Filtering on extra_vars is not allowed."));
         }
         if field.contains("password") || field.starts_with("token") {
-            return Err(bad(format!("Filtering on {field} is not allowed.")));
+            return Err(bad(&format!("Filtering on {field} is not allowed.")));
         }
         if !known(field) {
-            return Err(bad(format!("Invalid field name: {field}")));
+            return Err(bad(&format!("Invalid field name: {field}")));
         }
         if matches!(lookup, "regex" | "iregex") {
-            return Err(bad(format!("Lookup {lookup} is not supported by this fake server.")));
+            return Err(bad(&format!(
+                "Lookup {lookup} is not supported by this fake server."
+            )));
         }
-        out.terms.push(Term { negate, or, field: field.to_owned(), lookup: lookup.to_owned(), raw: value });
+        out.terms.push(Term {
+            negate,
+            or,
+            field: field.to_owned(),
+            lookup: lookup.to_owned(),
+            raw: value,
+        });
     }
     Ok(out)
 }
@@ -134,12 +169,20 @@ fn parse_time(raw: &str) -> Option<DateTime<Utc>> {
         return Some(t.with_timezone(&Utc));
     }
     let s = raw.trim().trim_end_matches('Z');
-    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"] {
+    for fmt in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M",
+    ] {
         if let Ok(t) = NaiveDateTime::parse_from_str(s, fmt) {
             return Some(t.and_utc());
         }
     }
-    NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|t| t.and_utc())
+    NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
 }
 
 fn parse_bool(raw: &str) -> Option<bool> {
@@ -156,15 +199,15 @@ fn convert(field: &str, sample: &FVal, raw: &str) -> Result<FVal, Resp> {
             .trim()
             .parse::<i64>()
             .map(FVal::Int)
-            .map_err(|_| bad(format!("Field '{field}' expected a number but got '{raw}'."))),
+            .map_err(|_| bad(&format!("Field '{field}' expected a number but got '{raw}'."))),
         FVal::Time(_) => parse_time(raw).map(FVal::Time).ok_or_else(|| {
-            bad(format!(
+            bad(&format!(
                 "“{raw}” value has an invalid format. It must be in YYYY-MM-DD HH:MM[:ss[.uuuuuu]][TZ] format."
             ))
         }),
         FVal::Bool(_) => parse_bool(raw)
             .map(FVal::Bool)
-            .ok_or_else(|| bad(format!("“{raw}” value must be either True or False."))),
+            .ok_or_else(|| bad(&format!("“{raw}” value must be either True or False."))),
         FVal::Str(_) | FVal::Null => Ok(FVal::Str(raw.to_owned())),
     }
 }
@@ -174,7 +217,12 @@ pub(crate) fn term_matches(term: &Term, value: &FVal, kind: &FVal) -> Result<boo
     let sample = if *value == FVal::Null { kind } else { value };
     let hit = match term.lookup.as_str() {
         "isnull" => {
-            let want = parse_bool(&term.raw).ok_or_else(|| bad(format!("“{}” value must be either True or False.", term.raw)))?;
+            let want = parse_bool(&term.raw).ok_or_else(|| {
+                bad(&format!(
+                    "“{}” value must be either True or False.",
+                    term.raw
+                ))
+            })?;
             (*value == FVal::Null) == want
         }
         "in" => {
@@ -244,7 +292,10 @@ pub(crate) fn row_matches(
 /// Compares two rows by `order` keys.
 pub(crate) fn compare(order: &[(String, bool)], a: &[FVal], b: &[FVal]) -> Ordering {
     for (i, (_, desc)) in order.iter().enumerate() {
-        let (x, y) = (a.get(i).unwrap_or(&FVal::Null), b.get(i).unwrap_or(&FVal::Null));
+        let (x, y) = (
+            a.get(i).unwrap_or(&FVal::Null),
+            b.get(i).unwrap_or(&FVal::Null),
+        );
         let o = x.cmp_key(y);
         let o = if *desc { o.reverse() } else { o };
         if o != Ordering::Equal {
@@ -262,7 +313,11 @@ mod tests {
     #[test]
     fn parses_and_matches() {
         let known = |f: &str| matches!(f, "id" | "name" | "status" | "created");
-        let q = parse_list_query("name__icontains=OSAC&not__status=error&order_by=-id&page=2", &known).unwrap();
+        let q = parse_list_query(
+            "name__icontains=OSAC&not__status=error&order_by=-id&page=2",
+            &known,
+        )
+        .unwrap();
         assert_eq!(q.terms.len(), 2);
         assert_eq!(q.order, vec![("id".to_owned(), true)]);
         let mut row = |f: &str| match f {

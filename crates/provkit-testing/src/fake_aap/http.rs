@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
-use std::time::Instant;
+use tokio::time::Instant;
 
 use axum::body::Body;
 use chrono::{DateTime, Utc};
@@ -22,8 +22,7 @@ use super::state::{State, User};
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ResetConnection;
 
-pub(crate) const UNAUTHENTICATED: &str =
-    "Authentication credentials were not provided. To establish a login session, visit /api/login/.";
+pub(crate) const UNAUTHENTICATED: &str = "Authentication credentials were not provided. To establish a login session, visit /api/login/.";
 pub(crate) const WWW_AUTHENTICATE: &str = "Bearer realm=api authorization_url=/api/o/authorize/";
 pub(crate) const FORBIDDEN: &str = "You do not have permission to perform this action.";
 pub(crate) const NOT_FOUND: &str = "The requested resource could not be found.";
@@ -56,16 +55,31 @@ pub(crate) struct Resp {
 
 impl Resp {
     pub(crate) fn json(status: u16, v: &Value) -> Resp {
-        Resp { status, body: serde_json::to_vec(v).unwrap_or_default(), content_type: "application/json", headers: Vec::new() }
+        Resp {
+            status,
+            body: serde_json::to_vec(v).unwrap_or_default(),
+            content_type: "application/json",
+            headers: Vec::new(),
+        }
     }
     pub(crate) fn detail(status: u16, text: &str) -> Resp {
         Resp::json(status, &json!({ "detail": text }))
     }
     pub(crate) fn empty(status: u16) -> Resp {
-        Resp { status, body: Vec::new(), content_type: "application/json", headers: Vec::new() }
+        Resp {
+            status,
+            body: Vec::new(),
+            content_type: "application/json",
+            headers: Vec::new(),
+        }
     }
     pub(crate) fn text(status: u16, text: String, content_type: &'static str) -> Resp {
-        Resp { status, body: text.into_bytes(), content_type, headers: Vec::new() }
+        Resp {
+            status,
+            body: text.into_bytes(),
+            content_type,
+            headers: Vec::new(),
+        }
     }
     pub(crate) fn header(mut self, name: &'static str, value: String) -> Resp {
         self.headers.push((name, value));
@@ -97,7 +111,9 @@ pub(crate) struct Ctx<'a> {
 
 impl App {
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn product_name(&self) -> &'static str {
@@ -117,13 +133,19 @@ impl App {
                 return None;
             }
             let user = st.user(tok.user_id)?.clone();
-            Some(Caller { user, scope: tok.scope })
+            Some(Caller {
+                user,
+                scope: tok.scope,
+            })
         } else if scheme.eq_ignore_ascii_case("basic") {
             let raw = base64_decode(cred.trim())?;
             let text = String::from_utf8(raw).ok()?;
             let (u, p) = text.split_once(':')?;
             let user = st.check_password(u, p)?.clone();
-            Some(Caller { user, scope: Scope::Write })
+            Some(Caller {
+                user,
+                scope: Scope::Write,
+            })
         } else {
             None
         }
@@ -133,8 +155,15 @@ impl App {
         if !self.faults_on.load(Ordering::Relaxed) {
             return Vec::new();
         }
-        let list = self.faults.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-        list.iter().filter(|f| f.hits_call(method, path)).cloned().collect()
+        let list = self
+            .faults
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        list.iter()
+            .filter(|f| f.hits_call(method, path))
+            .cloned()
+            .collect()
     }
 
     /// Handles one request (the whole pipeline).
@@ -179,10 +208,15 @@ impl App {
             }
             (false, None) if too_large => {
                 route_for_counter = Route::NotFound;
-                Resp::text(413, "<html><body><h1>413 Request Entity Too Large</h1></body></html>".into(), "text/html")
+                Resp::text(
+                    413,
+                    "<html><body><h1>413 Request Entity Too Large</h1></body></html>".into(),
+                    "text/html",
+                )
             }
             (false, None) => {
-                let (r, route, authed) = self.dispatch(&method, &path, &query, &parts.headers, &bytes, now);
+                let (r, route, authed) =
+                    self.dispatch(&method, &path, &query, &parts.headers, &bytes, now);
                 authenticated = authed;
                 allow = route.allow();
                 route_for_counter = route;
@@ -205,7 +239,8 @@ impl App {
             }
         }
         let status = if reset { 0 } else { resp.status };
-        self.counters.record(route_for_counter.endpoint(&method), status);
+        self.counters
+            .record(route_for_counter.endpoint(&method), status);
         if self.ring.enabled() {
             self.ring.push(LoggedRequest {
                 at: now,
@@ -215,7 +250,12 @@ impl App {
                 headers: parts
                     .headers
                     .iter()
-                    .map(|(k, v)| (k.as_str().to_owned(), redact(k.as_str(), &String::from_utf8_lossy(v.as_bytes()))))
+                    .map(|(k, v)| {
+                        (
+                            k.as_str().to_owned(),
+                            redact(k.as_str(), &String::from_utf8_lossy(v.as_bytes())),
+                        )
+                    })
                     .collect(),
                 body: String::from_utf8_lossy(&bytes).into_owned(),
                 status,
@@ -231,7 +271,14 @@ impl App {
         self.finish(resp, &parts.headers, allow, authenticated, t0)
     }
 
-    fn finish(&self, resp: Resp, req_headers: &HeaderMap, allow: &str, authenticated: bool, t0: Instant) -> Response<Body> {
+    fn finish(
+        &self,
+        resp: Resp,
+        req_headers: &HeaderMap,
+        allow: &str,
+        authenticated: bool,
+        t0: Instant,
+    ) -> Response<Body> {
         let status = StatusCode::from_u16(resp.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut out = Response::new(Body::from(resp.body));
         *out.status_mut() = status;
@@ -287,8 +334,16 @@ impl App {
             let slashed = format!("{path}/");
             let route = routes::route(self.mode, &slashed);
             if route != Route::NotFound {
-                let location = if query.is_empty() { slashed } else { format!("{slashed}?{query}") };
-                return (Resp::empty(301).header("location", location), Route::NotFound, false);
+                let location = if query.is_empty() {
+                    slashed
+                } else {
+                    format!("{slashed}?{query}")
+                };
+                return (
+                    Resp::empty(301).header("location", location),
+                    Route::NotFound,
+                    false,
+                );
             }
             return (Resp::detail(404, NOT_FOUND), Route::NotFound, false);
         }
@@ -303,7 +358,14 @@ impl App {
         }
         let allowed = route.allow();
         if method == "OPTIONS" {
-            return (Resp::json(200, &json!({"name": "fake-aap", "renders": ["application/json"], "parses": ["application/json"]})), route, authed);
+            return (
+                Resp::json(
+                    200,
+                    &json!({"name": "fake-aap", "renders": ["application/json"], "parses": ["application/json"]}),
+                ),
+                route,
+                authed,
+            );
         }
         let effective = if method == "HEAD" { "GET" } else { method };
         if !allowed.split(", ").any(|m| m == effective) {
@@ -312,13 +374,23 @@ impl App {
         if !matches!(effective, "GET") && caller.as_ref().is_some_and(|c| c.scope == Scope::Read) {
             return (Resp::detail(403, FORBIDDEN), route, authed);
         }
-        let ctx = Ctx { method: effective, path, query, headers, body, now, caller };
+        let ctx = Ctx {
+            method: effective,
+            path,
+            query,
+            headers,
+            body,
+            now,
+            caller,
+        };
         let resp = match &route {
             Route::ApiRoot => routes::root::api_root(self),
             Route::ControllerRoot => routes::root::controller_root(),
             Route::GatewayRoot => routes::root::gateway_root(),
             Route::GatewayTokens => routes::tokens::tokens(self, &ctx, "/api/gateway/v1/", None),
-            Route::GatewayToken(id) => routes::tokens::token_detail(self, &ctx, "/api/gateway/v1/", *id),
+            Route::GatewayToken(id) => {
+                routes::tokens::token_detail(self, &ctx, "/api/gateway/v1/", *id)
+            }
             Route::Api { prefix, api } => routes::root::api(self, &ctx, prefix, api),
             Route::NotFound => Resp::detail(404, NOT_FOUND),
         };
@@ -328,7 +400,12 @@ impl App {
 
 fn fault_response(action: &FaultAction, real: Option<Resp>) -> Resp {
     match action {
-        FaultAction::Respond { status, body, content_type, headers } => {
+        FaultAction::Respond {
+            status,
+            body,
+            content_type,
+            headers,
+        } => {
             let ct: &'static str = match content_type.as_str() {
                 "application/json" => "application/json",
                 "text/html" => "text/html",
@@ -347,7 +424,8 @@ fn fault_response(action: &FaultAction, real: Option<Resp>) -> Resp {
             r
         }
         FaultAction::TruncatedJson => {
-            let mut r = real.unwrap_or_else(|| Resp::json(200, &json!({"count": 0, "results": []})));
+            let mut r =
+                real.unwrap_or_else(|| Resp::json(200, &json!({"count": 0, "results": []})));
             let keep = r.body.len() / 2;
             r.body.truncate(keep.max(1).min(r.body.len()));
             r.content_type = "application/json";
@@ -355,9 +433,15 @@ fn fault_response(action: &FaultAction, real: Option<Resp>) -> Resp {
         }
         FaultAction::MalformedJson => {
             let status = real.as_ref().map_or(200, |r| r.status);
-            Resp::text(status, "{\"id\": 1, \"status\": \"pend".into(), "application/json")
+            Resp::text(
+                status,
+                "{\"id\": 1, \"status\": \"pend".into(),
+                "application/json",
+            )
         }
-        FaultAction::Latency(_) | FaultAction::ConnectionReset => real.unwrap_or_else(|| Resp::empty(500)),
+        FaultAction::Latency(_) | FaultAction::ConnectionReset => {
+            real.unwrap_or_else(|| Resp::empty(500))
+        }
     }
 }
 
@@ -377,7 +461,10 @@ pub(crate) fn is_uuid4(s: &str) -> bool {
     hex.len() == 32
         && hex.bytes().all(|c| c.is_ascii_hexdigit())
         && hex.as_bytes()[12] == b'4'
-        && matches!(hex.as_bytes()[16].to_ascii_lowercase(), b'8' | b'9' | b'a' | b'b')
+        && matches!(
+            hex.as_bytes()[16].to_ascii_lowercase(),
+            b'8' | b'9' | b'a' | b'b'
+        )
 }
 
 fn new_request_id() -> String {

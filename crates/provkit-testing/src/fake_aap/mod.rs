@@ -74,8 +74,8 @@ pub use request_log::{Counters, Endpoint, LoggedRequest};
 pub use script::{Hold, JobScript, Outcome, ScriptRule, Status};
 pub use server::FakeAapServer;
 pub use spec::{
-    AskFlags, Fixtures, InventorySpec, JobTemplateSpec, Mode, OrganizationSpec, Scope, Settings, SurveyQuestion,
-    SurveySpec, TokenSpec, UserSpec, WorkflowJobTemplateSpec, WorkflowNodeSpec,
+    AskFlags, Fixtures, InventorySpec, JobTemplateSpec, Mode, OrganizationSpec, Scope, Settings,
+    SurveyQuestion, SurveySpec, TokenSpec, UserSpec, WorkflowJobTemplateSpec, WorkflowNodeSpec,
 };
 
 use self::http::App;
@@ -160,7 +160,10 @@ impl FakeAapBuilder {
     /// Adds an organization.
     #[must_use]
     pub fn organization(mut self, name: &str) -> Self {
-        self.fixtures.organizations.push(OrganizationSpec { name: name.to_owned(), ..OrganizationSpec::default() });
+        self.fixtures.organizations.push(OrganizationSpec {
+            name: name.to_owned(),
+            ..OrganizationSpec::default()
+        });
         self
     }
 
@@ -263,7 +266,9 @@ impl FakeAapBuilder {
 
     /// Builds and serves on a loopback socket.
     pub async fn start(self) -> Result<FakeAapServer, FakeAapError> {
-        let addr = self.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+        let addr = self
+            .listen
+            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
         let https = self.https;
         let fake = self.build()?;
         FakeAapServer::launch(fake, addr, https).await
@@ -302,7 +307,11 @@ impl FakeAap {
     /// The first write-scoped token (by id).
     pub fn admin_token(&self) -> String {
         let st = self.app.lock();
-        let mut toks: Vec<_> = st.tokens.values().filter(|t| t.scope == Scope::Write).collect();
+        let mut toks: Vec<_> = st
+            .tokens
+            .values()
+            .filter(|t| t.scope == Scope::Write)
+            .collect();
         toks.sort_by_key(|t| t.id);
         toks.first().map(|t| t.token.clone()).unwrap_or_default()
     }
@@ -323,7 +332,9 @@ impl FakeAap {
         let mut st = self.app.lock();
         st.sync(now);
         let ids: Vec<u64> = st.jobs.iter().flatten().map(|u| u.common().id).collect();
-        ids.into_iter().filter_map(|id| job_info(&mut st, id, now)).collect()
+        ids.into_iter()
+            .filter_map(|id| job_info(&mut st, id, now))
+            .collect()
     }
 
     /// One job or workflow job.
@@ -340,7 +351,9 @@ impl FakeAap {
         st.templates
             .values()
             .filter(|t| t.name() == name)
-            .filter(|t| organization.is_none_or(|o| st.org(t.org_id()).is_some_and(|x| x.name == o)))
+            .filter(|t| {
+                organization.is_none_or(|o| st.org(t.org_id()).is_some_and(|x| x.name == o))
+            })
             .min_by_key(|t| (t.org_id(), t.id()))
             .map(Template::id)
     }
@@ -359,7 +372,11 @@ impl FakeAap {
     pub fn purge_job(&self, id: u64) -> Result<(), FakeAapError> {
         let now = self.now();
         let mut st = self.app.lock();
-        if st.purge(id, now) { Ok(()) } else { Err(FakeAapError::NotFound { kind: "job", id }) }
+        if st.purge(id, now) {
+            Ok(())
+        } else {
+            Err(FakeAapError::NotFound { kind: "job", id })
+        }
     }
 
     /// Sets a token's expiry; after it, requests with the token get 401.
@@ -382,26 +399,37 @@ impl FakeAap {
                 t.rules.insert(0, rule);
                 Ok(())
             }
-            _ => Err(FakeAapError::NotFound { kind: "job template", id: template }),
+            _ => Err(FakeAapError::NotFound {
+                kind: "job template",
+                id: template,
+            }),
         }
     }
 
     /// Replaces the default script of `template`.
-    pub fn set_template_script(&self, template: u64, script: JobScript) -> Result<(), FakeAapError> {
+    pub fn set_template_script(
+        &self,
+        template: u64,
+        script: JobScript,
+    ) -> Result<(), FakeAapError> {
         let mut st = self.app.lock();
         match st.templates.get_mut(&template) {
             Some(Template::Job(t)) => {
                 t.script = Some(Arc::new(script));
                 Ok(())
             }
-            _ => Err(FakeAapError::NotFound { kind: "job template", id: template }),
+            _ => Err(FakeAapError::NotFound {
+                kind: "job template",
+                id: template,
+            }),
         }
     }
 
     /// Installs a fault; returns its id.
     pub fn add_fault(&self, fault: Fault) -> FaultId {
         let id = FaultId(self.app.next_fault_id.fetch_add(1, Ordering::Relaxed));
-        let seed = self.app.fault_seed.load(Ordering::Relaxed) ^ id.0.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let seed =
+            self.app.fault_seed.load(Ordering::Relaxed) ^ id.0.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let installed = Arc::new(faults::Installed {
             id,
             fault,
@@ -409,7 +437,11 @@ impl FakeAap {
             hits: AtomicU64::new(0),
             rng: Mutex::new(fastrand::Rng::with_seed(seed)),
         });
-        let mut list = self.app.faults.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut list = self
+            .app
+            .faults
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut next: Vec<_> = list.iter().cloned().collect();
         next.push(installed);
         *list = Arc::new(next);
@@ -419,23 +451,39 @@ impl FakeAap {
 
     /// Removes one fault.
     pub fn remove_fault(&self, id: FaultId) {
-        let mut list = self.app.faults.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut list = self
+            .app
+            .faults
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let next: Vec<_> = list.iter().filter(|f| f.id != id).cloned().collect();
-        self.app.faults_on.store(!next.is_empty(), Ordering::Relaxed);
+        self.app
+            .faults_on
+            .store(!next.is_empty(), Ordering::Relaxed);
         *list = Arc::new(next);
     }
 
     /// Removes all faults.
     pub fn clear_faults(&self) {
-        let mut list = self.app.faults.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut list = self
+            .app
+            .faults
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         *list = Arc::new(Vec::new());
         self.app.faults_on.store(false, Ordering::Relaxed);
     }
 
     /// How many calls a fault has hit.
     pub fn fault_hits(&self, id: FaultId) -> u64 {
-        let list = self.app.faults.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        list.iter().find(|f| f.id == id).map_or(0, |f| f.hits.load(Ordering::Relaxed))
+        let list = self
+            .app
+            .faults
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        list.iter()
+            .find(|f| f.id == id)
+            .map_or(0, |f| f.hits.load(Ordering::Relaxed))
     }
 
     /// The logged requests (oldest first, at most the ring's capacity).
@@ -481,5 +529,15 @@ fn job_info(st: &mut state::State, id: u64, now: DateTime<Utc>) -> Option<JobInf
         ),
     };
     let status = st.status_of(id, now)?.as_str();
-    Some(JobInfo { id, kind, template, name, status, extra_vars, launch_type, parent_workflow: parent, created })
+    Some(JobInfo {
+        id,
+        kind,
+        template,
+        name,
+        status,
+        extra_vars,
+        launch_type,
+        parent_workflow: parent,
+        created,
+    })
 }

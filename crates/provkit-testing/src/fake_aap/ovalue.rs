@@ -92,8 +92,10 @@ impl OValue {
                 format!("[{}]", items.join(", "))
             }
             OValue::Object(m) => {
-                let items: Vec<String> =
-                    m.iter().map(|(k, v)| format!("{}: {}", py_repr_str(k), v.py_repr())).collect();
+                let items: Vec<String> = m
+                    .iter()
+                    .map(|(k, v)| format!("{}: {}", py_repr_str(k), v.py_repr()))
+                    .collect();
                 format!("{{{}}}", items.join(", "))
             }
         }
@@ -157,7 +159,9 @@ impl OValue {
                 }
             }
             Y::String(s) => OValue::String(s.clone()),
-            Y::Sequence(seq) => OValue::Array(seq.iter().map(OValue::from_yaml).collect::<Option<_>>()?),
+            Y::Sequence(seq) => {
+                OValue::Array(seq.iter().map(OValue::from_yaml).collect::<Option<_>>()?)
+            }
             Y::Mapping(map) => {
                 let mut out = OMap::new();
                 for (k, v) in map {
@@ -184,15 +188,21 @@ impl OValue {
             serde_json::Value::Number(n) => OValue::Number(n.clone()),
             serde_json::Value::String(s) => OValue::String(s.clone()),
             serde_json::Value::Array(a) => OValue::Array(a.iter().map(OValue::from_json).collect()),
-            serde_json::Value::Object(m) => {
-                OValue::Object(m.iter().map(|(k, v)| (k.clone(), OValue::from_json(v))).collect())
-            }
+            serde_json::Value::Object(m) => OValue::Object(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), OValue::from_json(v)))
+                    .collect(),
+            ),
         }
     }
 }
 
 fn py_repr_str(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
     let mut out = String::with_capacity(s.len() + 2);
     out.push(quote);
     for c in s.chars() {
@@ -330,7 +340,9 @@ pub(crate) fn parse_extra_vars_str(s: &str) -> Result<OMap, String> {
         },
         Err(e) => e.to_string(),
     };
-    Err(format!("Cannot parse as JSON (error: {json_err}) or YAML (error: {yaml_err})."))
+    Err(format!(
+        "Cannot parse as JSON (error: {json_err}) or YAML (error: {yaml_err})."
+    ))
 }
 
 #[cfg(test)]
@@ -340,7 +352,10 @@ mod tests {
 
     #[test]
     fn dumps_like_python() {
-        let v: OValue = serde_json::from_str(r#"{"network_name":"net-a","cidr":"10.0.0.0/24","n":[1,2.5,true,null],"é":"ü"}"#).unwrap();
+        let v: OValue = serde_json::from_str(
+            r#"{"network_name":"net-a","cidr":"10.0.0.0/24","n":[1,2.5,true,null],"é":"ü"}"#,
+        )
+        .unwrap();
         assert_eq!(
             v.py_dumps(),
             r#"{"network_name": "net-a", "cidr": "10.0.0.0/24", "n": [1, 2.5, true, null], "\u00e9": "\u00fc"}"#
@@ -355,11 +370,19 @@ mod tests {
             "Cannot parse as JSON (error: the JSON object must be str, bytes or bytearray, not list) or YAML (error: 'list' object has no attribute 'read')."
         );
         for empty in ["", "  ", "---", "\"\""] {
-            assert_eq!(parse_extra_vars_str(empty).unwrap(), OMap::new(), "{empty:?}");
+            assert_eq!(
+                parse_extra_vars_str(empty).unwrap(),
+                OMap::new(),
+                "{empty:?}"
+            );
         }
         let yaml = parse_extra_vars_str("b: 1\na: two\n").unwrap();
         assert_eq!(OValue::Object(yaml).py_dumps(), r#"{"b": 1, "a": "two"}"#);
-        assert!(parse_extra_vars_str("[1, 2]").unwrap_err().contains("Input type `list` is not a dictionary"));
+        assert!(
+            parse_extra_vars_str("[1, 2]")
+                .unwrap_err()
+                .contains("Input type `list` is not a dictionary")
+        );
         assert!(parse_extra_vars_str("just text").is_err());
     }
 }

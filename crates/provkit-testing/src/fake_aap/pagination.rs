@@ -24,7 +24,12 @@ pub(crate) struct PageReq {
 /// Reads `page`, `page_size`, `count_disabled` (`Err` = "Invalid page.").
 pub(crate) fn page_request(query: &str) -> Result<PageReq, Resp> {
     let q = parse_query(query);
-    let get = |k: &str| q.iter().rev().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+    let get = |k: &str| {
+        q.iter()
+            .rev()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+    };
     let (size, capped) = match get("page_size").and_then(|v| v.trim().parse::<usize>().ok()) {
         Some(0) | None => (DEFAULT_PAGE_SIZE, false),
         Some(n) if n > MAX_PAGE_SIZE => (MAX_PAGE_SIZE, true),
@@ -38,8 +43,14 @@ pub(crate) fn page_request(query: &str) -> Result<PageReq, Resp> {
             _ => return Err(invalid_page()),
         },
     };
-    let count_disabled = get("count_disabled").is_some_and(|v| !matches!(v, "" | "0" | "false" | "False"));
-    Ok(PageReq { page, size, count_disabled, capped })
+    let count_disabled =
+        get("count_disabled").is_some_and(|v| !matches!(v, "" | "0" | "false" | "False"));
+    Ok(PageReq {
+        page,
+        size,
+        count_disabled,
+        capped,
+    })
 }
 
 pub(crate) fn invalid_page() -> Resp {
@@ -47,7 +58,10 @@ pub(crate) fn invalid_page() -> Resp {
 }
 
 fn link(path: &str, query: &str, page: usize, req: PageReq) -> String {
-    let mut pairs: Vec<(String, String)> = parse_query(query).into_iter().filter(|(k, _)| k != "page").collect();
+    let mut pairs: Vec<(String, String)> = parse_query(query)
+        .into_iter()
+        .filter(|(k, _)| k != "page")
+        .collect();
     if req.capped {
         for p in &mut pairs {
             if p.0 == "page_size" {
@@ -73,14 +87,23 @@ pub(crate) fn window(req: &mut PageReq, count: usize) -> Result<std::ops::Range<
 }
 
 /// Builds the envelope for one page of `count` items.
-pub(crate) fn envelope(path: &str, query: &str, req: PageReq, count: usize, results: Vec<Value>) -> Resp {
+pub(crate) fn envelope(
+    path: &str,
+    query: &str,
+    req: PageReq,
+    count: usize,
+    results: &[Value],
+) -> Resp {
     if req.count_disabled {
         return Resp::json(200, &json!({ "results": results }));
     }
     let pages = count.div_ceil(req.size).max(1);
     let next = (req.page < pages).then(|| link(path, query, req.page + 1, req));
     let previous = (req.page > 1).then(|| link(path, query, req.page - 1, req));
-    Resp::json(200, &json!({"count": count, "next": next, "previous": previous, "results": results}))
+    Resp::json(
+        200,
+        &json!({"count": count, "next": next, "previous": previous, "results": results}),
+    )
 }
 
 #[cfg(test)]
@@ -93,7 +116,7 @@ mod tests {
         let mut req = page_request("page_size=500&order_by=id").unwrap();
         assert_eq!(req.size, 200);
         assert_eq!(window(&mut req, 450).unwrap(), 0..200);
-        let r = envelope("/api/v2/jobs/", "page_size=500&order_by=id", req, 450, vec![]);
+        let r = envelope("/api/v2/jobs/", "page_size=500&order_by=id", req, 450, &[]);
         let v: Value = serde_json::from_slice(&r.body).unwrap();
         assert_eq!(v["next"], "/api/v2/jobs/?order_by=id&page=2&page_size=200");
         assert_eq!(v["previous"], Value::Null);

@@ -47,7 +47,8 @@ fn scan_string(c: &[char], start: usize) -> Result<usize, (&'static str, usize)>
                 match esc {
                     '"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't' => i += 2,
                     'u' => {
-                        let ok = (i + 2..i + 6).all(|j| c.get(j).is_some_and(char::is_ascii_hexdigit));
+                        let ok =
+                            (i + 2..i + 6).all(|j| c.get(j).is_some_and(char::is_ascii_hexdigit));
                         if !ok {
                             return Err(("Invalid \\uXXXX escape", i + 1));
                         }
@@ -196,22 +197,50 @@ mod tests {
     #[test]
     fn cpython_messages() {
         let cases: &[(&str, Option<&str>)] = &[
-            ("{\"extra_vars\": ", Some("Expecting value: line 1 column 16 (char 15)")),
-            (r#"{"extra_vars":"#, Some("Expecting value: line 1 column 15 (char 14)")),
+            (
+                "{\"extra_vars\": ",
+                Some("Expecting value: line 1 column 16 (char 15)"),
+            ),
+            (
+                r#"{"extra_vars":"#,
+                Some("Expecting value: line 1 column 15 (char 14)"),
+            ),
             ("", Some("Expecting value: line 1 column 1 (char 0)")),
-            ("{", Some("Expecting property name enclosed in double quotes: line 1 column 2 (char 1)")),
-            (r#"{"a" 1}"#, Some("Expecting ':' delimiter: line 1 column 6 (char 5)")),
-            (r#"{"a": 1 "b": 2}"#, Some("Expecting ',' delimiter: line 1 column 9 (char 8)")),
-            (r#"{"a": 1,}"#, Some("Expecting property name enclosed in double quotes: line 1 column 9 (char 8)")),
+            (
+                "{",
+                Some("Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+            ),
+            (
+                r#"{"a" 1}"#,
+                Some("Expecting ':' delimiter: line 1 column 6 (char 5)"),
+            ),
+            (
+                r#"{"a": 1 "b": 2}"#,
+                Some("Expecting ',' delimiter: line 1 column 9 (char 8)"),
+            ),
+            (
+                r#"{"a": 1,}"#,
+                Some("Expecting property name enclosed in double quotes: line 1 column 9 (char 8)"),
+            ),
             ("[1,]", Some("Expecting value: line 1 column 4 (char 3)")),
             ("{}\n x", Some("Extra data: line 2 column 2 (char 4)")),
-            (r#"{"a": "b"#, Some("Unterminated string starting at: line 1 column 7 (char 6)")),
-            (r#"{"a": "\q"}"#, Some("Invalid \\escape: line 1 column 8 (char 7)")),
+            (
+                r#"{"a": "b"#,
+                Some("Unterminated string starting at: line 1 column 7 (char 6)"),
+            ),
+            (
+                r#"{"a": "\q"}"#,
+                Some("Invalid \\escape: line 1 column 8 (char 7)"),
+            ),
             (r#"{"a": [1, {"b": null}], "c": -1.5e3}"#, None),
             ("  \n {} \n", None),
         ];
         for (input, want) in cases {
-            assert_eq!(python_json_error(input).as_deref(), *want, "input {input:?}");
+            assert_eq!(
+                python_json_error(input).as_deref(),
+                *want,
+                "input {input:?}"
+            );
         }
     }
 

@@ -49,7 +49,9 @@ pub(crate) fn quote_plus(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' | b'~' => out.push(b as char),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' | b'-' | b'~' => {
+                out.push(b as char)
+            }
             b' ' => out.push('+'),
             _ => out.push_str(&format!("%{b:02X}")),
         }
@@ -121,14 +123,25 @@ mod tests {
         assert_eq!(percent_decode("a+b", false), "a+b");
         assert_eq!(
             parse_query("name=osac+x&page=2&flag"),
-            vec![("name".into(), "osac x".into()), ("page".into(), "2".into()), ("flag".into(), String::new())]
+            vec![
+                ("name".into(), "osac x".into()),
+                ("page".into(), "2".into()),
+                ("flag".into(), String::new())
+            ]
         );
         assert_eq!(
-            encode_sorted(vec![("page_size".into(), "2".into()), ("order_by".into(), "id".into()), ("page".into(), "2".into())]),
+            encode_sorted(vec![
+                ("page_size".into(), "2".into()),
+                ("order_by".into(), "id".into()),
+                ("page".into(), "2".into())
+            ]),
             "order_by=id&page=2&page_size=2"
         );
         assert_eq!(quote_plus("a b+c/é"), "a+b%2Bc%2F%C3%A9");
         assert_eq!(encode_named_url_part("a+b c"), "a[+]b%20c");
-        assert_eq!(base64_decode("YWRtaW46cGFzc3dvcmQ=").unwrap(), b"admin:password");
+        assert_eq!(
+            base64_decode("YWRtaW46cGFzc3dvcmQ=").unwrap(),
+            b"admin:password"
+        );
     }
 }

@@ -17,7 +17,11 @@ fn ts_opt(t: Option<DateTime<Utc>>) -> Value {
 }
 
 /// Elapsed seconds rounded to 3 decimals (0 when the job never started).
-fn elapsed(started: Option<DateTime<Utc>>, finished: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Value {
+fn elapsed(
+    started: Option<DateTime<Utc>>,
+    finished: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Value {
     match started {
         None => json!(0),
         Some(s) => {
@@ -31,7 +35,9 @@ fn elapsed(started: Option<DateTime<Utc>>, finished: Option<DateTime<Utc>>, now:
 
 fn launched_by(u: &Unified, p: &str) -> Value {
     match &u.common().launched_by {
-        Some((id, name)) => json!({"id": id, "name": name, "type": "user", "url": format!("{p}users/{id}/")}),
+        Some((id, name)) => {
+            json!({"id": id, "name": name, "type": "user", "url": format!("{p}users/{id}/")})
+        }
         None => json!({}),
     }
 }
@@ -51,17 +57,28 @@ fn inventory_summary(st: &State, id: Option<u64>) -> Option<Value> {
 }
 
 /// A job (`type: job`) body; `detail` adds the detail-only fields.
-pub(crate) fn job_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str, detail: bool) -> Option<Value> {
+pub(crate) fn job_json(
+    st: &mut State,
+    id: u64,
+    now: DateTime<Utc>,
+    p: &str,
+    detail: bool,
+) -> Option<Value> {
     let snap = st.job_snapshot(id, now)?;
     let u = st.unified(id)?.clone();
     let Unified::Job(job) = &u else { return None };
     let c = &job.c;
     let node = st.settings.node.clone();
-    let reached_waiting = matches!(snap.status, Status::Waiting | Status::Running) || snap.started.is_some();
+    let reached_waiting =
+        matches!(snap.status, Status::Waiting | Status::Running) || snap.started.is_some();
     let terminal = !snap.status.is_active();
     let ran = snap.started.is_some();
     let (explanation, traceback, artifacts) = if terminal && snap.natural_end {
-        (job.script.job_explanation.clone(), job.script.result_traceback.clone(), job.script.artifacts.clone())
+        (
+            job.script.job_explanation.clone(),
+            job.script.result_traceback.clone(),
+            job.script.artifacts.clone(),
+        )
     } else {
         (String::new(), String::new(), json!({}))
     };
@@ -125,7 +142,10 @@ pub(crate) fn job_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str, det
     put("related", related);
     put("summary_fields", summary);
     put("created", json!(ts(c.created)));
-    put("modified", json!(ts(snap.finished.or(snap.started).unwrap_or(c.created))));
+    put(
+        "modified",
+        json!(ts(snap.finished.or(snap.started).unwrap_or(c.created))),
+    );
     put("name", json!(c.name));
     put("description", json!(c.description));
     put("job_type", json!(job.job_type));
@@ -151,19 +171,45 @@ pub(crate) fn job_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str, det
     put("failed", json!(snap.status.failed()));
     put("started", ts_opt(snap.started));
     put("finished", ts_opt(snap.finished));
-    put("canceled_on", ts_opt(c.cancel_at.filter(|_| snap.status == Status::Canceled || snap.status.is_active())));
+    put(
+        "canceled_on",
+        ts_opt(
+            c.cancel_at
+                .filter(|_| snap.status == Status::Canceled || snap.status.is_active()),
+        ),
+    );
     put("elapsed", elapsed(snap.started, snap.finished, now));
     put("job_explanation", json!(explanation));
-    put("execution_node", json!(if reached_waiting { node.as_str() } else { "" }));
-    put("controller_node", json!(if reached_waiting { node.as_str() } else { "" }));
+    put(
+        "execution_node",
+        json!(if reached_waiting { node.as_str() } else { "" }),
+    );
+    put(
+        "controller_node",
+        json!(if reached_waiting { node.as_str() } else { "" }),
+    );
     put("launched_by", launched_by(&u, p));
-    put("work_unit_id", if ran { json!(job.work_unit_id) } else { Value::Null });
+    put(
+        "work_unit_id",
+        if ran {
+            json!(job.work_unit_id)
+        } else {
+            Value::Null
+        },
+    );
     put("job_template", json!(c.template));
     put("passwords_needed_to_start", json!([]));
     put("allow_simultaneous", json!(c.allow_simultaneous));
     put("artifacts", artifacts);
     put("scm_revision", json!(""));
-    put("instance_group", if reached_waiting { json!(2) } else { Value::Null });
+    put(
+        "instance_group",
+        if reached_waiting {
+            json!(2)
+        } else {
+            Value::Null
+        },
+    );
     put("diff_mode", json!(job.diff_mode));
     put("job_slice_number", json!(job.job_slice_number));
     put("job_slice_count", json!(job.job_slice_count));
@@ -176,15 +222,27 @@ pub(crate) fn job_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str, det
         put("job_env", json!({}));
         put("result_traceback", json!(traceback));
         put("event_processing_finished", json!(event_done));
-        put("host_status_counts", if terminal { json!({}) } else { Value::Null });
-        put("playbook_counts", json!({"play_count": i32::from(ran), "task_count": i32::from(ran)}));
+        put(
+            "host_status_counts",
+            if terminal { json!({}) } else { Value::Null },
+        );
+        put(
+            "playbook_counts",
+            json!({"play_count": i32::from(ran), "task_count": i32::from(ran)}),
+        );
         put("custom_virtualenv", Value::Null);
     }
     Some(Value::Object(m))
 }
 
 /// A workflow job body.
-pub(crate) fn workflow_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str, detail: bool) -> Option<Value> {
+pub(crate) fn workflow_json(
+    st: &mut State,
+    id: u64,
+    now: DateTime<Utc>,
+    p: &str,
+    detail: bool,
+) -> Option<Value> {
     let snap = st.workflow_snapshot(id, now)?;
     let wf = st.workflow(id)?.clone();
     let c = &wf.c;
@@ -193,7 +251,9 @@ pub(crate) fn workflow_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str
     let mut put = |k: &str, v: Value| {
         m.insert(k.to_owned(), v);
     };
-    let template_name = ujt.and_then(|t| st.templates.get(&t)).map(|t| t.name().to_owned());
+    let template_name = ujt
+        .and_then(|t| st.templates.get(&t))
+        .map(|t| t.name().to_owned());
     let mut related = json!({
         "created_by": c.launched_by.as_ref().map(|(uid, _)| format!("{p}users/{uid}/")),
         "labels": format!("{p}workflow_jobs/{id}/labels/"),
@@ -231,7 +291,10 @@ pub(crate) fn workflow_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str
     put("related", related);
     put("summary_fields", summary);
     put("created", json!(ts(c.created)));
-    put("modified", json!(ts(snap.finished.or(snap.started).unwrap_or(c.created))));
+    put(
+        "modified",
+        json!(ts(snap.finished.or(snap.started).unwrap_or(c.created))),
+    );
     put("name", json!(c.name));
     put("description", json!(c.description));
     put("unified_job_template", json!(ujt));
@@ -243,7 +306,10 @@ pub(crate) fn workflow_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str
     put("canceled_on", ts_opt(c.cancel_at));
     put("elapsed", elapsed(snap.started, snap.finished, now));
     put("job_explanation", json!(snap.explanation));
-    put("launched_by", launched_by(&Unified::Workflow(Box::new(wf.clone())), p));
+    put(
+        "launched_by",
+        launched_by(&Unified::Workflow(Box::new(wf.clone())), p),
+    );
     put("work_unit_id", Value::Null);
     put("workflow_job_template", json!(wf.wfjt));
     put("extra_vars", json!(c.extra_vars));
@@ -251,13 +317,41 @@ pub(crate) fn workflow_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str
     put("job_template", json!(wf.job_template));
     put("is_sliced_job", json!(wf.is_sliced));
     put("inventory", json!(c.inventory));
-    put("limit", if c.limit.is_empty() { Value::Null } else { json!(c.limit) });
-    put("scm_branch", if c.scm_branch.is_empty() { Value::Null } else { json!(c.scm_branch) });
+    put(
+        "limit",
+        if c.limit.is_empty() {
+            Value::Null
+        } else {
+            json!(c.limit)
+        },
+    );
+    put(
+        "scm_branch",
+        if c.scm_branch.is_empty() {
+            Value::Null
+        } else {
+            json!(c.scm_branch)
+        },
+    );
     put("webhook_service", json!(""));
     put("webhook_credential", Value::Null);
     put("webhook_guid", json!(""));
-    put("skip_tags", if c.skip_tags.is_empty() { Value::Null } else { json!(c.skip_tags) });
-    put("job_tags", if c.job_tags.is_empty() { Value::Null } else { json!(c.job_tags) });
+    put(
+        "skip_tags",
+        if c.skip_tags.is_empty() {
+            Value::Null
+        } else {
+            json!(c.skip_tags)
+        },
+    );
+    put(
+        "job_tags",
+        if c.job_tags.is_empty() {
+            Value::Null
+        } else {
+            json!(c.job_tags)
+        },
+    );
     if detail {
         put("job_args", json!(""));
         put("job_cwd", json!(""));
@@ -268,7 +362,13 @@ pub(crate) fn workflow_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str
 }
 
 /// Any unified job.
-pub(crate) fn unified_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str, detail: bool) -> Option<Value> {
+pub(crate) fn unified_json(
+    st: &mut State,
+    id: u64,
+    now: DateTime<Utc>,
+    p: &str,
+    detail: bool,
+) -> Option<Value> {
     match st.unified(id)? {
         Unified::Job(_) => job_json(st, id, now, p, detail),
         Unified::Workflow(_) => workflow_json(st, id, now, p, detail),
@@ -276,7 +376,12 @@ pub(crate) fn unified_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str,
 }
 
 /// Nodes of a workflow job (`workflow_nodes/` results).
-pub(crate) fn workflow_nodes_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str) -> Option<Vec<Value>> {
+pub(crate) fn workflow_nodes_json(
+    st: &mut State,
+    id: u64,
+    now: DateTime<Utc>,
+    p: &str,
+) -> Option<Vec<Value>> {
     let wf = st.workflow(id)?.clone();
     let mut out = Vec::new();
     for node in &wf.nodes {
@@ -314,8 +419,11 @@ pub(crate) fn workflow_nodes_json(st: &mut State, id: u64, now: DateTime<Utc>, p
             related["unified_job_template"] = json!(format!("{p}job_templates/{t}/"));
         }
         let idx = wf.nodes.iter().position(|n| n.id == node.id).unwrap_or(0);
-        let success_nodes: Vec<u64> =
-            if wf.parallel { Vec::new() } else { wf.nodes.get(idx + 1).map(|n| n.id).into_iter().collect() };
+        let success_nodes: Vec<u64> = if wf.parallel {
+            Vec::new()
+        } else {
+            wf.nodes.get(idx + 1).map(|n| n.id).into_iter().collect()
+        };
         let do_not_run = match wf.ended {
             Some((t, _, _)) if t <= now => node.job.is_none(),
             _ => false,
@@ -361,7 +469,11 @@ fn capabilities(user: &User, t: &Template) -> Value {
 }
 
 fn named_url(p: &str, kind: &str, name: &str, org: &str) -> String {
-    format!("{p}{kind}/{}++{}/", encode_named_url_part(name), encode_named_url_part(org))
+    format!(
+        "{p}{kind}/{}++{}/",
+        encode_named_url_part(name),
+        encode_named_url_part(org)
+    )
 }
 
 fn last_job_summary(st: &mut State, t: u64, now: DateTime<Utc>) -> (Option<Value>, Vec<Value>) {
@@ -369,15 +481,26 @@ fn last_job_summary(st: &mut State, t: u64, now: DateTime<Utc>) -> (Option<Value
     let last = st.templates.get(&t).and_then(Template::last_job);
     let mut last_json = None;
     if let Some(l) = last {
-        let name = st.unified(l).map(|u| u.common().name.clone()).unwrap_or_default();
+        let name = st
+            .unified(l)
+            .map(|u| u.common().name.clone())
+            .unwrap_or_default();
         let (status, finished) = match st.unified(l) {
-            Some(Unified::Job(_)) => st.job_snapshot(l, now).map(|s| (s.status, s.finished)).unzip(),
-            Some(Unified::Workflow(_)) => st.workflow_snapshot(l, now).map(|s| (s.status, s.finished)).unzip(),
+            Some(Unified::Job(_)) => st
+                .job_snapshot(l, now)
+                .map(|s| (s.status, s.finished))
+                .unzip(),
+            Some(Unified::Workflow(_)) => st
+                .workflow_snapshot(l, now)
+                .map(|s| (s.status, s.finished))
+                .unzip(),
             None => (None, None),
         };
         if let Some(status) = status {
-            last_json = Some(json!({"id": l, "name": name, "description": "", "finished": ts_opt(finished.flatten()),
-                                    "status": status.as_str(), "failed": status.failed()}));
+            last_json = Some(
+                json!({"id": l, "name": name, "description": "", "finished": ts_opt(finished.flatten()),
+                                    "status": status.as_str(), "failed": status.failed()}),
+            );
         }
     }
     // recent jobs: up to 10 newest of this template
@@ -386,32 +509,65 @@ fn last_job_summary(st: &mut State, t: u64, now: DateTime<Utc>) -> (Option<Value
         .iter()
         .rev()
         .flatten()
-        .filter(|u| u.common().template == Some(t) && u.common().launch_type != "workflow" || matches!(u, Unified::Workflow(w) if w.wfjt == Some(t)))
+        .filter(|u| {
+            u.common().template == Some(t) && u.common().launch_type != "workflow"
+                || matches!(u, Unified::Workflow(w) if w.wfjt == Some(t))
+        })
         .take(10)
         .map(|u| u.common().id)
         .collect();
     for id in ids {
-        let kind = if st.workflow(id).is_some() { "workflow_job" } else { "job" };
+        let kind = if st.workflow(id).is_some() {
+            "workflow_job"
+        } else {
+            "job"
+        };
         let (status, finished) = match kind {
-            "job" => st.job_snapshot(id, now).map(|s| (s.status, s.finished)).unzip(),
-            _ => st.workflow_snapshot(id, now).map(|s| (s.status, s.finished)).unzip(),
+            "job" => st
+                .job_snapshot(id, now)
+                .map(|s| (s.status, s.finished))
+                .unzip(),
+            _ => st
+                .workflow_snapshot(id, now)
+                .map(|s| (s.status, s.finished))
+                .unzip(),
         };
         if let Some(status) = status {
-            recent.push(json!({"id": id, "status": status.as_str(), "finished": ts_opt(finished.flatten()),
-                               "canceled_on": Value::Null, "type": kind}));
+            recent.push(
+                json!({"id": id, "status": status.as_str(), "finished": ts_opt(finished.flatten()),
+                               "canceled_on": Value::Null, "type": kind}),
+            );
         }
     }
     (last_json, recent)
 }
 
 /// A job template body.
-pub(crate) fn job_template_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str, user: &User, detail: bool) -> Option<Value> {
+pub(crate) fn job_template_json(
+    st: &mut State,
+    id: u64,
+    now: DateTime<Utc>,
+    p: &str,
+    user: &User,
+    detail: bool,
+) -> Option<Value> {
     let status = st.template_status(id, now);
     let (last, recent) = last_job_summary(st, id, now);
-    let last_status = last.as_ref().and_then(|l| l["status"].as_str()).map(str::to_owned);
-    let last_finished = last.as_ref().map(|l| l["finished"].clone()).unwrap_or(Value::Null);
-    let Some(t @ Template::Job(jt)) = st.templates.get(&id) else { return None };
-    let org = st.org(jt.org_id).map(|o| o.name.clone()).unwrap_or_default();
+    let last_status = last
+        .as_ref()
+        .and_then(|l| l["status"].as_str())
+        .map(str::to_owned);
+    let last_finished = last
+        .as_ref()
+        .map(|l| l["finished"].clone())
+        .unwrap_or(Value::Null);
+    let Some(t @ Template::Job(jt)) = st.templates.get(&id) else {
+        return None;
+    };
+    let org = st
+        .org(jt.org_id)
+        .map(|o| o.name.clone())
+        .unwrap_or_default();
     let s = &jt.spec;
     let mut related = json!({
         "launch": format!("{p}job_templates/{id}/launch/"),
@@ -487,13 +643,31 @@ pub(crate) fn job_template_json(st: &mut State, id: u64, now: DateTime<Utc>, p: 
 }
 
 /// A workflow job template body.
-pub(crate) fn workflow_template_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str, user: &User, detail: bool) -> Option<Value> {
+pub(crate) fn workflow_template_json(
+    st: &mut State,
+    id: u64,
+    now: DateTime<Utc>,
+    p: &str,
+    user: &User,
+    detail: bool,
+) -> Option<Value> {
     let status = st.template_status(id, now);
     let (last, recent) = last_job_summary(st, id, now);
-    let last_status = last.as_ref().and_then(|l| l["status"].as_str()).map(str::to_owned);
-    let last_finished = last.as_ref().map(|l| l["finished"].clone()).unwrap_or(Value::Null);
-    let Some(t @ Template::Workflow(wt)) = st.templates.get(&id) else { return None };
-    let org = st.org(wt.org_id).map(|o| o.name.clone()).unwrap_or_default();
+    let last_status = last
+        .as_ref()
+        .and_then(|l| l["status"].as_str())
+        .map(str::to_owned);
+    let last_finished = last
+        .as_ref()
+        .map(|l| l["finished"].clone())
+        .unwrap_or(Value::Null);
+    let Some(t @ Template::Workflow(wt)) = st.templates.get(&id) else {
+        return None;
+    };
+    let org = st
+        .org(wt.org_id)
+        .map(|o| o.name.clone())
+        .unwrap_or_default();
     let s = &wt.spec;
     let mut related = json!({
         "launch": format!("{p}workflow_job_templates/{id}/launch/"),
@@ -547,7 +721,14 @@ pub(crate) fn workflow_template_json(st: &mut State, id: u64, now: DateTime<Utc>
 }
 
 /// Any template.
-pub(crate) fn template_json(st: &mut State, id: u64, now: DateTime<Utc>, p: &str, user: &User, detail: bool) -> Option<Value> {
+pub(crate) fn template_json(
+    st: &mut State,
+    id: u64,
+    now: DateTime<Utc>,
+    p: &str,
+    user: &User,
+    detail: bool,
+) -> Option<Value> {
     match st.templates.get(&id)? {
         Template::Job(_) => job_template_json(st, id, now, p, user, detail),
         Template::Workflow(_) => workflow_template_json(st, id, now, p, user, detail),
@@ -566,7 +747,9 @@ pub(crate) fn survey_spec_json(t: &Template) -> Value {
             let mut v = serde_json::to_value(s).unwrap_or_else(|_| json!({}));
             if let Some(qs) = v.get_mut("spec").and_then(Value::as_array_mut) {
                 for q in qs {
-                    if q["type"] == "password" && q["default"].as_str().is_some_and(|d| !d.is_empty()) {
+                    if q["type"] == "password"
+                        && q["default"].as_str().is_some_and(|d| !d.is_empty())
+                    {
                         q["default"] = json!("$encrypted$");
                     }
                 }

@@ -78,7 +78,10 @@ impl Endpoint {
     ];
 
     fn index(self) -> usize {
-        Endpoint::ALL.iter().position(|e| *e == self).unwrap_or(Endpoint::ALL.len() - 1)
+        Endpoint::ALL
+            .iter()
+            .position(|e| *e == self)
+            .unwrap_or(Endpoint::ALL.len() - 1)
     }
 }
 
@@ -133,7 +136,10 @@ pub(crate) struct RequestRing {
 
 impl RequestRing {
     pub(crate) fn new(capacity: usize) -> Self {
-        RequestRing { capacity: AtomicU64::new(capacity as u64), ring: Mutex::new(VecDeque::new()) }
+        RequestRing {
+            capacity: AtomicU64::new(capacity as u64),
+            ring: Mutex::new(VecDeque::new()),
+        }
     }
 
     pub(crate) fn enabled(&self) -> bool {
@@ -142,7 +148,10 @@ impl RequestRing {
 
     pub(crate) fn set_capacity(&self, capacity: usize) {
         self.capacity.store(capacity as u64, Ordering::Relaxed);
-        let mut ring = self.ring.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut ring = self
+            .ring
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         while ring.len() > capacity {
             ring.pop_front();
         }
@@ -153,7 +162,10 @@ impl RequestRing {
         if cap == 0 {
             return;
         }
-        let mut ring = self.ring.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut ring = self
+            .ring
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         while ring.len() >= cap {
             ring.pop_front();
         }
@@ -161,11 +173,19 @@ impl RequestRing {
     }
 
     pub(crate) fn snapshot(&self) -> Vec<LoggedRequest> {
-        self.ring.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().cloned().collect()
+        self.ring
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect()
     }
 
     pub(crate) fn clear(&self) {
-        self.ring.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+        self.ring
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
     }
 }
 

@@ -172,12 +172,19 @@ impl Default for JobScript {
 impl JobScript {
     /// Succeeds after `running` seconds of `running` (short pending and waiting phases).
     pub fn successful(running: Duration) -> Self {
-        JobScript { running, ..JobScript::default() }
+        JobScript {
+            running,
+            ..JobScript::default()
+        }
     }
 
     /// Ends with `outcome` after `running`.
     pub fn ending(outcome: Outcome, running: Duration) -> Self {
-        JobScript { running, outcome, ..JobScript::default() }
+        JobScript {
+            running,
+            outcome,
+            ..JobScript::default()
+        }
     }
 
     /// Goes `pending` → `error` directly after `pending`, with a traceback, like an execution
@@ -187,19 +194,27 @@ impl JobScript {
             pending,
             outcome: Outcome::Error,
             skip_running: true,
-            result_traceback: "Traceback (most recent call last):\nRuntimeError: Failed to start work unit\n".to_owned(),
+            result_traceback:
+                "Traceback (most recent call last):\nRuntimeError: Failed to start work unit\n"
+                    .to_owned(),
             ..JobScript::default()
         }
     }
 
     /// Stays `pending` forever (no execution capacity).
     pub fn stuck_pending() -> Self {
-        JobScript { hold: Hold::Pending, ..JobScript::default() }
+        JobScript {
+            hold: Hold::Pending,
+            ..JobScript::default()
+        }
     }
 
     /// Runs until canceled.
     pub fn run_until_canceled() -> Self {
-        JobScript { hold: Hold::Running, ..JobScript::default() }
+        JobScript {
+            hold: Hold::Running,
+            ..JobScript::default()
+        }
     }
 
     /// Sets the three phase durations.
@@ -274,13 +289,25 @@ impl ScriptRule {
     }
 
     /// Launches whose `extra_vars[key] == value` use `script`.
-    pub fn when_extra_var(key: impl Into<String>, value: serde_json::Value, script: JobScript) -> Self {
-        ScriptRule { when_extra_var: Some((key.into(), value)), times: None, script }
+    pub fn when_extra_var(
+        key: impl Into<String>,
+        value: serde_json::Value,
+        script: JobScript,
+    ) -> Self {
+        ScriptRule {
+            when_extra_var: Some((key.into(), value)),
+            times: None,
+            script,
+        }
     }
 
     /// The next launch uses `script`.
     pub fn once(script: JobScript) -> Self {
-        ScriptRule { when_extra_var: None, times: Some(1), script }
+        ScriptRule {
+            when_extra_var: None,
+            times: Some(1),
+            script,
+        }
     }
 }
 
@@ -312,7 +339,9 @@ pub(crate) fn snapshot(
     now: DateTime<Utc>,
 ) -> Snapshot {
     // Natural timeline.
-    let p_end = release.map(|r| add(created, script.pending).max(r)).filter(|_| script.hold != Hold::Pending);
+    let p_end = release
+        .map(|r| add(created, script.pending).max(r))
+        .filter(|_| script.hold != Hold::Pending);
     let (started, natural_end) = match p_end {
         None => (None, None),
         Some(p) if script.skip_running => (None, Some(p)),
@@ -339,7 +368,11 @@ pub(crate) fn snapshot(
     if let Some((k, delay)) = cancel {
         let at_k = natural_status(k);
         if at_k.is_active() {
-            let effective = if at_k == Status::Pending { k } else { add(k, delay) };
+            let effective = if at_k == Status::Pending {
+                k
+            } else {
+                add(k, delay)
+            };
             if natural_end.is_none_or(|e| e > effective) {
                 terminal_at = Some(effective);
                 natural = false;
@@ -348,7 +381,11 @@ pub(crate) fn snapshot(
     }
     match terminal_at {
         Some(end) if now >= end => Snapshot {
-            status: if natural { script.outcome.status() } else { Status::Canceled },
+            status: if natural {
+                script.outcome.status()
+            } else {
+                Status::Canceled
+            },
             started: started.filter(|s| *s <= end),
             finished: Some(end),
             terminal_at,
@@ -396,9 +433,13 @@ pub(crate) mod opt_secs {
         }
     }
 
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Duration>, D::Error> {
         match Option::<f64>::deserialize(d)? {
-            Some(v) => Duration::try_from_secs_f64(v).map(Some).map_err(serde::de::Error::custom),
+            Some(v) => Duration::try_from_secs_f64(v)
+                .map(Some)
+                .map_err(serde::de::Error::custom),
             None => Ok(None),
         }
     }
@@ -427,23 +468,93 @@ mod tests {
         assert_eq!(at(2).started, Some(t(2)));
         assert_eq!(at(3).finished, None);
         let done = at(4);
-        assert_eq!((done.status, done.started, done.finished), (Status::Successful, Some(t(2)), Some(t(4))));
+        assert_eq!(
+            (done.status, done.started, done.finished),
+            (Status::Successful, Some(t(2)), Some(t(4)))
+        );
     }
 
     #[test]
     fn blocked_release_and_cancel() {
-        let script = JobScript::default().with_phases(Duration::ZERO, Duration::ZERO, Duration::from_secs(10));
+        let script = JobScript::default().with_phases(
+            Duration::ZERO,
+            Duration::ZERO,
+            Duration::from_secs(10),
+        );
         let c = t(0);
-        assert_eq!(snapshot(&script, c, None, None, t(100)).status, Status::Pending);
-        assert_eq!(snapshot(&script, c, Some(t(5)), None, t(4)).status, Status::Pending);
-        assert_eq!(snapshot(&script, c, Some(t(5)), None, t(5)).status, Status::Running);
-        // cancel while running, 3 s delay
-        let cancel = Some((t(7), Duration::from_secs(3)));
-        assert_eq!(snapshot(&script, c, Some(c), cancel, t(9)).status, Status::Running);
-        let s = snapshot(&script, c, Some(c), cancel, t(10));
-        assert_eq!((s.status, s.finished), (Status::Canceled, Some(t(10))));
+        assert_eq!(
+            snapshot(&script, c, None, None, t(100)).status,
+            Status::Pending
+        );
+        assert_eq!(
+            snapshot(&script, c, Some(t(5)), None, t(4)).status,
+            Status::Pending
+        );
+        assert_eq!(
+            snapshot(&script, c, Some(t(5)), None, t(5)).status,
+            Status::Running
+        );
+        // cancel while running, 2 s delay
+        let cancel = Some((t(7), Duration::from_secs(2)));
+        assert_eq!(
+            snapshot(&script, c, Some(c), cancel, t(8)).status,
+            Status::Running
+        );
+        let s = snapshot(&script, c, Some(c), cancel, t(9));
+        assert_eq!((s.status, s.finished), (Status::Canceled, Some(t(9))));
+        // a cancel whose delay reaches past the natural end does not change the outcome
+        let late = Some((t(8), Duration::from_secs(5)));
+        assert_eq!(
+            snapshot(&script, c, Some(c), late, t(20)).status,
+            Status::Successful
+        );
         // cancel while pending is immediate
         let s = snapshot(&script, c, None, Some((t(3), Duration::from_secs(3))), t(3));
-        assert_eq!((s.status, s.started, s.finished), (Status::Canceled, None, Some(t(3))));
+        assert_eq!(
+            (s.status, s.started, s.finished),
+            (Status::Canceled, None, Some(t(3)))
+        );
+    }
+
+    fn rank(s: Status) -> u8 {
+        match s {
+            Status::Pending => 0,
+            Status::Waiting => 1,
+            Status::Running => 2,
+            _ => 3,
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the script, release and cancel: the status only moves forward in time,
+        /// `started <= finished`, and a terminal job keeps its finish time.
+        #[test]
+        fn timeline_is_monotonic(
+            pending in 0u64..20, waiting in 0u64..20, running in 0u64..20,
+            release in proptest::option::of(0i64..40), cancel in proptest::option::of((0i64..60, 0u64..10)),
+            hold in 0u8..3, skip in proptest::bool::ANY,
+        ) {
+            let script = JobScript {
+                hold: [Hold::None, Hold::Pending, Hold::Running][usize::from(hold)],
+                skip_running: skip,
+                ..JobScript::default().with_phases(Duration::from_secs(pending), Duration::from_secs(waiting), Duration::from_secs(running))
+            };
+            let cancel = cancel.map(|(k, d)| (t(k), Duration::from_secs(d)));
+            let mut last: Option<Snapshot> = None;
+            for now in 0..120 {
+                let s = snapshot(&script, t(0), release.map(t), cancel, t(now));
+                if let (Some(st), Some(f)) = (s.started, s.finished) {
+                    proptest::prop_assert!(st <= f);
+                }
+                proptest::prop_assert_eq!(s.finished.is_some(), !s.status.is_active());
+                if let Some(prev) = last {
+                    proptest::prop_assert!(rank(prev.status) <= rank(s.status));
+                    if !prev.status.is_active() {
+                        proptest::prop_assert_eq!(prev, s);
+                    }
+                }
+                last = Some(s);
+            }
+        }
     }
 }

@@ -48,7 +48,11 @@ fn arm_rst(_stream: &TcpStream) -> Option<()> {
 #[cfg(not(unix))]
 fn fire_rst(_dup: Option<()>) {}
 
-async fn serve_connection(fake: FakeAap, stream: TcpStream, tls: Option<tokio_rustls::TlsAcceptor>) {
+async fn serve_connection(
+    fake: FakeAap,
+    stream: TcpStream,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
     let _ = stream.set_nodelay(true);
     let dup = std::sync::Mutex::new(Some(arm_rst(&stream)));
     let dup = Arc::new(dup);
@@ -58,7 +62,11 @@ async fn serve_connection(fake: FakeAap, stream: TcpStream, tls: Option<tokio_ru
         async move {
             let resp = fake.app.clone().handle(req.map(Body::new)).await;
             if resp.extensions().get::<ResetConnection>().is_some() {
-                let d = dup.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take().flatten();
+                let d = dup
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take()
+                    .flatten();
                 fire_rst(d);
                 return Err(Reset);
             }
@@ -73,7 +81,9 @@ async fn serve_connection(fake: FakeAap, stream: TcpStream, tls: Option<tokio_ru
         }
         Some(acceptor) => {
             if let Ok(tls_stream) = acceptor.accept(stream).await {
-                let _ = http1.serve_connection(TokioIo::new(tls_stream), service).await;
+                let _ = http1
+                    .serve_connection(TokioIo::new(tls_stream), service)
+                    .await;
             }
         }
     }
@@ -131,22 +141,39 @@ impl FakeAapServer {
         if !addr.ip().is_loopback() {
             return Err(FakeAapError::NotLoopback { addr });
         }
-        let listener = TcpListener::bind(addr).await.map_err(|source| FakeAapError::Bind { addr, source })?;
-        let local = listener.local_addr().map_err(|source| FakeAapError::Bind { addr, source })?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| FakeAapError::Bind { addr, source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| FakeAapError::Bind { addr, source })?;
         let (tls, ca_pem) = if https {
             let material = super::tls::generate()?;
-            (Some(tokio_rustls::TlsAcceptor::from(material.server_config)), Some(material.ca_pem))
+            (
+                Some(tokio_rustls::TlsAcceptor::from(material.server_config)),
+                Some(material.ca_pem),
+            )
         } else {
             (None, None)
         };
         let (tx, rx) = watch::channel(false);
         let task = tokio::spawn(accept_loop(fake.clone(), listener, tls, rx));
-        Ok(FakeAapServer { fake, addr: local, ca_pem, shutdown: tx, task: Some(task) })
+        Ok(FakeAapServer {
+            fake,
+            addr: local,
+            ca_pem,
+            shutdown: tx,
+            task: Some(task),
+        })
     }
 
     /// `http://127.0.0.1:PORT` or `https://127.0.0.1:PORT` (no trailing slash).
     pub fn base_url(&self) -> String {
-        let scheme = if self.ca_pem.is_some() { "https" } else { "http" };
+        let scheme = if self.ca_pem.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         format!("{scheme}://{}", self.addr)
     }
 

@@ -29,7 +29,9 @@ impl std::str::FromStr for Mode {
             "awx" => Ok(Mode::Awx),
             "gateway" => Ok(Mode::Gateway),
             "both" => Ok(Mode::Both),
-            other => Err(format!("unknown mode {other:?} (expected awx, gateway or both)")),
+            other => Err(format!(
+                "unknown mode {other:?} (expected awx, gateway or both)"
+            )),
         }
     }
 }
@@ -112,7 +114,12 @@ pub struct InventorySpec {
 
 impl Default for InventorySpec {
     fn default() -> Self {
-        InventorySpec { id: None, name: String::new(), organization: "Default".into(), hosts: 1 }
+        InventorySpec {
+            id: None,
+            name: String::new(),
+            organization: "Default".into(),
+            hosts: 1,
+        }
     }
 }
 
@@ -292,7 +299,10 @@ impl JobTemplateSpec {
         JobTemplateSpec {
             name: name.into(),
             organization: organization.into(),
-            ask: AskFlags { variables: true, ..AskFlags::default() },
+            ask: AskFlags {
+                variables: true,
+                ..AskFlags::default()
+            },
             ..JobTemplateSpec::default()
         }
     }
@@ -405,14 +415,21 @@ impl Default for WorkflowJobTemplateSpec {
 
 impl WorkflowJobTemplateSpec {
     /// A workflow named `name` prompting for variables, running the given job templates in order.
-    pub fn new(name: impl Into<String>, organization: impl Into<String>, job_templates: &[&str]) -> Self {
+    pub fn new(
+        name: impl Into<String>,
+        organization: impl Into<String>,
+        job_templates: &[&str],
+    ) -> Self {
         WorkflowJobTemplateSpec {
             name: name.into(),
             organization: organization.into(),
             ask_variables_on_launch: true,
             nodes: job_templates
                 .iter()
-                .map(|jt| WorkflowNodeSpec { job_template: (*jt).to_owned(), ..WorkflowNodeSpec::default() })
+                .map(|jt| WorkflowNodeSpec {
+                    job_template: (*jt).to_owned(),
+                    ..WorkflowNodeSpec::default()
+                })
                 .collect(),
             ..WorkflowJobTemplateSpec::default()
         }

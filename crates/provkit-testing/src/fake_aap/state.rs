@@ -11,7 +11,8 @@ use super::ovalue::{OMap, OValue, omap_get, omap_insert, parse_extra_vars_str};
 use super::script::{JobScript, ScriptRule, Snapshot, Status, snapshot};
 use super::spec::{JobTemplateSpec, Scope, Settings, WorkflowJobTemplateSpec};
 
-pub(crate) const WORKFLOW_FAILED_EXPLANATION: &str = "No error handling paths found, marking workflow as failed";
+pub(crate) const WORKFLOW_FAILED_EXPLANATION: &str =
+    "No error handling paths found, marking workflow as failed";
 
 #[derive(Clone, Debug)]
 pub(crate) struct Org {
@@ -84,8 +85,8 @@ pub(crate) struct WfTemplate {
 
 #[derive(Debug)]
 pub(crate) enum Template {
-    Job(JobTemplate),
-    Workflow(WfTemplate),
+    Job(Box<JobTemplate>),
+    Workflow(Box<WfTemplate>),
 }
 
 impl Template {
@@ -343,7 +344,10 @@ impl State {
         let mut pred = cur;
         for &jid in chain.iter().rev() {
             let pred_end = match pred_release {
-                Some(r) => self.job_snapshot_with_release(pred, Some(r), now)?.terminal_at,
+                Some(r) => {
+                    self.job_snapshot_with_release(pred, Some(r), now)?
+                        .terminal_at
+                }
                 None => None,
             };
             let job = self.job(jid)?;
@@ -381,11 +385,18 @@ impl State {
     pub(crate) fn workflow_snapshot(&self, id: u64, now: DateTime<Utc>) -> Option<WfSnapshot> {
         let wf = self.workflow(id)?;
         Some(match wf.ended {
-            Some((t, status, explanation)) if t <= now => {
-                WfSnapshot { status, started: wf.started, finished: Some(t), explanation }
-            }
+            Some((t, status, explanation)) if t <= now => WfSnapshot {
+                status,
+                started: wf.started,
+                finished: Some(t),
+                explanation,
+            },
             _ => WfSnapshot {
-                status: if wf.started.is_some() { Status::Running } else { Status::Pending },
+                status: if wf.started.is_some() {
+                    Status::Running
+                } else {
+                    Status::Pending
+                },
                 started: wf.started,
                 finished: None,
                 explanation: "",
@@ -404,11 +415,11 @@ impl State {
     // ---- workflows ----------------------------------------------------------------------
 
     /// Brings every workflow job up to `now` (spawns children, ends workflows).
+    ///
+    /// Only due wake-ups are processed, so a request costs O(1) when nothing is due. Workflows
+    /// whose next step is unknowable from the clock alone ("stalled": a child that never ends
+    /// by itself) are re-examined only on cancel or purge, the only events that can unblock them.
     pub(crate) fn sync(&mut self, now: DateTime<Utc>) {
-        let stalled: Vec<u64> = std::mem::take(&mut self.stalled).into_iter().collect();
-        for id in stalled {
-            self.advance_workflow(id, now);
-        }
         while let Some(Reverse((t, id))) = self.wake.peek().copied() {
             if t > now {
                 break;
@@ -447,7 +458,11 @@ impl State {
                     }
                     (Some(s), _) => {
                         self.set_wf(id, |w| w.started = Some(s));
-                        let count = if parallel { node_count } else { 1.min(node_count) };
+                        let count = if parallel {
+                            node_count
+                        } else {
+                            1.min(node_count)
+                        };
                         for idx in 0..count {
                             self.spawn_node(id, idx, s);
                         }
@@ -518,7 +533,8 @@ impl State {
                                 let handled = ok || wf.nodes[idx].failure_handled;
                                 let before_cancel = cancel_at.is_none_or(|k| e < k);
                                 if !handled {
-                                    natural_end = Some((e, Status::Failed, WORKFLOW_FAILED_EXPLANATION));
+                                    natural_end =
+                                        Some((e, Status::Failed, WORKFLOW_FAILED_EXPLANATION));
                                 } else if idx + 1 < wf.nodes.len() {
                                     if before_cancel {
                                         self.spawn_node(id, idx + 1, e);
@@ -556,25 +572,39 @@ impl State {
     }
 
     fn spawn_node(&mut self, wf_id: u64, idx: usize, at: DateTime<Utc>) {
-        let Some(wf) = self.workflow(wf_id) else { return };
-        let Some(node) = wf.nodes.get(idx) else { return };
+        let Some(wf) = self.workflow(wf_id) else {
+            return;
+        };
+        let Some(node) = wf.nodes.get(idx) else {
+            return;
+        };
         if node.approval || node.job.is_some() {
             return;
         }
         let Some(jt_id) = node.ujt else { return };
-        let Some(Template::Job(jt)) = self.templates.get(&jt_id) else { return };
+        let Some(Template::Job(jt)) = self.templates.get(&jt_id) else {
+            return;
+        };
         let mut vars = jt.extra_vars.clone();
         for (k, v) in &wf.c.extra_vars_map {
             omap_insert(&mut vars, k.clone(), v.clone());
         }
-        let slice = if wf.is_sliced { (idx as u32 + 1, wf.nodes.len() as u32) } else { (0, 1) };
+        let slice = if wf.is_sliced {
+            (idx as u32 + 1, wf.nodes.len() as u32)
+        } else {
+            (0, 1)
+        };
         let new = NewJob {
             template: jt_id,
             extra_vars: vars,
             launched_by: wf.c.launched_by.clone(),
             launch_type: "workflow",
             inventory: wf.c.inventory.or(jt.inventory_id),
-            limit: if wf.c.limit.is_empty() { jt.spec.limit.clone() } else { wf.c.limit.clone() },
+            limit: if wf.c.limit.is_empty() {
+                jt.spec.limit.clone()
+            } else {
+                wf.c.limit.clone()
+            },
             job_tags: jt.spec.job_tags.clone(),
             skip_tags: jt.spec.skip_tags.clone(),
             scm_branch: jt.spec.scm_branch.clone(),
@@ -598,7 +628,9 @@ impl State {
 
     fn pick_script(&mut self, template: u64, vars: &OMap) -> Arc<JobScript> {
         let default = self.default_script.clone();
-        let Some(Template::Job(jt)) = self.templates.get_mut(&template) else { return default };
+        let Some(Template::Job(jt)) = self.templates.get_mut(&template) else {
+            return default;
+        };
         for rule in &mut jt.rules {
             if rule.times == Some(0) {
                 continue;
@@ -629,7 +661,9 @@ impl State {
         let id = self.next_job_id();
         let script = self.pick_script(new.template, &new.extra_vars);
         let work_unit_id: String = (0..8).map(|_| self.rng.alphanumeric()).collect();
-        let Some(Template::Job(jt)) = self.templates.get(&new.template) else { return None };
+        let Some(Template::Job(jt)) = self.templates.get(&new.template) else {
+            return None;
+        };
         let allow = jt.spec.allow_simultaneous || simultaneous;
         let blocked_by = if allow { None } else { jt.last_job };
         let c = Common {
@@ -664,7 +698,11 @@ impl State {
             job_slice_number: slice_number,
             job_slice_count: new.job_slice_count.max(1),
             blocked_by,
-            release: if blocked_by.is_none() { Some(now) } else { None },
+            release: if blocked_by.is_none() {
+                Some(now)
+            } else {
+                None
+            },
             script,
             work_unit_id,
         };
@@ -701,7 +739,10 @@ impl State {
         if !status.is_active() {
             return Err(());
         }
-        let already = self.unified(id).and_then(|u| u.common().cancel_at).is_some();
+        let already = self
+            .unified(id)
+            .and_then(|u| u.common().cancel_at)
+            .is_some();
         if already {
             return Ok(());
         }
@@ -723,7 +764,7 @@ impl State {
                 j.c.cancel_at.get_or_insert(now);
             }
         }
-        // Wake workflows that depend on this job.
+        // Wake workflows that depend on this job, and every stalled one.
         let parent = self.unified(id).and_then(|u| u.common().parent_workflow);
         for wf in [Some(id), parent].into_iter().flatten() {
             if self.workflow(wf).is_some() {
@@ -731,6 +772,7 @@ impl State {
                 self.wake.push(Reverse((now, wf)));
             }
         }
+        self.recheck_stalled(now);
         Ok(())
     }
 
@@ -763,7 +805,15 @@ impl State {
         for wf in wfs {
             self.stalled.insert(wf);
         }
+        self.recheck_stalled(now);
         true
+    }
+
+    fn recheck_stalled(&mut self, now: DateTime<Utc>) {
+        let stalled: Vec<u64> = std::mem::take(&mut self.stalled).into_iter().collect();
+        for id in stalled {
+            self.advance_workflow(id, now);
+        }
     }
 
     /// A template's `status` field: its last job's status (`error` shows as `failed`).
@@ -785,18 +835,21 @@ impl State {
 
     /// Finds a user by Basic credentials.
     pub(crate) fn check_password(&self, username: &str, password: &str) -> Option<&User> {
-        self.users.iter().find(|u| u.username == username && u.password == password)
+        self.users
+            .iter()
+            .find(|u| u.username == username && u.password == password)
     }
 
     /// Whether `user` can see template `t`.
     pub(crate) fn can_see(user: &User, t: &Template) -> bool {
-        user.is_superuser || t.visible_to().is_none_or(|v| v.iter().any(|u| *u == user.username))
+        user.is_superuser || t.visible_to().is_none_or(|v| v.contains(&user.username))
     }
 
     /// Whether `user` can launch template `t`.
     pub(crate) fn can_start(user: &User, t: &Template) -> bool {
         user.is_superuser
-            || (Self::can_see(user, t) && t.executable_by().is_none_or(|v| v.iter().any(|u| *u == user.username)))
+            || (Self::can_see(user, t)
+                && t.executable_by().is_none_or(|v| v.contains(&user.username)))
     }
 
     /// Whether `user` can see a unified job (through its template).

@@ -5,14 +5,20 @@ use super::spec::{SurveyQuestion, SurveySpec};
 
 fn choices(q: &SurveyQuestion) -> Vec<String> {
     match &q.choices {
-        serde_json::Value::Array(a) => a.iter().map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_owned)).collect(),
+        serde_json::Value::Array(a) => a
+            .iter()
+            .map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_owned))
+            .collect(),
         serde_json::Value::String(s) => s.split('\n').map(str::to_owned).collect(),
         _ => Vec::new(),
     }
 }
 
 fn py_list(items: &[String]) -> String {
-    let inner: Vec<String> = items.iter().map(|s| OValue::String(s.clone()).py_repr()).collect();
+    let inner: Vec<String> = items
+        .iter()
+        .map(|s| OValue::String(s.clone()).py_repr())
+        .collect();
     format!("[{}]", inner.join(", "))
 }
 
@@ -39,7 +45,10 @@ fn check(q: &SurveyQuestion, value: &OValue, errors: &mut Vec<String>) {
     match q.kind.as_str() {
         "text" | "textarea" | "password" => {
             let OValue::String(s) = value else {
-                errors.push(format!("Value {} for '{var}' expected to be a string.", value.py_str()));
+                errors.push(format!(
+                    "Value {} for '{var}' expected to be a string.",
+                    value.py_str()
+                ));
                 return;
             };
             if q.kind == "password" && s == "$encrypted$" {
@@ -53,7 +62,10 @@ fn check(q: &SurveyQuestion, value: &OValue, errors: &mut Vec<String>) {
                 ));
             }
             if max.is_some_and(|m| len > m) {
-                errors.push(format!("'{var}' value {s} is too large (must be no more than {}).", bound_str(q.max.as_ref())));
+                errors.push(format!(
+                    "'{var}' value {s} is too large (must be no more than {}).",
+                    bound_str(q.max.as_ref())
+                ));
             }
         }
         "integer" | "float" => {
@@ -62,8 +74,15 @@ fn check(q: &SurveyQuestion, value: &OValue, errors: &mut Vec<String>) {
                 _ => None,
             };
             let Some(n) = n else {
-                let what = if q.kind == "integer" { "an integer" } else { "a numeric type" };
-                errors.push(format!("Value {} for '{var}' expected to be {what}.", value.py_str()));
+                let what = if q.kind == "integer" {
+                    "an integer"
+                } else {
+                    "a numeric type"
+                };
+                errors.push(format!(
+                    "Value {} for '{var}' expected to be {what}.",
+                    value.py_str()
+                ));
                 return;
             };
             if min.is_some_and(|m| n < m) {
@@ -85,7 +104,11 @@ fn check(q: &SurveyQuestion, value: &OValue, errors: &mut Vec<String>) {
             let ch = choices(q);
             let ok = matches!(value, OValue::String(s) if ch.contains(s));
             if !ok {
-                errors.push(format!("Value {} for '{var}' expected to be one of {}.", value.py_str(), py_list(&ch)));
+                errors.push(format!(
+                    "Value {} for '{var}' expected to be one of {}.",
+                    value.py_str(),
+                    py_list(&ch)
+                ));
             }
         }
         "multiselect" => {
@@ -97,7 +120,11 @@ fn check(q: &SurveyQuestion, value: &OValue, errors: &mut Vec<String>) {
             for item in items {
                 let ok = matches!(item, OValue::String(s) if ch.contains(s));
                 if !ok {
-                    errors.push(format!("Value {} for '{var}' expected to be one of {}.", item.py_str(), py_list(&ch)));
+                    errors.push(format!(
+                        "Value {} for '{var}' expected to be one of {}.",
+                        item.py_str(),
+                        py_list(&ch)
+                    ));
                 }
             }
         }
@@ -131,7 +158,12 @@ mod tests {
     use super::*;
 
     fn q(kind: &str, var: &str, required: bool) -> SurveyQuestion {
-        SurveyQuestion { kind: kind.into(), variable: var.into(), required, ..SurveyQuestion::default() }
+        SurveyQuestion {
+            kind: kind.into(),
+            variable: var.into(),
+            required,
+            ..SurveyQuestion::default()
+        }
     }
 
     #[test]
@@ -140,8 +172,17 @@ mod tests {
         choice.choices = serde_json::json!(["s", "m"]);
         let mut text = q("text", "name", false);
         text.min = Some(serde_json::json!(3));
-        let spec = SurveySpec { spec: vec![q("integer", "a", true), q("text", "req", true), choice, text], ..SurveySpec::default() };
-        let vars: OValue = serde_json::from_str(r#"{"a": "5", "size": "xl", "name": "ab"}"#).unwrap();
+        let spec = SurveySpec {
+            spec: vec![
+                q("integer", "a", true),
+                q("text", "req", true),
+                choice,
+                text,
+            ],
+            ..SurveySpec::default()
+        };
+        let vars: OValue =
+            serde_json::from_str(r#"{"a": "5", "size": "xl", "name": "ab"}"#).unwrap();
         let OValue::Object(vars) = vars else { panic!() };
         let (errors, _) = validate(&spec, &vars);
         assert_eq!(

@@ -23,17 +23,31 @@ fn cert_err(source: rcgen::Error) -> FakeAapError {
 pub(crate) fn generate() -> Result<TlsMaterial, FakeAapError> {
     let ca_key = KeyPair::generate().map_err(cert_err)?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(cert_err)?;
-    ca_params.distinguished_name.push(DnType::CommonName, "fake-aap test CA");
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "fake-aap test CA");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
     let ca_cert = ca_params.self_signed(&ca_key).map_err(cert_err)?;
     let issuer = Issuer::new(ca_params, ca_key);
 
     let leaf_key = KeyPair::generate().map_err(cert_err)?;
-    let mut leaf_params =
-        CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()]).map_err(cert_err)?;
-    leaf_params.distinguished_name.push(DnType::CommonName, "fake-aap");
-    let leaf_cert = leaf_params.signed_by(&leaf_key, &issuer).map_err(cert_err)?;
+    let mut leaf_params = CertificateParams::new(vec![
+        "localhost".to_owned(),
+        "127.0.0.1".to_owned(),
+        "::1".to_owned(),
+    ])
+    .map_err(cert_err)?;
+    leaf_params
+        .distinguished_name
+        .push(DnType::CommonName, "fake-aap");
+    let leaf_cert = leaf_params
+        .signed_by(&leaf_key, &issuer)
+        .map_err(cert_err)?;
 
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
@@ -45,5 +59,8 @@ pub(crate) fn generate() -> Result<TlsMaterial, FakeAapError> {
         .with_single_cert(chain, key)
         .map_err(|source| FakeAapError::Tls { source })?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(TlsMaterial { ca_pem: ca_cert.pem(), server_config: Arc::new(config) })
+    Ok(TlsMaterial {
+        ca_pem: ca_cert.pem(),
+        server_config: Arc::new(config),
+    })
 }

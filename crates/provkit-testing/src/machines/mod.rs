@@ -19,3 +19,7 @@ mod in_memory_set;
 pub use builders::{MachineInfoBuilder, machine_gvr, node_gvr};
 pub use fake_cloud::{FakeCloudConfig, FakeCloudProvider, Method};
 pub use in_memory_set::{Call, InMemoryMachineSetProvider};
+/// The mockall mocks of both traits (features `machines` + `mock`).
+#[cfg(feature = "mock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
+pub use provkit_machines::{cloud::MockCloudProvider, set::MockMachineSetProvider};

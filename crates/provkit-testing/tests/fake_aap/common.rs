@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use provkit_testing::fake_aap::{
-    FakeAap, FakeAapServer, Fixtures, InventorySpec, JobScript, JobTemplateSpec, Mode, OrganizationSpec, Scope,
-    TokenSpec, UserSpec, WorkflowJobTemplateSpec, WorkflowNodeSpec,
+    FakeAap, FakeAapServer, Fixtures, InventorySpec, JobScript, JobTemplateSpec, Mode,
+    OrganizationSpec, Scope, TokenSpec, UserSpec, WorkflowJobTemplateSpec, WorkflowNodeSpec,
 };
 use serde_json::Value;
 
@@ -64,7 +64,12 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
         cert: &rustls::pki_types::CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
     fn verify_tls13_signature(
         &self,
@@ -72,7 +77,12 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
         cert: &rustls::pki_types::CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
@@ -103,7 +113,13 @@ impl Reply {
 }
 
 /// Sends a request; `body` is sent with `Content-Type: application/json`.
-pub async fn send(c: &reqwest::Client, method: &str, url: &str, auth: Auth<'_>, body: Option<&str>) -> Reply {
+pub async fn send(
+    c: &reqwest::Client,
+    method: &str,
+    url: &str,
+    auth: Auth<'_>,
+    body: Option<&str>,
+) -> Reply {
     let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
     let mut rb = c.request(m, url);
     match auth {
@@ -112,14 +128,21 @@ pub async fn send(c: &reqwest::Client, method: &str, url: &str, auth: Auth<'_>, 
         Auth::Basic(u, p) => rb = rb.basic_auth(u, Some(p)),
     }
     if let Some(b) = body {
-        rb = rb.header("content-type", "application/json").body(b.to_owned());
+        rb = rb
+            .header("content-type", "application/json")
+            .body(b.to_owned());
     }
     let resp = rb.send().await.unwrap();
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
     let text = resp.text().await.unwrap();
     let json = serde_json::from_str(&text).unwrap_or(Value::Null);
-    Reply { status, headers, text, json }
+    Reply {
+        status,
+        headers,
+        text,
+        json,
+    }
 }
 
 /// Asserts that `expected` is contained in `actual` (objects: listed keys; arrays and scalars: equal).
@@ -127,7 +150,9 @@ pub fn assert_subset(expected: &Value, actual: &Value, at: &str) {
     match (expected, actual) {
         (Value::Object(e), Value::Object(a)) => {
             for (k, v) in e {
-                let Some(av) = a.get(k) else { panic!("{at}: missing key {k:?} in {actual}") };
+                let Some(av) = a.get(k) else {
+                    panic!("{at}: missing key {k:?} in {actual}")
+                };
                 assert_subset(v, av, &format!("{at}.{k}"));
             }
         }
@@ -145,12 +170,41 @@ pub fn assert_subset(expected: &Value, actual: &Value, at: &str) {
 pub fn observed_fixtures(mode: Mode) -> Fixtures {
     let mut fx = Fixtures::default();
     fx.settings.mode = mode;
-    fx.organizations.push(OrganizationSpec { id: Some(2), name: "osac".into(), description: "OSAC org".into() });
-    fx.users.push(UserSpec { id: Some(1), username: "admin".into(), password: "secret".into(), is_superuser: true });
-    fx.users.push(UserSpec { id: Some(2), username: "viewer".into(), password: "viewer".into(), is_superuser: false });
-    fx.tokens.push(TokenSpec { token: ADMIN.into(), user: "admin".into(), scope: Scope::Write, ..TokenSpec::default() });
-    fx.tokens.push(TokenSpec { token: READ.into(), user: "admin".into(), scope: Scope::Read, ..TokenSpec::default() });
-    fx.inventories.push(InventorySpec { id: Some(2), name: "osac-inventory".into(), organization: "osac".into(), hosts: 1 });
+    fx.organizations.push(OrganizationSpec {
+        id: Some(2),
+        name: "osac".into(),
+        description: "OSAC org".into(),
+    });
+    fx.users.push(UserSpec {
+        id: Some(1),
+        username: "admin".into(),
+        password: "secret".into(),
+        is_superuser: true,
+    });
+    fx.users.push(UserSpec {
+        id: Some(2),
+        username: "viewer".into(),
+        password: "viewer".into(),
+        is_superuser: false,
+    });
+    fx.tokens.push(TokenSpec {
+        token: ADMIN.into(),
+        user: "admin".into(),
+        scope: Scope::Write,
+        ..TokenSpec::default()
+    });
+    fx.tokens.push(TokenSpec {
+        token: READ.into(),
+        user: "admin".into(),
+        scope: Scope::Read,
+        ..TokenSpec::default()
+    });
+    fx.inventories.push(InventorySpec {
+        id: Some(2),
+        name: "osac-inventory".into(),
+        organization: "osac".into(),
+        hosts: 1,
+    });
     fx.job_templates.push(JobTemplateSpec {
         id: Some(9),
         inventory: Some("osac-inventory".into()),
@@ -180,7 +234,13 @@ pub fn observed_fixtures(mode: Mode) -> Fixtures {
 
 /// Starts a server with `fixtures` and a manual clock.
 pub async fn start(fixtures: Fixtures) -> (FakeAapServer, provkit_core::ManualClock) {
-    let clock = provkit_core::ManualClock::new(chrono::DateTime::from_timestamp(1_795_000_000, 0).unwrap());
-    let server = FakeAap::builder().fixtures(fixtures).clock(Arc::new(clock.clone())).start().await.unwrap();
+    let clock =
+        provkit_core::ManualClock::new(chrono::DateTime::from_timestamp(1_795_000_000, 0).unwrap());
+    let server = FakeAap::builder()
+        .fixtures(fixtures)
+        .clock(Arc::new(clock.clone()))
+        .start()
+        .await
+        .unwrap();
     (server, clock)
 }

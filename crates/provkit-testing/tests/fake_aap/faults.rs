@@ -28,7 +28,12 @@ async fn before_faults_change_nothing_after_faults_lose_the_response() {
     let f = aap.add_fault(Fault::new("POST", LAUNCH, FaultAction::gateway_html(503)));
     let r = post_launch(&c, &b).await.unwrap();
     assert_eq!(r.status(), 503);
-    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
     assert!(r.text().await.unwrap().contains("503 Service Unavailable"));
     assert!(aap.jobs().is_empty());
     assert_eq!(aap.launch_count(9), 0);
@@ -47,7 +52,10 @@ async fn before_faults_change_nothing_after_faults_lose_the_response() {
     aap.add_fault(Fault::new("POST", LAUNCH, FaultAction::server_error()).after());
     let r = post_launch(&c, &b).await.unwrap();
     assert_eq!(r.status(), 500);
-    assert_eq!(r.json::<serde_json::Value>().await.unwrap(), json!({"detail": "A server error has occurred."}));
+    assert_eq!(
+        r.json::<serde_json::Value>().await.unwrap(),
+        json!({"detail": "A server error has occurred."})
+    );
     assert_eq!(aap.jobs().len(), 2);
     aap.clear_faults();
     // After + malformed JSON: job created, body unparsable.
@@ -59,12 +67,26 @@ async fn before_faults_change_nothing_after_faults_lose_the_response() {
     aap.clear_faults();
     // After + truncated: body is a prefix of valid JSON.
     aap.add_fault(Fault::new("GET", "/api/v2/jobs/1/", FaultAction::TruncatedJson).after());
-    let r = send(&c, "GET", &format!("{b}/api/v2/jobs/1/"), Auth::Bearer(ADMIN), None).await;
+    let r = send(
+        &c,
+        "GET",
+        &format!("{b}/api/v2/jobs/1/"),
+        Auth::Bearer(ADMIN),
+        None,
+    )
+    .await;
     assert_eq!(r.status, 200);
     assert!(r.json.is_null() && r.text.starts_with("{\""));
     aap.clear_faults();
     // The server still serves normally; the lost launch is findable by template and time.
-    let r = send(&c, "GET", &format!("{b}/api/v2/jobs/?job_template=9&order_by=-id"), Auth::Bearer(ADMIN), None).await;
+    let r = send(
+        &c,
+        "GET",
+        &format!("{b}/api/v2/jobs/?job_template=9&order_by=-id"),
+        Auth::Bearer(ADMIN),
+        None,
+    )
+    .await;
     assert_eq!(r.json["count"], 3);
 }
 
@@ -74,16 +96,44 @@ async fn retry_after_in_seconds_and_http_date() {
     let c = client();
     let b = server.base_url();
     let aap = server.aap();
-    aap.add_fault(Fault::new("GET", "/api/v2/jobs/*", FaultAction::too_many_requests(RetryAfter::Seconds(7))).trigger(Trigger::Nth(1)));
+    aap.add_fault(
+        Fault::new(
+            "GET",
+            "/api/v2/jobs/*",
+            FaultAction::too_many_requests(RetryAfter::Seconds(7)),
+        )
+        .trigger(Trigger::Nth(1)),
+    );
     let when = SystemTime::UNIX_EPOCH + Duration::from_secs(1_900_000_000);
-    aap.add_fault(Fault::new("GET", "/api/v2/ping/", FaultAction::too_many_requests(RetryAfter::Date(when))));
-    let r = send(&c, "GET", &format!("{b}/api/v2/jobs/"), Auth::Bearer(ADMIN), None).await;
+    aap.add_fault(Fault::new(
+        "GET",
+        "/api/v2/ping/",
+        FaultAction::too_many_requests(RetryAfter::Date(when)),
+    ));
+    let r = send(
+        &c,
+        "GET",
+        &format!("{b}/api/v2/jobs/"),
+        Auth::Bearer(ADMIN),
+        None,
+    )
+    .await;
     assert_eq!((r.status, r.header("retry-after")), (429, Some("7")));
-    let r = send(&c, "GET", &format!("{b}/api/v2/jobs/"), Auth::Bearer(ADMIN), None).await;
+    let r = send(
+        &c,
+        "GET",
+        &format!("{b}/api/v2/jobs/"),
+        Auth::Bearer(ADMIN),
+        None,
+    )
+    .await;
     assert_eq!(r.status, 200, "only the first call");
     let r = send(&c, "GET", &format!("{b}/api/v2/ping/"), Auth::None, None).await;
     assert_eq!(r.status, 429);
-    assert_eq!(httpdate::parse_http_date(r.header("retry-after").unwrap()).unwrap(), when);
+    assert_eq!(
+        httpdate::parse_http_date(r.header("retry-after").unwrap()).unwrap(),
+        when
+    );
 }
 
 #[tokio::test]
@@ -92,11 +142,24 @@ async fn first_n_fraction_latency_and_migration_redirect() {
     let c = client();
     let b = server.base_url();
     let aap = server.aap();
-    let f = aap.add_fault(Fault::new("GET", "/api/v2/me/", FaultAction::gateway_html(502)).trigger(Trigger::FirstN(2)));
+    let f = aap.add_fault(
+        Fault::new("GET", "/api/v2/me/", FaultAction::gateway_html(502))
+            .trigger(Trigger::FirstN(2)),
+    );
     let codes: Vec<u16> = {
         let mut v = Vec::new();
         for _ in 0..4 {
-            v.push(send(&c, "GET", &format!("{b}/api/v2/me/"), Auth::Bearer(ADMIN), None).await.status);
+            v.push(
+                send(
+                    &c,
+                    "GET",
+                    &format!("{b}/api/v2/me/"),
+                    Auth::Bearer(ADMIN),
+                    None,
+                )
+                .await
+                .status,
+            );
         }
         v
     };
@@ -111,11 +174,25 @@ async fn first_n_fraction_latency_and_migration_redirect() {
             fx
         })
         .await;
-        server.aap().add_fault(Fault::new("GET", "/api/v2/ping/", FaultAction::gateway_html(504)).trigger(Trigger::Fraction(0.5)));
+        server.aap().add_fault(
+            Fault::new("GET", "/api/v2/ping/", FaultAction::gateway_html(504))
+                .trigger(Trigger::Fraction(0.5)),
+        );
         let c = client();
         let mut v = Vec::new();
         for _ in 0..40 {
-            v.push(send(&c, "GET", &format!("{}/api/v2/ping/", server.base_url()), Auth::None, None).await.status == 504);
+            v.push(
+                send(
+                    &c,
+                    "GET",
+                    &format!("{}/api/v2/ping/", server.base_url()),
+                    Auth::None,
+                    None,
+                )
+                .await
+                .status
+                    == 504,
+            );
         }
         v
     };
@@ -124,12 +201,24 @@ async fn first_n_fraction_latency_and_migration_redirect() {
     let hits = a.iter().filter(|x| **x).count();
     assert!((5..=35).contains(&hits), "{hits}");
     // Latency (before) still answers normally.
-    aap.add_fault(Fault::new("GET", "/api/v2/ping/", FaultAction::Latency(Duration::from_millis(50))));
-    assert_eq!(send(&c, "GET", &format!("{b}/api/v2/ping/"), Auth::None, None).await.status, 200);
+    aap.add_fault(Fault::new(
+        "GET",
+        "/api/v2/ping/",
+        FaultAction::Latency(Duration::from_millis(50)),
+    ));
+    assert_eq!(
+        send(&c, "GET", &format!("{b}/api/v2/ping/"), Auth::None, None)
+            .await
+            .status,
+        200
+    );
     aap.clear_faults();
     aap.add_fault(Fault::new("GET", "/api/v2/ping/", FaultAction::migrating()));
     let r = send(&c, "GET", &format!("{b}/api/v2/ping/"), Auth::None, None).await;
-    assert_eq!((r.status, r.header("location")), (302, Some("/migrations_notran/")));
+    assert_eq!(
+        (r.status, r.header("location")),
+        (302, Some("/migrations_notran/"))
+    );
 }
 
 #[tokio::test]
@@ -138,10 +227,24 @@ async fn purge_and_request_log() {
     let c = client();
     let b = server.base_url();
     let aap = server.aap();
-    let r = send(&c, "POST", &format!("{b}/api/v2/job_templates/9/launch/"), Auth::Bearer(ADMIN), Some(r#"{"extra_vars":{"a":1}}"#)).await;
+    let r = send(
+        &c,
+        "POST",
+        &format!("{b}/api/v2/job_templates/9/launch/"),
+        Auth::Bearer(ADMIN),
+        Some(r#"{"extra_vars":{"a":1}}"#),
+    )
+    .await;
     let id = r.json["id"].as_u64().unwrap();
     aap.purge_job(id).unwrap();
-    let r = send(&c, "GET", &format!("{b}/api/v2/jobs/{id}/"), Auth::Bearer(ADMIN), None).await;
+    let r = send(
+        &c,
+        "GET",
+        &format!("{b}/api/v2/jobs/{id}/"),
+        Auth::Bearer(ADMIN),
+        None,
+    )
+    .await;
     assert_eq!(r.status, 404);
     assert!(aap.purge_job(id).is_err());
     let log = aap.requests();
@@ -149,13 +252,24 @@ async fn purge_and_request_log() {
     assert_eq!(launch.path, "/api/v2/job_templates/9/launch/");
     assert_eq!(launch.body, r#"{"extra_vars":{"a":1}}"#);
     assert_eq!(launch.status, 201);
-    let auth = launch.headers.iter().find(|(k, _)| k == "authorization").unwrap();
+    let auth = launch
+        .headers
+        .iter()
+        .find(|(k, _)| k == "authorization")
+        .unwrap();
     assert_eq!(auth.1, "Bearer <redacted>");
     assert!(!format!("{log:?}").contains(ADMIN));
     // Bounded ring, and off.
     aap.set_request_log_capacity(3);
     for _ in 0..10 {
-        send(&c, "GET", &format!("{b}/api/v2/ping/?n=1"), Auth::None, None).await;
+        send(
+            &c,
+            "GET",
+            &format!("{b}/api/v2/ping/?n=1"),
+            Auth::None,
+            None,
+        )
+        .await;
     }
     assert_eq!(aap.requests().len(), 3);
     assert_eq!(aap.requests()[2].query, "n=1");
@@ -164,7 +278,10 @@ async fn purge_and_request_log() {
     send(&c, "GET", &format!("{b}/api/v2/ping/"), Auth::None, None).await;
     assert!(aap.requests().is_empty());
     let counters = aap.counters();
-    assert_eq!(counters.endpoint(provkit_testing::fake_aap::Endpoint::Launch), 1);
+    assert_eq!(
+        counters.endpoint(provkit_testing::fake_aap::Endpoint::Launch),
+        1
+    );
     assert!(counters.endpoint(provkit_testing::fake_aap::Endpoint::Ping) >= 11);
     assert_eq!(counters.status_class(4), 1);
 }

@@ -3,14 +3,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use provkit_testing::fake_aap::{FakeAap, JobScript, JobTemplateSpec, Mode, Outcome, ScriptRule, WorkflowNodeSpec};
+use provkit_testing::fake_aap::{
+    FakeAap, JobScript, JobTemplateSpec, Mode, Outcome, ScriptRule, WorkflowNodeSpec,
+};
 use serde_json::json;
 
 use crate::common::{ADMIN, Auth, client, observed_fixtures, send, start};
 
 #[tokio::test]
 async fn thousands_of_jobs_move_when_the_clock_advances() {
-    let clock = provkit_core::ManualClock::new(chrono::DateTime::from_timestamp(1_795_000_000, 0).unwrap());
+    let clock =
+        provkit_core::ManualClock::new(chrono::DateTime::from_timestamp(1_795_000_000, 0).unwrap());
     let aap = FakeAap::builder()
         .clock(Arc::new(clock.clone()))
         .request_log_capacity(0)
@@ -30,7 +33,9 @@ async fn thousands_of_jobs_move_when_the_clock_advances() {
         let req = http::Request::post("/api/v2/job_templates/bulk++Default/launch/")
             .header("authorization", format!("Bearer {}", aap.admin_token()))
             .header("content-type", "application/json")
-            .body(axum::body::Body::from(format!(r#"{{"extra_vars":{{"i":{i}}}}}"#)))
+            .body(axum::body::Body::from(format!(
+                r#"{{"extra_vars":{{"i":{i}}}}}"#
+            )))
             .unwrap();
         assert_eq!(router.clone().oneshot(req).await.unwrap().status(), 201);
     }
@@ -42,7 +47,10 @@ async fn thousands_of_jobs_move_when_the_clock_advances() {
     assert_eq!(jobs.len(), 2000);
     assert!(jobs.iter().all(|j| j.status == "successful"));
     assert_eq!(jobs[1999].extra_vars, "{\"i\": 1999}");
-    assert_eq!(aap.launch_count(aap.template_id("bulk", Some("Default")).unwrap()), 2000);
+    assert_eq!(
+        aap.launch_count(aap.template_id("bulk", Some("Default")).unwrap()),
+        2000
+    );
 }
 
 #[tokio::test]
@@ -51,23 +59,67 @@ async fn fail_n_times_then_succeed_and_rules_by_extra_var() {
     fx.job_templates[0].allow_simultaneous = true;
     fx.job_templates[0].script = Some(JobScript::successful(Duration::from_secs(1)));
     fx.job_templates[0].scripts = vec![
-        ScriptRule::when_extra_var("name", json!("doomed"), JobScript::error_before_start(Duration::from_secs(1)).with_explanation("no capacity")),
+        ScriptRule::when_extra_var(
+            "name",
+            json!("doomed"),
+            JobScript::error_before_start(Duration::from_secs(1)).with_explanation("no capacity"),
+        ),
         ScriptRule::fail_times(2),
     ];
     let (server, clock) = start(fx).await;
     let c = client();
     let b = server.base_url();
-    for body in [r#"{"extra_vars":{"name":"a"}}"#, r#"{"extra_vars":{"name":"a"}}"#, r#"{"extra_vars":{"name":"doomed"}}"#, r#"{"extra_vars":{"name":"a"}}"#] {
-        assert_eq!(send(&c, "POST", &format!("{b}/api/v2/job_templates/9/launch/"), Auth::Bearer(ADMIN), Some(body)).await.status, 201);
+    for body in [
+        r#"{"extra_vars":{"name":"a"}}"#,
+        r#"{"extra_vars":{"name":"a"}}"#,
+        r#"{"extra_vars":{"name":"doomed"}}"#,
+        r#"{"extra_vars":{"name":"a"}}"#,
+    ] {
+        assert_eq!(
+            send(
+                &c,
+                "POST",
+                &format!("{b}/api/v2/job_templates/9/launch/"),
+                Auth::Bearer(ADMIN),
+                Some(body)
+            )
+            .await
+            .status,
+            201
+        );
     }
     clock.advance(Duration::from_secs(30));
     let statuses: Vec<&str> = server.aap().jobs().iter().map(|j| j.status).collect();
     assert_eq!(statuses, vec!["failed", "failed", "error", "successful"]);
-    let j = send(&c, "GET", &format!("{b}/api/v2/jobs/3/"), Auth::Bearer(ADMIN), None).await.json;
-    assert_eq!((j["job_explanation"].clone(), j["started"].clone()), (json!("no capacity"), json!(null)));
+    let j = send(
+        &c,
+        "GET",
+        &format!("{b}/api/v2/jobs/3/"),
+        Auth::Bearer(ADMIN),
+        None,
+    )
+    .await
+    .json;
+    assert_eq!(
+        (j["job_explanation"].clone(), j["started"].clone()),
+        (json!("no capacity"), json!(null))
+    );
     // Per-launch script pushed through the inspection API.
-    server.aap().push_script(9, ScriptRule::once(JobScript::ending(Outcome::Canceled, Duration::from_secs(1)))).unwrap();
-    send(&c, "POST", &format!("{b}/api/v2/job_templates/9/launch/"), Auth::Bearer(ADMIN), Some("{}")).await;
+    server
+        .aap()
+        .push_script(
+            9,
+            ScriptRule::once(JobScript::ending(Outcome::Canceled, Duration::from_secs(1))),
+        )
+        .unwrap();
+    send(
+        &c,
+        "POST",
+        &format!("{b}/api/v2/job_templates/9/launch/"),
+        Auth::Bearer(ADMIN),
+        Some("{}"),
+    )
+    .await;
     clock.advance(Duration::from_secs(30));
     assert_eq!(server.aap().job(5).unwrap().status, "canceled");
 }
@@ -75,23 +127,53 @@ async fn fail_n_times_then_succeed_and_rules_by_extra_var() {
 #[tokio::test]
 async fn stdout_is_progressive_stripped_and_limited() {
     let mut fx = observed_fixtures(Mode::Awx);
-    let text: String = (0..10).map(|i| format!("\u{1b}[0;32mline {i}\u{1b}[0m\n")).collect();
-    fx.job_templates[0].script = Some(JobScript::successful(Duration::from_secs(10)).with_phases(Duration::ZERO, Duration::ZERO, Duration::from_secs(10)).with_stdout(text.clone()));
+    let text: String = (0..10)
+        .map(|i| format!("\u{1b}[0;32mline {i}\u{1b}[0m\n"))
+        .collect();
+    fx.job_templates[0].script = Some(
+        JobScript::successful(Duration::from_secs(10))
+            .with_phases(Duration::ZERO, Duration::ZERO, Duration::from_secs(10))
+            .with_stdout(text.clone()),
+    );
     let big = "x".repeat(1_048_577);
-    fx.job_templates[1].script = Some(JobScript::successful(Duration::from_secs(1)).with_stdout(big.clone()));
+    fx.job_templates[1].script =
+        Some(JobScript::successful(Duration::from_secs(1)).with_stdout(big.clone()));
     let (server, clock) = start(fx).await;
     let c = client();
     let b = server.base_url();
-    send(&c, "POST", &format!("{b}/api/v2/job_templates/9/launch/"), Auth::Bearer(ADMIN), Some("{}")).await;
-    send(&c, "POST", &format!("{b}/api/v2/job_templates/10/launch/"), Auth::Bearer(ADMIN), Some("{}")).await;
+    send(
+        &c,
+        "POST",
+        &format!("{b}/api/v2/job_templates/9/launch/"),
+        Auth::Bearer(ADMIN),
+        Some("{}"),
+    )
+    .await;
+    send(
+        &c,
+        "POST",
+        &format!("{b}/api/v2/job_templates/10/launch/"),
+        Auth::Bearer(ADMIN),
+        Some("{}"),
+    )
+    .await;
     let txt = |id: u64, fmt: &'static str| {
-        let (c, url) = (c.clone(), format!("{b}/api/v2/jobs/{id}/stdout/?format={fmt}"));
+        let (c, url) = (
+            c.clone(),
+            format!("{b}/api/v2/jobs/{id}/stdout/?format={fmt}"),
+        );
         async move { send(&c, "GET", &url, Auth::Bearer(ADMIN), None).await }
     };
     clock.advance(Duration::from_secs(5));
     let half = txt(1, "txt").await;
     assert_eq!(half.header("content-type"), Some("text/plain"));
-    assert!(half.text.starts_with("line 0\n") && half.text.lines().count() < 10 && half.text.lines().count() >= 4, "{:?}", half.text);
+    assert!(
+        half.text.starts_with("line 0\n")
+            && half.text.lines().count() < 10
+            && half.text.lines().count() >= 4,
+        "{:?}",
+        half.text
+    );
     clock.advance(Duration::from_secs(10));
     let full = txt(1, "txt").await.text;
     assert_eq!(full.lines().count(), 10);
@@ -105,26 +187,71 @@ async fn stdout_is_progressive_stripped_and_limited() {
     );
     let dl = txt(2, "txt_download").await;
     assert_eq!(dl.text.len(), big.len());
-    assert!(dl.header("content-disposition").unwrap().contains("job_2.txt"));
+    assert!(
+        dl.header("content-disposition")
+            .unwrap()
+            .contains("job_2.txt")
+    );
 }
 
 #[tokio::test]
 async fn approval_keeps_workflow_running_and_event_processing_may_never_finish() {
     let mut fx = observed_fixtures(Mode::Awx);
-    fx.job_templates[0].script = Some(JobScript::error_before_start(Duration::from_secs(1)).with_event_processing_lag(None));
+    fx.job_templates[0].script =
+        Some(JobScript::error_before_start(Duration::from_secs(1)).with_event_processing_lag(None));
     fx.workflow_job_templates[0].stuck_pending = false;
     fx.workflow_job_templates[0].nodes[0].failure_handled = true;
-    fx.workflow_job_templates[0].nodes.push(WorkflowNodeSpec { approval: true, ..WorkflowNodeSpec::default() });
+    fx.workflow_job_templates[0].nodes.push(WorkflowNodeSpec {
+        approval: true,
+        ..WorkflowNodeSpec::default()
+    });
     let (server, clock) = start(fx).await;
     let c = client();
     let b = server.base_url();
-    send(&c, "POST", &format!("{b}/api/v2/workflow_job_templates/11/launch/"), Auth::Bearer(ADMIN), Some("{}")).await;
+    send(
+        &c,
+        "POST",
+        &format!("{b}/api/v2/workflow_job_templates/11/launch/"),
+        Auth::Bearer(ADMIN),
+        Some("{}"),
+    )
+    .await;
     clock.advance(Duration::from_secs(3600));
-    let wf = send(&c, "GET", &format!("{b}/api/v2/workflow_jobs/1/"), Auth::Bearer(ADMIN), None).await.json;
+    let wf = send(
+        &c,
+        "GET",
+        &format!("{b}/api/v2/workflow_jobs/1/"),
+        Auth::Bearer(ADMIN),
+        None,
+    )
+    .await
+    .json;
     assert_eq!(wf["status"], "running", "approval pending forever");
-    let child = send(&c, "GET", &format!("{b}/api/v2/jobs/2/"), Auth::Bearer(ADMIN), None).await.json;
-    assert_eq!((child["status"].clone(), child["event_processing_finished"].clone()), (json!("error"), json!(false)));
-    let nodes = send(&c, "GET", &format!("{b}/api/v2/workflow_jobs/1/workflow_nodes/"), Auth::Bearer(ADMIN), None).await.json;
+    let child = send(
+        &c,
+        "GET",
+        &format!("{b}/api/v2/jobs/2/"),
+        Auth::Bearer(ADMIN),
+        None,
+    )
+    .await
+    .json;
+    assert_eq!(
+        (
+            child["status"].clone(),
+            child["event_processing_finished"].clone()
+        ),
+        (json!("error"), json!(false))
+    );
+    let nodes = send(
+        &c,
+        "GET",
+        &format!("{b}/api/v2/workflow_jobs/1/workflow_nodes/"),
+        Auth::Bearer(ADMIN),
+        None,
+    )
+    .await
+    .json;
     assert_eq!(nodes["count"], 2);
     assert_eq!(nodes["results"][1]["job"], json!(null));
 }

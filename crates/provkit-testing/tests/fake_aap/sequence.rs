@@ -27,7 +27,10 @@ job_templates:
 async fn poll_until_terminal(c: &reqwest::Client, url: &str, token: &str) -> Value {
     for _ in 0..400 {
         let r = send(c, "GET", url, Auth::Bearer(token), None).await;
-        if matches!(r.json["status"].as_str(), Some("successful" | "failed" | "error" | "canceled")) {
+        if matches!(
+            r.json["status"].as_str(),
+            Some("successful" | "failed" | "error" | "canceled")
+        ) {
             return r.json;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -68,9 +71,13 @@ async fn documented_sequence_against_the_binary_in_both_modes() {
         assert_eq!(token, "seq-token");
         let c = client();
         // Discover the API base like a client would.
-        let root = send(&c, "GET", &format!("{base}/api/"), Auth::None, None).await.json;
+        let root = send(&c, "GET", &format!("{base}/api/"), Auth::None, None)
+            .await
+            .json;
         let api = match root["apis"]["controller"].as_str() {
-            Some(controller) => send(&c, "GET", &format!("{base}{controller}"), Auth::None, None).await.json["current_version"]
+            Some(controller) => send(&c, "GET", &format!("{base}{controller}"), Auth::None, None)
+                .await
+                .json["current_version"]
                 .as_str()
                 .unwrap()
                 .to_owned(),
@@ -80,9 +87,19 @@ async fn documented_sequence_against_the_binary_in_both_modes() {
         // Find the template by name.
         let found = send(&c, "GET", &format!("{base}{api}unified_job_templates/?name=osac-create-virtual-network&type=job_template,workflow_job_template"), Auth::Bearer(&token), None).await.json;
         assert_eq!(found["count"], 1);
-        let launch = found["results"][0]["related"]["launch"].as_str().unwrap().to_owned();
+        let launch = found["results"][0]["related"]["launch"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         // Launch with extra_vars.
-        let r = send(&c, "POST", &format!("{base}{launch}"), Auth::Bearer(&token), Some(r#"{"extra_vars":{"network_name":"net-a"}}"#)).await;
+        let r = send(
+            &c,
+            "POST",
+            &format!("{base}{launch}"),
+            Auth::Bearer(&token),
+            Some(r#"{"extra_vars":{"network_name":"net-a"}}"#),
+        )
+        .await;
         assert_eq!(r.status, 201, "{}", r.text);
         let job_url = r.json["url"].as_str().unwrap().to_owned();
         assert_eq!(r.header("location"), Some(job_url.as_str()));
@@ -90,19 +107,69 @@ async fn documented_sequence_against_the_binary_in_both_modes() {
         let done = poll_until_terminal(&c, &format!("{base}{job_url}"), &token).await;
         assert_eq!(done["status"], "successful");
         assert_eq!(done["extra_vars"], "{\"network_name\": \"net-a\"}");
-        let out = send(&c, "GET", &format!("{base}{job_url}stdout/?format=txt"), Auth::Bearer(&token), None).await;
+        let out = send(
+            &c,
+            "GET",
+            &format!("{base}{job_url}stdout/?format=txt"),
+            Auth::Bearer(&token),
+            None,
+        )
+        .await;
         assert_eq!(out.text, "ok: [localhost]\n");
         // Cancel a running one.
-        let r = send(&c, "POST", &format!("{base}{api}job_templates/osac-long-running++osac/launch/"), Auth::Bearer(&token), Some("{}")).await;
+        let r = send(
+            &c,
+            "POST",
+            &format!("{base}{api}job_templates/osac-long-running++osac/launch/"),
+            Auth::Bearer(&token),
+            Some("{}"),
+        )
+        .await;
         let long = format!("{base}{}", r.json["url"].as_str().unwrap());
         poll_until_status(&c, &long, &token, "running").await;
-        assert_eq!(send(&c, "GET", &format!("{long}cancel/"), Auth::Bearer(&token), None).await.json["can_cancel"], true);
-        assert_eq!(send(&c, "POST", &format!("{long}cancel/"), Auth::Bearer(&token), None).await.status, 202);
+        assert_eq!(
+            send(
+                &c,
+                "GET",
+                &format!("{long}cancel/"),
+                Auth::Bearer(&token),
+                None
+            )
+            .await
+            .json["can_cancel"],
+            true
+        );
+        assert_eq!(
+            send(
+                &c,
+                "POST",
+                &format!("{long}cancel/"),
+                Auth::Bearer(&token),
+                None
+            )
+            .await
+            .status,
+            202
+        );
         let done = poll_until_terminal(&c, &long, &token).await;
         assert_eq!(done["status"], "canceled");
-        assert_eq!(send(&c, "POST", &format!("{long}cancel/"), Auth::Bearer(&token), None).await.status, 405);
+        assert_eq!(
+            send(
+                &c,
+                "POST",
+                &format!("{long}cancel/"),
+                Auth::Bearer(&token),
+                None
+            )
+            .await
+            .status,
+            405
+        );
         // Ctrl-C → clean exit.
-        let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+        let status = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
         assert!(status.success());
         let exit = child.wait().unwrap();
         assert!(exit.success(), "{mode}: {exit:?}");

@@ -15,12 +15,25 @@ async fn https_with_custom_ca_and_skip_verify() {
     let trusted = client_with(Some(&pem), false);
     let r = send(&trusted, "GET", &url, Auth::None, None).await;
     assert_eq!(r.status, 200);
-    let r = send(&trusted, "GET", &format!("{}/api/v2/me/", server.base_url()), Auth::Bearer(&server.token()), None).await;
+    let r = send(
+        &trusted,
+        "GET",
+        &format!("{}/api/v2/me/", server.base_url()),
+        Auth::Bearer(&server.token()),
+        None,
+    )
+    .await;
     assert_eq!(r.json["count"], 1);
     // localhost is in the certificate too.
     let port = server.addr().port();
-    let r = trusted.get(format!("https://localhost:{port}/api/v2/ping/")).send().await;
-    assert!(r.is_ok() || r.as_ref().err().is_some_and(reqwest::Error::is_connect), "{r:?}");
+    let r = trusted
+        .get(format!("https://localhost:{port}/api/v2/ping/"))
+        .send()
+        .await;
+    assert!(
+        r.is_ok() || r.as_ref().err().is_some_and(reqwest::Error::is_connect),
+        "{r:?}"
+    );
     let untrusted = client_with(None, false);
     let err = untrusted.get(&url).send().await.unwrap_err();
     assert!(err.is_connect() || err.is_request(), "{err}");

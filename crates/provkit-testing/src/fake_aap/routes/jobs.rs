@@ -13,12 +13,18 @@ use super::{JobKind, lists};
 pub(crate) const STDOUT_MAX_BYTES_DISPLAY: usize = 1_048_576;
 
 fn visible(st: &State, ctx: &Ctx<'_>, kind: JobKind, id: u64) -> bool {
-    let Some(u) = st.unified(id) else { return false };
+    let Some(u) = st.unified(id) else {
+        return false;
+    };
     let kind_ok = match kind {
         JobKind::Job => matches!(u, Unified::Job(_)),
         JobKind::Workflow => matches!(u, Unified::Workflow(_)),
     };
-    kind_ok && ctx.caller.as_ref().is_some_and(|c| st.can_see_job(&c.user, u))
+    kind_ok
+        && ctx
+            .caller
+            .as_ref()
+            .is_some_and(|c| st.can_see_job(&c.user, u))
 }
 
 /// `GET jobs/<id>/`, `GET workflow_jobs/<id>/`, and `DELETE` of either.
@@ -29,7 +35,10 @@ pub(crate) fn detail(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: JobKind, id: 
         return no_match(job_model(kind));
     }
     if ctx.method == "DELETE" {
-        if st.status_of(id, ctx.now).is_some_and(super::super::script::Status::is_active) {
+        if st
+            .status_of(id, ctx.now)
+            .is_some_and(super::super::script::Status::is_active)
+        {
             return Resp::detail(403, "Cannot delete running job resource.");
         }
         st.purge(id, ctx.now);
@@ -58,12 +67,19 @@ pub(crate) fn cancel(app: &App, ctx: &Ctx<'_>, kind: JobKind, id: u64) -> Resp {
             Err(()) => Resp::method_not_allowed("POST"),
         };
     }
-    let can_cancel = st.status_of(id, ctx.now).is_some_and(super::super::script::Status::is_active);
+    let can_cancel = st
+        .status_of(id, ctx.now)
+        .is_some_and(super::super::script::Status::is_active);
     match kind {
         JobKind::Job => Resp::json(200, &json!({"can_cancel": can_cancel})),
         JobKind::Workflow => {
-            let explanation = st.workflow_snapshot(id, ctx.now).map_or("", |s| s.explanation);
-            Resp::json(200, &json!({"can_cancel": can_cancel, "job_explanation": explanation}))
+            let explanation = st
+                .workflow_snapshot(id, ctx.now)
+                .map_or("", |s| s.explanation);
+            Resp::json(
+                200,
+                &json!({"can_cancel": can_cancel, "job_explanation": explanation}),
+            )
         }
     }
 }
@@ -93,8 +109,12 @@ pub(crate) fn stdout(app: &App, ctx: &Ctx<'_>, id: u64) -> Resp {
     if !visible(&st, ctx, JobKind::Job, id) {
         return no_match("Job");
     }
-    let Some(snap) = st.job_snapshot(id, ctx.now) else { return no_match("Job") };
-    let Some(job) = st.job(id) else { return no_match("Job") };
+    let Some(snap) = st.job_snapshot(id, ctx.now) else {
+        return no_match("Job");
+    };
+    let Some(job) = st.job(id) else {
+        return no_match("Job");
+    };
     let full = &job.script.stdout;
     // Reveal output progressively while running, by whole lines.
     let shown: &str = match (snap.started, snap.finished) {
@@ -103,14 +123,22 @@ pub(crate) fn stdout(app: &App, ctx: &Ctx<'_>, id: u64) -> Resp {
         (Some(s), None) => {
             let total = job.script.running.as_secs_f64();
             let done = (ctx.now - s).num_milliseconds().max(0) as f64 / 1000.0;
-            let frac = if total <= 0.0 { 1.0 } else { (done / total).min(1.0) };
+            let frac = if total <= 0.0 {
+                1.0
+            } else {
+                (done / total).min(1.0)
+            };
             let cut = (full.len() as f64 * frac) as usize;
             let end = full[..cut.min(full.len())].rfind('\n').map_or(0, |i| i + 1);
             &full[..end]
         }
     };
     let q = parse_query(ctx.query);
-    let format = q.iter().rev().find(|(k, _)| k == "format").map_or("api", |(_, v)| v.as_str());
+    let format = q
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "format")
+        .map_or("api", |(_, v)| v.as_str());
     let too_large = shown.len() > STDOUT_MAX_BYTES_DISPLAY;
     let message = format!(
         "Standard Output too large to display ({} bytes), only download supported for sizes over {STDOUT_MAX_BYTES_DISPLAY} bytes.",
@@ -122,18 +150,34 @@ pub(crate) fn stdout(app: &App, ctx: &Ctx<'_>, id: u64) -> Resp {
         "txt" => Resp::text(200, strip_ansi(shown), "text/plain"),
         "ansi" => Resp::text(200, shown.to_owned(), "text/plain"),
         "txt_download" | "ansi_download" => {
-            let body = if format == "txt_download" { strip_ansi(shown) } else { shown.to_owned() };
-            Resp::text(200, body, "text/plain")
-                .header("content-disposition", format!("attachment; filename=\"job_{id}.txt\""))
+            let body = if format == "txt_download" {
+                strip_ansi(shown)
+            } else {
+                shown.to_owned()
+            };
+            Resp::text(200, body, "text/plain").header(
+                "content-disposition",
+                format!("attachment; filename=\"job_{id}.txt\""),
+            )
         }
         "json" | "api" => {
             let lines = shown.lines().count();
             if too_large {
-                return Resp::json(200, &json!({"range": {"start": 0, "end": 1, "absolute_end": 1}, "content": message}));
+                return Resp::json(
+                    200,
+                    &json!({"range": {"start": 0, "end": 1, "absolute_end": 1}, "content": message}),
+                );
             }
-            Resp::json(200, &json!({"range": {"start": 0, "end": lines, "absolute_end": lines}, "content": strip_ansi(shown)}))
+            Resp::json(
+                200,
+                &json!({"range": {"start": 0, "end": lines, "absolute_end": lines}, "content": strip_ansi(shown)}),
+            )
         }
-        "html" => Resp::text(200, format!("<pre>{}</pre>", strip_ansi(shown)), "text/html"),
+        "html" => Resp::text(
+            200,
+            format!("<pre>{}</pre>", strip_ansi(shown)),
+            "text/html",
+        ),
         _ => Resp::detail(404, "Not found."),
     }
 }
@@ -154,6 +198,9 @@ pub(crate) fn workflow_nodes(app: &App, ctx: &Ctx<'_>, prefix: &str, id: u64) ->
 mod tests {
     #[test]
     fn ansi_is_stripped() {
-        assert_eq!(super::strip_ansi("\u{1b}[0;32mok: [localhost]\u{1b}[0m\n"), "ok: [localhost]\n");
+        assert_eq!(
+            super::strip_ansi("\u{1b}[0;32mok: [localhost]\u{1b}[0m\n"),
+            "ok: [localhost]\n"
+        );
     }
 }

@@ -19,8 +19,17 @@ pub(crate) fn parse_body(ctx: &Ctx<'_>) -> Result<OMap, Resp> {
     if ctx.body.iter().all(u8::is_ascii_whitespace) {
         return Ok(OMap::new());
     }
-    let ct = ctx.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let mime = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let ct = ctx
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     if mime != "application/json" {
         return Err(Resp::detail(
             415,
@@ -46,7 +55,10 @@ pub(crate) fn parse_body(ctx: &Ctx<'_>) -> Result<OMap, Resp> {
         Ok(_) => Err(Resp::detail(400, "JSON parse error - not a JSON object")),
         Err(e) => {
             let msg = python_json_error(text).unwrap_or_else(|| e.to_string());
-            Err(Resp::detail(400, &format!("JSON parse error - {msg}\nPossible cause: trailing comma.")))
+            Err(Resp::detail(
+                400,
+                &format!("JSON parse error - {msg}\nPossible cause: trailing comma."),
+            ))
         }
     }
 }
@@ -70,7 +82,9 @@ fn as_string(v: &OValue) -> Option<String> {
 
 fn as_int(v: &OValue) -> Option<i64> {
     match v {
-        OValue::Number(n) => n.as_i64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64)),
+        OValue::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64)),
         OValue::String(s) => s.trim().parse().ok(),
         _ => None,
     }
@@ -121,7 +135,13 @@ enum Kind {
     Object,
 }
 
-fn validate_field(st: &State, key: &str, kind: &Kind, v: &OValue, errors: &mut Errors) -> Option<Prompt> {
+fn validate_field(
+    st: &State,
+    key: &str,
+    kind: &Kind,
+    v: &OValue,
+    errors: &mut Errors,
+) -> Option<Prompt> {
     match kind {
         Kind::Str => match as_string(v) {
             Some(s) => Some(Prompt::Str(s)),
@@ -137,7 +157,14 @@ fn validate_field(st: &State, key: &str, kind: &Kind, v: &OValue, errors: &mut E
             }
             _ => match as_int(v) {
                 Some(i) if min.is_some_and(|m| i < m) => {
-                    err(errors, key, format!("Ensure this value is greater than or equal to {}.", min.unwrap_or(0)));
+                    err(
+                        errors,
+                        key,
+                        format!(
+                            "Ensure this value is greater than or equal to {}.",
+                            min.unwrap_or(0)
+                        ),
+                    );
                     None
                 }
                 Some(i) => Some(Prompt::Int(i)),
@@ -157,31 +184,62 @@ fn validate_field(st: &State, key: &str, kind: &Kind, v: &OValue, errors: &mut E
         Kind::Choice(choices) => match as_string(v) {
             Some(s) if choices.contains(&s.as_str()) => Some(Prompt::Str(s)),
             _ => {
-                err(errors, key, format!("\"{}\" is not a valid choice.", v.py_str()));
+                err(
+                    errors,
+                    key,
+                    format!("\"{}\" is not a valid choice.", v.py_str()),
+                );
                 None
             }
         },
         Kind::Verbosity => match as_int(v) {
-            Some(i) if (0..=5).contains(&i) && !matches!(v, OValue::Bool(_)) => Some(Prompt::Int(i)),
+            Some(i) if (0..=5).contains(&i) && !matches!(v, OValue::Bool(_)) => {
+                Some(Prompt::Int(i))
+            }
             _ => {
-                err(errors, key, format!("\"{}\" is not a valid choice.", v.py_str()));
+                err(
+                    errors,
+                    key,
+                    format!("\"{}\" is not a valid choice.", v.py_str()),
+                );
                 None
             }
         },
         Kind::Pk => match v {
             OValue::Number(_) | OValue::String(_) => match as_int(v) {
-                Some(i) if key.starts_with("inventory") && st.inventory(u64::try_from(i).unwrap_or(0)).is_none() => {
-                    err(errors, key, format!("Invalid pk \"{}\" - object does not exist.", v.py_str()));
+                Some(i)
+                    if key.starts_with("inventory")
+                        && st.inventory(u64::try_from(i).unwrap_or(0)).is_none() =>
+                {
+                    err(
+                        errors,
+                        key,
+                        format!("Invalid pk \"{}\" - object does not exist.", v.py_str()),
+                    );
                     None
                 }
                 Some(i) => Some(Prompt::Int(i)),
                 None => {
-                    err(errors, key, format!("Incorrect type. Expected pk value, received {}.", v.py_type()));
+                    err(
+                        errors,
+                        key,
+                        format!(
+                            "Incorrect type. Expected pk value, received {}.",
+                            v.py_type()
+                        ),
+                    );
                     None
                 }
             },
             other => {
-                err(errors, key, format!("Incorrect type. Expected pk value, received {}.", other.py_type()));
+                err(
+                    errors,
+                    key,
+                    format!(
+                        "Incorrect type. Expected pk value, received {}.",
+                        other.py_type()
+                    ),
+                );
                 None
             }
         },
@@ -191,7 +249,11 @@ fn validate_field(st: &State, key: &str, kind: &Kind, v: &OValue, errors: &mut E
                 match ids {
                     Some(ids) => Some(Prompt::Ids(ids)),
                     None => {
-                        err(errors, key, "Incorrect type. Expected pk value, received str.");
+                        err(
+                            errors,
+                            key,
+                            "Incorrect type. Expected pk value, received str.",
+                        );
                         None
                     }
                 }
@@ -201,7 +263,14 @@ fn validate_field(st: &State, key: &str, kind: &Kind, v: &OValue, errors: &mut E
                 None
             }
             other => {
-                err(errors, key, format!("Expected a list of items but got type \"{}\".", other.py_type()));
+                err(
+                    errors,
+                    key,
+                    format!(
+                        "Expected a list of items but got type \"{}\".",
+                        other.py_type()
+                    ),
+                );
                 None
             }
         },
@@ -215,7 +284,7 @@ fn validate_field(st: &State, key: &str, kind: &Kind, v: &OValue, errors: &mut E
     }
 }
 
-const JT_FIELDS: &[(&'static str, Kind)] = &[
+const JT_FIELDS: &[(&str, Kind)] = &[
     ("inventory", Kind::Pk),
     ("inventory_id", Kind::Pk),
     ("credentials", Kind::Ids),
@@ -235,7 +304,7 @@ const JT_FIELDS: &[(&'static str, Kind)] = &[
     ("instance_groups", Kind::Ids),
 ];
 
-const WF_FIELDS: &[(&'static str, Kind)] = &[
+const WF_FIELDS: &[(&str, Kind)] = &[
     ("inventory", Kind::Pk),
     ("inventory_id", Kind::Pk),
     ("limit", Kind::Str),
@@ -265,13 +334,19 @@ fn validate_fields(
     }
     let mut prompts = Vec::new();
     for (name, kind) in fields {
-        let Some(v) = omap_get(body, name) else { continue };
+        let Some(v) = omap_get(body, name) else {
+            continue;
+        };
         if *v == OValue::Null {
             err(errors, name, "This field may not be null.");
             continue;
         }
         if let Some(p) = validate_field(st, name, kind, v, errors) {
-            let key: &'static str = if *name == "inventory_id" { "inventory" } else { name };
+            let key: &'static str = if *name == "inventory_id" {
+                "inventory"
+            } else {
+                name
+            };
             prompts.push((key, p));
         }
     }
@@ -279,7 +354,10 @@ fn validate_fields(
 }
 
 fn lookup_user<'a>(ctx: &'a Ctx<'_>) -> Result<&'a super::super::state::User, Resp> {
-    ctx.caller.as_ref().map(|c| &c.user).ok_or_else(|| Resp::detail(401, UNAUTHENTICATED))
+    ctx.caller
+        .as_ref()
+        .map(|c| &c.user)
+        .ok_or_else(|| Resp::detail(401, UNAUTHENTICATED))
 }
 
 /// `POST …/launch/`.
@@ -294,7 +372,9 @@ pub(crate) fn launch(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: TplKind, r: &
         Ok(id) => id,
         Err(e) => return e,
     };
-    let Some(t) = st.templates.get(&id) else { return no_match(tpl_model(kind)) };
+    let Some(t) = st.templates.get(&id) else {
+        return no_match(tpl_model(kind));
+    };
     if !State::can_start(&user, t) {
         return Resp::detail(403, FORBIDDEN);
     }
@@ -330,7 +410,9 @@ fn launch_job_template(
     if !errors.is_empty() {
         return Resp::json(400, &Value::Object(errors));
     }
-    let Some(t @ Template::Job(jt)) = st.templates.get(&id) else { return no_match("JobTemplate") };
+    let Some(t @ Template::Job(jt)) = st.templates.get(&id) else {
+        return no_match("JobTemplate");
+    };
     let s = &jt.spec;
     let a = &s.ask;
     let mut ignored = Map::new();
@@ -352,7 +434,10 @@ fn launch_job_template(
             "execution_environment" => (None, a.execution_environment),
             "labels" => (Some(Prompt::Ids(Vec::new())), a.labels),
             "forks" => (Some(Prompt::Int(i64::from(s.forks))), a.forks),
-            "job_slice_count" => (Some(Prompt::Int(i64::from(s.job_slice_count))), a.job_slice_count),
+            "job_slice_count" => (
+                Some(Prompt::Int(i64::from(s.job_slice_count))),
+                a.job_slice_count,
+            ),
             "timeout" => (Some(Prompt::Int(i64::from(s.timeout))), a.timeout),
             "instance_groups" => (Some(Prompt::Ids(Vec::new())), a.instance_groups),
             _ => (None, false),
@@ -377,7 +462,9 @@ fn launch_job_template(
         }
         survey_defaults = defaults;
     }
-    let survey_vars: Vec<&str> = survey.map(|s| s.spec.iter().map(|q| q.variable.as_str()).collect()).unwrap_or_default();
+    let survey_vars: Vec<&str> = survey
+        .map(|s| s.spec.iter().map(|q| q.variable.as_str()).collect())
+        .unwrap_or_default();
     let mut accepted_vars = OMap::new();
     let mut ignored_vars = OMap::new();
     for (k, v) in &launch_vars {
@@ -392,13 +479,21 @@ fn launch_job_template(
     if !ignored_vars.is_empty() {
         ignored.insert("extra_vars".into(), OValue::Object(ignored_vars).to_json());
     }
-    let prompt = |name: &str| accepted.iter().find(|(n, _)| *n == name).map(|(_, p)| p.clone());
+    let prompt = |name: &str| {
+        accepted
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, p)| p.clone())
+    };
     let inventory = match prompt("inventory") {
         Some(Prompt::Int(i)) => u64::try_from(i).ok(),
         _ => jt.inventory_id,
     };
     if inventory.is_none() {
-        errors.insert("resources_needed_to_start".into(), json!(["Job Template inventory is missing or undefined."]));
+        errors.insert(
+            "resources_needed_to_start".into(),
+            json!(["Job Template inventory is missing or undefined."]),
+        );
     }
     let passwords = match omap_get(body, "credential_passwords") {
         Some(OValue::Object(m)) => m.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
@@ -428,8 +523,11 @@ fn launch_job_template(
         Some(Prompt::Int(i)) => i,
         _ => default,
     };
-    let slice_count = u32::try_from(int_of("job_slice_count", i64::from(s.job_slice_count))).unwrap_or(1);
-    let hosts = inventory.and_then(|i| st.inventory(i)).map_or(1, |i| i.hosts);
+    let slice_count =
+        u32::try_from(int_of("job_slice_count", i64::from(s.job_slice_count))).unwrap_or(1);
+    let hosts = inventory
+        .and_then(|i| st.inventory(i))
+        .map_or(1, |i| i.hosts);
     let new = NewJob {
         template: id,
         extra_vars: vars.clone(),
@@ -461,7 +559,14 @@ fn launch_job_template(
     let slices = slice_count.min(hosts);
     if slices > 1 {
         let nodes = (0..slices)
-            .map(|_| WfNode { id: 0, ujt: Some(id), identifier: st.uuid4(), failure_handled: false, approval: false, job: None })
+            .map(|_| WfNode {
+                id: 0,
+                ujt: Some(id),
+                identifier: st.uuid4(),
+                failure_handled: false,
+                approval: false,
+                job: None,
+            })
             .collect();
         let wf = WorkflowJob {
             c: Common {
@@ -497,15 +602,27 @@ fn launch_job_template(
         let wf_id = st.create_workflow(wf, ctx.now);
         return workflow_created(st, ctx, prefix, wf_id, ignored);
     }
-    let Some(job_id) = st.create_job(new, ctx.now, None, 0, false) else { return no_match("JobTemplate") };
-    let Some(mut v) = render::job_json(st, job_id, ctx.now, prefix, true) else { return no_match("Job") };
+    let Some(job_id) = st.create_job(new, ctx.now, None, 0, false) else {
+        return no_match("JobTemplate");
+    };
+    let Some(mut v) = render::job_json(st, job_id, ctx.now, prefix, true) else {
+        return no_match("Job");
+    };
     v["job"] = json!(job_id);
     v["ignored_fields"] = ignored;
     Resp::json(201, &v).header("location", format!("{prefix}jobs/{job_id}/"))
 }
 
-fn workflow_created(st: &mut State, ctx: &Ctx<'_>, prefix: &str, wf_id: u64, ignored: Value) -> Resp {
-    let Some(mut v) = render::workflow_json(st, wf_id, ctx.now, prefix, true) else { return no_match("WorkflowJob") };
+fn workflow_created(
+    st: &mut State,
+    ctx: &Ctx<'_>,
+    prefix: &str,
+    wf_id: u64,
+    ignored: Value,
+) -> Resp {
+    let Some(mut v) = render::workflow_json(st, wf_id, ctx.now, prefix, true) else {
+        return no_match("WorkflowJob");
+    };
     v["workflow_job"] = json!(wf_id);
     v["ignored_fields"] = ignored;
     Resp::json(201, &v).header("location", format!("{prefix}workflow_jobs/{wf_id}/"))
@@ -524,16 +641,27 @@ fn launch_workflow_template(
     if !errors.is_empty() {
         return Resp::json(400, &Value::Object(errors));
     }
-    let Some(t @ Template::Workflow(wt)) = st.templates.get(&id) else { return no_match("WorkflowJobTemplate") };
+    let Some(t @ Template::Workflow(wt)) = st.templates.get(&id) else {
+        return no_match("WorkflowJobTemplate");
+    };
     let s = &wt.spec;
     let mut accepted: Vec<(&'static str, Prompt)> = Vec::new();
     for (name, p) in prompts {
         let (current, ask) = match name {
-            "inventory" => (wt.inventory_id.map(|i| Prompt::Int(i as i64)), s.ask_inventory_on_launch),
+            "inventory" => (
+                wt.inventory_id.map(|i| Prompt::Int(i as i64)),
+                s.ask_inventory_on_launch,
+            ),
             "limit" => (Some(Prompt::Str(s.limit.clone())), s.ask_limit_on_launch),
-            "scm_branch" => (Some(Prompt::Str(s.scm_branch.clone())), s.ask_scm_branch_on_launch),
+            "scm_branch" => (
+                Some(Prompt::Str(s.scm_branch.clone())),
+                s.ask_scm_branch_on_launch,
+            ),
             "labels" => (Some(Prompt::Ids(Vec::new())), s.ask_labels_on_launch),
-            "skip_tags" => (Some(Prompt::Str(s.skip_tags.clone())), s.ask_skip_tags_on_launch),
+            "skip_tags" => (
+                Some(Prompt::Str(s.skip_tags.clone())),
+                s.ask_skip_tags_on_launch,
+            ),
             "job_tags" => (Some(Prompt::Str(s.job_tags.clone())), s.ask_tags_on_launch),
             _ => (None, false),
         };
@@ -543,7 +671,11 @@ fn launch_workflow_template(
         if ask {
             accepted.push((name, p));
         } else {
-            err(&mut errors, name, "Field is not configured to prompt on launch.");
+            err(
+                &mut errors,
+                name,
+                "Field is not configured to prompt on launch.",
+            );
         }
     }
     let survey = survey_of(t);
@@ -556,7 +688,9 @@ fn launch_workflow_template(
         }
         survey_defaults = defaults;
     }
-    let survey_vars: Vec<&str> = survey.map(|s| s.spec.iter().map(|q| q.variable.as_str()).collect()).unwrap_or_default();
+    let survey_vars: Vec<&str> = survey
+        .map(|s| s.spec.iter().map(|q| q.variable.as_str()).collect())
+        .unwrap_or_default();
     let mut accepted_vars = OMap::new();
     let mut rejected = Vec::new();
     for (k, v) in &launch_vars {
@@ -583,7 +717,12 @@ fn launch_workflow_template(
     for (k, v) in survey_defaults.into_iter().chain(accepted_vars) {
         omap_insert(&mut vars, k, v);
     }
-    let prompt = |name: &str| accepted.iter().find(|(n, _)| *n == name).map(|(_, p)| p.clone());
+    let prompt = |name: &str| {
+        accepted
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, p)| p.clone())
+    };
     let str_of = |name: &str, default: &str| match prompt(name) {
         Some(Prompt::Str(s)) => s,
         _ => default.to_owned(),

@@ -22,25 +22,46 @@ pub(crate) fn paginate_values(ctx: &Ctx<'_>, all: Vec<Value>) -> Resp {
         Err(e) => return e,
     };
     let count = all.len();
-    let page: Vec<Value> = all.into_iter().skip(range.start).take(range.len()).collect();
-    envelope(ctx.path, ctx.query, req, count, page)
+    let page: Vec<Value> = all
+        .into_iter()
+        .skip(range.start)
+        .take(range.len())
+        .collect();
+    envelope(ctx.path, ctx.query, req, count, &page)
 }
 
 const TEMPLATE_FIELDS: &[&str] = &[
-    "id", "name", "description", "organization", "organization__name", "type", "status", "created", "modified",
-    "inventory", "allow_simultaneous", "survey_enabled", "job_slice_count", "ask_variables_on_launch",
+    "id",
+    "name",
+    "description",
+    "organization",
+    "organization__name",
+    "type",
+    "status",
+    "created",
+    "modified",
+    "inventory",
+    "allow_simultaneous",
+    "survey_enabled",
+    "job_slice_count",
+    "ask_variables_on_launch",
 ];
 
 fn template_field(st: &mut State, id: u64, field: &str, now: DateTime<Utc>) -> (FVal, FVal) {
     let s = FVal::Str(String::new());
-    let Some(t) = st.templates.get(&id) else { return (FVal::Null, s) };
+    let Some(t) = st.templates.get(&id) else {
+        return (FVal::Null, s);
+    };
     let org_id = t.org_id();
     match field {
         "id" => (FVal::Int(id as i64), FVal::Int(0)),
         "name" => (FVal::Str(t.name().to_owned()), s),
         "description" => (FVal::Str(t.description().to_owned()), s),
         "organization" => (FVal::Int(org_id as i64), FVal::Int(0)),
-        "organization__name" => (FVal::Str(st.org(org_id).map(|o| o.name.clone()).unwrap_or_default()), s),
+        "organization__name" => (
+            FVal::Str(st.org(org_id).map(|o| o.name.clone()).unwrap_or_default()),
+            s,
+        ),
         "type" => (FVal::Str(t.type_str().to_owned()), s),
         "created" | "modified" => (FVal::Time(t.created()), FVal::Time(now)),
         "inventory" => {
@@ -48,7 +69,10 @@ fn template_field(st: &mut State, id: u64, field: &str, now: DateTime<Utc>) -> (
                 Template::Job(j) => j.inventory_id,
                 Template::Workflow(w) => w.inventory_id,
             };
-            (inv.map_or(FVal::Null, |i| FVal::Int(i as i64)), FVal::Int(0))
+            (
+                inv.map_or(FVal::Null, |i| FVal::Int(i as i64)),
+                FVal::Int(0),
+            )
         }
         "allow_simultaneous" => {
             let v = match t {
@@ -89,7 +113,9 @@ fn search_hit(q: &ListQuery, name: &str, description: &str) -> bool {
 
 /// `job_templates/`, `workflow_job_templates/`, `unified_job_templates/`.
 pub(crate) fn templates(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: Option<TplKind>) -> Resp {
-    let Some(caller) = &ctx.caller else { return Resp::detail(401, UNAUTHENTICATED) };
+    let Some(caller) = &ctx.caller else {
+        return Resp::detail(401, UNAUTHENTICATED);
+    };
     let known = |f: &str| TEMPLATE_FIELDS.contains(&f);
     let q = match parse_list_query(ctx.query, &known) {
         Ok(q) => q,
@@ -110,19 +136,29 @@ pub(crate) fn templates(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: Option<Tpl
             None => true,
         })
         .filter(|t| State::can_see(&caller.user, t))
-        .filter(|t| q.types.as_ref().is_none_or(|ty| ty.iter().any(|x| x == t.type_str())))
+        .filter(|t| {
+            q.types
+                .as_ref()
+                .is_none_or(|ty| ty.iter().any(|x| x == t.type_str()))
+        })
         .filter(|t| search_hit(&q, t.name(), t.description()))
         .map(Template::id)
         .collect();
     let mut rows: Vec<(u64, Vec<FVal>)> = Vec::new();
-    let order: Vec<(String, bool)> =
-        if q.order.is_empty() { vec![("name".into(), false), ("id".into(), false)] } else { q.order.clone() };
+    let order: Vec<(String, bool)> = if q.order.is_empty() {
+        vec![("name".into(), false), ("id".into(), false)]
+    } else {
+        q.order.clone()
+    };
     for id in candidates {
         let now = ctx.now;
         let hit = row_matches(&q, &mut |f| template_field(&mut st, id, f, now));
         match hit {
             Ok(true) => {
-                let keys = order.iter().map(|(f, _)| template_field(&mut st, id, f, now).0).collect();
+                let keys = order
+                    .iter()
+                    .map(|(f, _)| template_field(&mut st, id, f, now).0)
+                    .collect();
                 rows.push((id, keys));
             }
             Ok(false) => {}
@@ -140,27 +176,55 @@ pub(crate) fn templates(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: Option<Tpl
             results.push(v);
         }
     }
-    envelope(ctx.path, ctx.query, req, rows.len(), results)
+    envelope(ctx.path, ctx.query, req, rows.len(), &results)
 }
 
 const JOB_FIELDS: &[&str] = &[
-    "id", "name", "description", "status", "type", "failed", "created", "modified", "started", "finished",
-    "launch_type", "job_template", "workflow_job_template", "unified_job_template", "organization", "inventory",
-    "unified_job_node__workflow_job", "job_template__name", "elapsed",
+    "id",
+    "name",
+    "description",
+    "status",
+    "type",
+    "failed",
+    "created",
+    "modified",
+    "started",
+    "finished",
+    "launch_type",
+    "job_template",
+    "workflow_job_template",
+    "unified_job_template",
+    "organization",
+    "inventory",
+    "unified_job_node__workflow_job",
+    "job_template__name",
+    "elapsed",
 ];
 
 fn job_field(st: &mut State, id: u64, field: &str, now: DateTime<Utc>) -> (FVal, FVal) {
     let s = FVal::Str(String::new());
     let i0 = FVal::Int(0);
     let t0 = FVal::Time(now);
-    let Some(u) = st.unified(id) else { return (FVal::Null, s) };
+    let Some(u) = st.unified(id) else {
+        return (FVal::Null, s);
+    };
     let c = u.common();
     let opt = |v: Option<u64>| v.map_or(FVal::Null, |x| FVal::Int(x as i64));
     match field {
         "id" => (FVal::Int(id as i64), i0),
         "name" => (FVal::Str(c.name.clone()), s),
         "description" => (FVal::Str(c.description.clone()), s),
-        "type" => (FVal::Str(if matches!(u, Unified::Job(_)) { "job" } else { "workflow_job" }.into()), s),
+        "type" => (
+            FVal::Str(
+                if matches!(u, Unified::Job(_)) {
+                    "job"
+                } else {
+                    "workflow_job"
+                }
+                .into(),
+            ),
+            s,
+        ),
         "created" => (FVal::Time(c.created), t0),
         "launch_type" => (FVal::Str(c.launch_type.to_owned()), s),
         "organization" => (opt(c.org_id), i0),
@@ -201,7 +265,8 @@ fn job_field(st: &mut State, id: u64, field: &str, now: DateTime<Utc>) -> (FVal,
                 "finished" => (t(finished), t0),
                 "modified" => (FVal::Time(finished.or(started).unwrap_or(created)), t0),
                 _ => {
-                    let e = started.map_or(0, |st| (finished.unwrap_or(now) - st).num_milliseconds());
+                    let e =
+                        started.map_or(0, |st| (finished.unwrap_or(now) - st).num_milliseconds());
                     (FVal::Int(e), i0)
                 }
             }
@@ -211,8 +276,16 @@ fn job_field(st: &mut State, id: u64, field: &str, now: DateTime<Utc>) -> (FVal,
 }
 
 /// `jobs/`, `workflow_jobs/`, `unified_jobs/` (and a template's jobs when `template` is set).
-pub(crate) fn jobs(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: Option<JobKind>, template: Option<u64>) -> Resp {
-    let Some(caller) = &ctx.caller else { return Resp::detail(401, UNAUTHENTICATED) };
+pub(crate) fn jobs(
+    app: &App,
+    ctx: &Ctx<'_>,
+    prefix: &str,
+    kind: Option<JobKind>,
+    template: Option<u64>,
+) -> Resp {
+    let Some(caller) = &ctx.caller else {
+        return Resp::detail(401, UNAUTHENTICATED);
+    };
     let known = |f: &str| JOB_FIELDS.contains(&f);
     let q = match parse_list_query(ctx.query, &known) {
         Ok(q) => q,
@@ -236,7 +309,11 @@ pub(crate) fn jobs(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: Option<JobKind>
         .filter(|u| template.is_none_or(|t| u.common().template == Some(t)))
         .filter(|u| {
             q.types.as_ref().is_none_or(|ty| {
-                let name = if matches!(u, Unified::Job(_)) { "job" } else { "workflow_job" };
+                let name = if matches!(u, Unified::Job(_)) {
+                    "job"
+                } else {
+                    "workflow_job"
+                };
                 ty.iter().any(|x| x == name)
             })
         })
@@ -244,13 +321,20 @@ pub(crate) fn jobs(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: Option<JobKind>
         .filter(|u| st.can_see_job(&caller.user, u))
         .map(|u| u.common().id)
         .collect();
-    let order: Vec<(String, bool)> = if q.order.is_empty() { vec![("id".into(), false)] } else { q.order.clone() };
+    let order: Vec<(String, bool)> = if q.order.is_empty() {
+        vec![("id".into(), false)]
+    } else {
+        q.order.clone()
+    };
     let mut rows: Vec<(u64, Vec<FVal>)> = Vec::new();
     let now = ctx.now;
     for id in candidates {
         match row_matches(&q, &mut |f| job_field(&mut st, id, f, now)) {
             Ok(true) => {
-                let keys = order.iter().map(|(f, _)| job_field(&mut st, id, f, now).0).collect();
+                let keys = order
+                    .iter()
+                    .map(|(f, _)| job_field(&mut st, id, f, now).0)
+                    .collect();
                 rows.push((id, keys));
             }
             Ok(false) => {}
@@ -268,12 +352,20 @@ pub(crate) fn jobs(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: Option<JobKind>
             results.push(v);
         }
     }
-    envelope(ctx.path, ctx.query, req, rows.len(), results)
+    envelope(ctx.path, ctx.query, req, rows.len(), &results)
 }
 
 /// `job_templates/<id>/jobs/` and `workflow_job_templates/<id>/workflow_jobs/`.
-pub(crate) fn template_jobs(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: TplKind, r: &TplRef) -> Resp {
-    let Some(caller) = &ctx.caller else { return Resp::detail(401, UNAUTHENTICATED) };
+pub(crate) fn template_jobs(
+    app: &App,
+    ctx: &Ctx<'_>,
+    prefix: &str,
+    kind: TplKind,
+    r: &TplRef,
+) -> Resp {
+    let Some(caller) = &ctx.caller else {
+        return Resp::detail(401, UNAUTHENTICATED);
+    };
     let id = {
         let st = app.lock();
         match resolve(&st, kind, r, &caller.user) {

@@ -16,7 +16,10 @@ use super::spec::Mode;
 pub(crate) enum TplRef {
     Id(u64),
     /// `name++org`, or a bare name (legacy: first template with that name).
-    Named { name: String, org: Option<String> },
+    Named {
+        name: String,
+        org: Option<String>,
+    },
 }
 
 /// Template kind in a path.
@@ -94,8 +97,14 @@ fn parse_tpl_ref(seg: &str) -> TplRef {
     }
     let decode = |s: &str| percent_decode(s, false).replace("[+]", "+");
     match seg.split_once("++") {
-        Some((name, org)) => TplRef::Named { name: decode(name), org: Some(decode(org)) },
-        None => TplRef::Named { name: decode(seg), org: None },
+        Some((name, org)) => TplRef::Named {
+            name: decode(name),
+            org: Some(decode(org)),
+        },
+        None => TplRef::Named {
+            name: decode(seg),
+            org: None,
+        },
     }
 }
 
@@ -113,8 +122,16 @@ fn parse_api(segs: &[&str]) -> Option<Api> {
         ["users", u, "personal_tokens"] => A::PersonalTokens(percent_decode(u, false)),
         ["job_templates"] => A::Templates(TplKind::Job),
         ["workflow_job_templates"] => A::Templates(TplKind::Workflow),
-        [kind @ ("job_templates" | "workflow_job_templates"), t, rest @ ..] => {
-            let k = if *kind == "job_templates" { TplKind::Job } else { TplKind::Workflow };
+        [
+            kind @ ("job_templates" | "workflow_job_templates"),
+            t,
+            rest @ ..,
+        ] => {
+            let k = if *kind == "job_templates" {
+                TplKind::Job
+            } else {
+                TplKind::Workflow
+            };
             let r = parse_tpl_ref(t);
             match rest {
                 [] => A::Template(k, r),
@@ -141,11 +158,17 @@ fn parse_api(segs: &[&str]) -> Option<Api> {
 
 /// Routes a path that ends with `/` (callers handle the trailing-slash redirect).
 pub(crate) fn route(mode: Mode, path: &str) -> Route {
-    let Some(inner) = path.strip_prefix("/api/") else { return Route::NotFound };
+    let Some(inner) = path.strip_prefix("/api/") else {
+        return Route::NotFound;
+    };
     if !path.ends_with('/') {
         return Route::NotFound;
     }
-    let segs: Vec<&str> = inner.trim_end_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    let segs: Vec<&str> = inner
+        .trim_end_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
     if inner.contains("//") {
         return Route::NotFound;
     }
@@ -157,10 +180,18 @@ pub(crate) fn route(mode: Mode, path: &str) -> Route {
         ["controller"] if controller => Route::ControllerRoot,
         ["gateway", "v1"] if gateway => Route::GatewayRoot,
         ["gateway", "v1", "tokens"] if gateway => Route::GatewayTokens,
-        ["gateway", "v1", "tokens", id] if gateway => parse_id(id).map_or(Route::NotFound, Route::GatewayToken),
-        ["v2", rest @ ..] if awx => parse_api(rest).map_or(Route::NotFound, |api| Route::Api { prefix: AWX_PREFIX, api }),
+        ["gateway", "v1", "tokens", id] if gateway => {
+            parse_id(id).map_or(Route::NotFound, Route::GatewayToken)
+        }
+        ["v2", rest @ ..] if awx => parse_api(rest).map_or(Route::NotFound, |api| Route::Api {
+            prefix: AWX_PREFIX,
+            api,
+        }),
         ["controller", "v2", rest @ ..] if controller => {
-            parse_api(rest).map_or(Route::NotFound, |api| Route::Api { prefix: CONTROLLER_PREFIX, api })
+            parse_api(rest).map_or(Route::NotFound, |api| Route::Api {
+                prefix: CONTROLLER_PREFIX,
+                api,
+            })
         }
         _ => Route::NotFound,
     }
@@ -191,7 +222,10 @@ impl Route {
             Route::ApiRoot
                 | Route::ControllerRoot
                 | Route::GatewayRoot
-                | Route::Api { api: Api::VersionRoot | Api::Ping, .. }
+                | Route::Api {
+                    api: Api::VersionRoot | Api::Ping,
+                    ..
+                }
         )
     }
 
@@ -226,16 +260,37 @@ mod tests {
 
     #[test]
     fn routes_by_mode() {
-        assert_eq!(route(Mode::Awx, "/api/v2/ping/"), Route::Api { prefix: AWX_PREFIX, api: Api::Ping });
+        assert_eq!(
+            route(Mode::Awx, "/api/v2/ping/"),
+            Route::Api {
+                prefix: AWX_PREFIX,
+                api: Api::Ping
+            }
+        );
         assert_eq!(route(Mode::Gateway, "/api/v2/ping/"), Route::NotFound);
-        assert_eq!(route(Mode::Gateway, "/api/controller/v2/ping/"), Route::Api { prefix: CONTROLLER_PREFIX, api: Api::Ping });
-        assert_eq!(route(Mode::Awx, "/api/controller/v2/ping/"), Route::NotFound);
+        assert_eq!(
+            route(Mode::Gateway, "/api/controller/v2/ping/"),
+            Route::Api {
+                prefix: CONTROLLER_PREFIX,
+                api: Api::Ping
+            }
+        );
+        assert_eq!(
+            route(Mode::Awx, "/api/controller/v2/ping/"),
+            Route::NotFound
+        );
         assert_eq!(route(Mode::Both, "/api/controller/"), Route::ControllerRoot);
         assert_eq!(
             route(Mode::Awx, "/api/v2/job_templates/a%20b[+]c++osac/launch/"),
             Route::Api {
                 prefix: AWX_PREFIX,
-                api: Api::Launch(TplKind::Job, TplRef::Named { name: "a b+c".into(), org: Some("osac".into()) })
+                api: Api::Launch(
+                    TplKind::Job,
+                    TplRef::Named {
+                        name: "a b+c".into(),
+                        org: Some("osac".into())
+                    }
+                )
             }
         );
         assert_eq!(route(Mode::Awx, "/api/v2/jobs/x/"), Route::NotFound);

@@ -6,7 +6,9 @@ use super::super::http::{App, Ctx, Resp};
 use super::super::render::ts;
 use super::super::spec::Mode;
 use super::super::state::User;
-use super::{Api, AWX_PREFIX, CONTROLLER_PREFIX, JobKind, TplKind, jobs, launch, lists, templates, tokens};
+use super::{
+    AWX_PREFIX, Api, CONTROLLER_PREFIX, JobKind, TplKind, jobs, launch, lists, templates, tokens,
+};
 
 const VERSION_ROOT_KEYS: [(&str, &str); 53] = [
     ("ping", "ping"),
@@ -97,7 +99,10 @@ pub(crate) fn controller_root() -> Resp {
 
 /// `GET /api/gateway/v1/`.
 pub(crate) fn gateway_root() -> Resp {
-    Resp::json(200, &json!({"tokens": "/api/gateway/v1/tokens/", "me": "/api/gateway/v1/me/", "ping": "/api/gateway/v1/ping/"}))
+    Resp::json(
+        200,
+        &json!({"tokens": "/api/gateway/v1/tokens/", "me": "/api/gateway/v1/me/", "ping": "/api/gateway/v1/ping/"}),
+    )
 }
 
 fn version_root(prefix: &str) -> Resp {
@@ -149,7 +154,9 @@ pub(crate) fn user_json(u: &User, prefix: &str, created: &str) -> Value {
 }
 
 fn me(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
-    let Some(c) = &ctx.caller else { return Resp::detail(401, super::super::http::UNAUTHENTICATED) };
+    let Some(c) = &ctx.caller else {
+        return Resp::detail(401, super::super::http::UNAUTHENTICATED);
+    };
     let created = ts(app.lock().started_at);
     lists::paginate_values(ctx, vec![user_json(&c.user, prefix, &created)])
 }
@@ -157,7 +164,11 @@ fn me(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
 fn users(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
     let st = app.lock();
     let created = ts(st.started_at);
-    let v = st.users.iter().map(|u| user_json(u, prefix, &created)).collect();
+    let v = st
+        .users
+        .iter()
+        .map(|u| user_json(u, prefix, &created))
+        .collect();
     drop(st);
     lists::paginate_values(ctx, v)
 }

@@ -16,7 +16,10 @@ pub(crate) fn resolve(st: &State, kind: TplKind, r: &TplRef, user: &User) -> Res
     };
     let found = match r {
         TplRef::Id(id) => st.templates.get(id).filter(|t| kind_ok(t)),
-        TplRef::Named { name, org: Some(org) } => st.templates.values().find(|t| {
+        TplRef::Named {
+            name,
+            org: Some(org),
+        } => st.templates.values().find(|t| {
             kind_ok(t) && t.name() == name && st.org(t.org_id()).is_some_and(|o| o.name == *org)
         }),
         TplRef::Named { name, org: None } => st
@@ -33,7 +36,10 @@ pub(crate) fn resolve(st: &State, kind: TplKind, r: &TplRef, user: &User) -> Res
 }
 
 fn caller_user<'a>(ctx: &'a Ctx<'_>) -> Result<&'a User, Resp> {
-    ctx.caller.as_ref().map(|c| &c.user).ok_or_else(|| Resp::detail(401, UNAUTHENTICATED))
+    ctx.caller
+        .as_ref()
+        .map(|c| &c.user)
+        .ok_or_else(|| Resp::detail(401, UNAUTHENTICATED))
 }
 
 /// `GET job_templates/<id>/` and `workflow_job_templates/<id>/`.
@@ -78,7 +84,12 @@ pub(crate) fn variables_needed(t: &Template) -> Vec<String> {
         Template::Workflow(w) => (w.spec.survey_enabled, w.spec.survey_spec.as_ref()),
     };
     match spec {
-        Some(s) if enabled => s.spec.iter().filter(|q| q.required).map(|q| q.variable.clone()).collect(),
+        Some(s) if enabled => s
+            .spec
+            .iter()
+            .filter(|q| q.required)
+            .map(|q| q.variable.clone())
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -94,7 +105,9 @@ pub(crate) fn launch_info(app: &App, ctx: &Ctx<'_>, kind: TplKind, r: &TplRef) -
         Ok(id) => id,
         Err(e) => return e,
     };
-    let Some(t) = st.templates.get(&id) else { return no_match(tpl_model(kind)) };
+    let Some(t) = st.templates.get(&id) else {
+        return no_match(tpl_model(kind));
+    };
     if !State::can_start(user, t) {
         return Resp::detail(403, FORBIDDEN);
     }
@@ -108,9 +121,22 @@ pub(crate) fn launch_info(app: &App, ctx: &Ctx<'_>, kind: TplKind, r: &TplRef) -
             let s = &jt.spec;
             let a = &s.ask;
             let any_ask = [
-                a.scm_branch, a.diff_mode, a.variables, a.limit, a.tags, a.skip_tags, a.job_type, a.verbosity,
-                a.inventory, a.credential, a.execution_environment, a.labels, a.forks, a.job_slice_count,
-                a.timeout, a.instance_groups,
+                a.scm_branch,
+                a.diff_mode,
+                a.variables,
+                a.limit,
+                a.tags,
+                a.skip_tags,
+                a.job_type,
+                a.verbosity,
+                a.inventory,
+                a.credential,
+                a.execution_environment,
+                a.labels,
+                a.forks,
+                a.job_slice_count,
+                a.timeout,
+                a.instance_groups,
             ]
             .iter()
             .any(|x| *x);

@@ -13,7 +13,11 @@ use super::lists::paginate_values;
 
 fn token_json(st: &State, t: &Token, prefix: &str, reveal: bool) -> Value {
     let gateway = prefix.starts_with("/api/gateway/");
-    let hidden = if gateway { "$encrypted$" } else { "************" };
+    let hidden = if gateway {
+        "$encrypted$"
+    } else {
+        "************"
+    };
     let user = st.user(t.user_id);
     let mut v = json!({
         "id": t.id,
@@ -40,10 +44,16 @@ fn token_json(st: &State, t: &Token, prefix: &str, reveal: bool) -> Value {
 
 /// Token list / create.
 pub(crate) fn tokens(app: &App, ctx: &Ctx<'_>, prefix: &str, for_user: Option<&String>) -> Resp {
-    let Some(caller) = &ctx.caller else { return Resp::detail(401, UNAUTHENTICATED) };
+    let Some(caller) = &ctx.caller else {
+        return Resp::detail(401, UNAUTHENTICATED);
+    };
     let mut st = app.lock();
     if let Some(u) = for_user {
-        let target = st.users.iter().find(|x| x.username == *u || x.id.to_string() == *u).map(|x| x.id);
+        let target = st
+            .users
+            .iter()
+            .find(|x| x.username == *u || x.id.to_string() == *u)
+            .map(|x| x.id);
         match target {
             Some(id) if id == caller.user.id || caller.user.is_superuser => {}
             Some(_) => return Resp::detail(403, super::super::http::FORBIDDEN),
@@ -51,9 +61,16 @@ pub(crate) fn tokens(app: &App, ctx: &Ctx<'_>, prefix: &str, for_user: Option<&S
         }
     }
     if ctx.method == "GET" {
-        let mut mine: Vec<&Token> = st.tokens.values().filter(|t| t.user_id == caller.user.id).collect();
+        let mut mine: Vec<&Token> = st
+            .tokens
+            .values()
+            .filter(|t| t.user_id == caller.user.id)
+            .collect();
         mine.sort_by_key(|t| t.id);
-        let v = mine.iter().map(|t| token_json(&st, t, prefix, false)).collect();
+        let v = mine
+            .iter()
+            .map(|t| token_json(&st, t, prefix, false))
+            .collect();
         drop(st);
         return paginate_values(ctx, v);
     }
@@ -66,11 +83,17 @@ pub(crate) fn tokens(app: &App, ctx: &Ctx<'_>, prefix: &str, for_user: Option<&S
         Some(OValue::String(s)) if s == "write" => Scope::Write,
         Some(OValue::String(s)) if s == "read" => Scope::Read,
         Some(other) => {
-            return Resp::json(400, &json!({"scope": [format!("Invalid scope: {}. Must be a simple space-separated string with allowed scopes ['read', 'write'].", other.py_str())]}));
+            return Resp::json(
+                400,
+                &json!({"scope": [format!("Invalid scope: {}. Must be a simple space-separated string with allowed scopes ['read', 'write'].", other.py_str())]}),
+            );
         }
     };
     if matches!(omap_get(&body, "application"), Some(v) if *v != OValue::Null) {
-        return Resp::json(400, &json!({"application": ["Invalid pk - object does not exist."]}));
+        return Resp::json(
+            400,
+            &json!({"application": ["Invalid pk - object does not exist."]}),
+        );
     }
     let description = match omap_get(&body, "description") {
         Some(OValue::String(s)) => s.clone(),
@@ -95,14 +118,18 @@ pub(crate) fn tokens(app: &App, ctx: &Ctx<'_>, prefix: &str, for_user: Option<&S
 
 /// Token detail / delete.
 pub(crate) fn token_detail(app: &App, ctx: &Ctx<'_>, prefix: &str, id: u64) -> Resp {
-    let Some(caller) = &ctx.caller else { return Resp::detail(401, UNAUTHENTICATED) };
+    let Some(caller) = &ctx.caller else {
+        return Resp::detail(401, UNAUTHENTICATED);
+    };
     let mut st = app.lock();
     let key = st
         .tokens
         .values()
         .find(|t| t.id == id && (t.user_id == caller.user.id || caller.user.is_superuser))
         .map(|t| t.token.clone());
-    let Some(key) = key else { return Resp::detail(404, "Not found.") };
+    let Some(key) = key else {
+        return Resp::detail(404, "Not found.");
+    };
     if ctx.method == "DELETE" {
         st.tokens.remove(&key);
         return Resp::empty(204);

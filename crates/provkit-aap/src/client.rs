@@ -14,7 +14,8 @@ use crate::rate_limit::RateLimiter;
 use crate::retry::RetryConfig;
 use crate::transport::Call;
 use crate::types::{
-    CancelOutcome, Job, JobKind, LaunchRequest, Launched, Page, Template, TemplateKind,
+    AapJobStatus, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Page, Template,
+    TemplateKind,
 };
 
 /// The "too large to display" notice AWX returns instead of stdout above 1 MiB.
@@ -406,11 +407,15 @@ impl AapClient {
             .execute(&Call::get(path, self.inner.max_body_bytes))
             .await?;
         let value: Value = resp.json()?;
-        Job::from_value(&value, kind).ok_or_else(|| Error::Decode {
+        let job = Job::from_value(&value, kind).ok_or_else(|| Error::Decode {
             ctx: Box::new(resp.ctx.clone()),
             message: "job detail has no id".into(),
             source: None,
-        })
+        })?;
+        if let AapJobStatus::Other(status) = &job.status {
+            tracing::warn!(job_id = id, status = %status, "unknown AAP job status; treated as not finished");
+        }
+        Ok(job)
     }
 
     /// The kind of unified job `id` (`unified_jobs/?id=<id>`); `None` if there is none (or it is

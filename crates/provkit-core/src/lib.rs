@@ -54,7 +54,6 @@ pub mod history;
 pub mod job;
 pub mod timestamp;
 
-// Kubernetes types (ObjectRef, GroupVersionResource, MachineInfo), owned by the machines work.
 #[cfg(feature = "k8s")]
 #[cfg_attr(docsrs, doc(cfg(feature = "k8s")))]
 pub mod k8s;
@@ -72,3 +71,7 @@ pub use history::{
 };
 #[doc(inline)]
 pub use job::{JobState, JobStatus, JobType};
+#[cfg(feature = "k8s")]
+#[cfg_attr(docsrs, doc(cfg(feature = "k8s")))]
+#[doc(inline)]
+pub use k8s::{GroupVersionResource, MachineInfo, ObjectRef, UpdateState};

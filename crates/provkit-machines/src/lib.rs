@@ -6,7 +6,8 @@
 //! - **Set level** ([`set`], after OpenShift's control-plane machine set): a
 //!   [`MachineSetProvider`] reports the machines of a replicated set grouped by replica index and
 //!   creates / deletes machines. Pure functions turn its [`MachineInfo`]s into buckets, status,
-//!   degradation reasons and a rollout [`Plan`] ([`plan_rolling_update`], [`plan_on_delete`]);
+//!   degradation reasons and a rollout [`Plan`] ([`plan_rolling_update`], [`plan_on_delete`],
+//!   or [`set::plan_for_strategy`] to dispatch on the update strategy);
 //!   [`execute_plan`] applies a plan with an uncached re-check before every create.
 //! - **Instance level** ([`cloud`], after Kubermatic's machine-controller): a [`CloudProvider`]
 //!   finds, creates and cleans up the one cloud instance belonging to a machine, identified by

@@ -103,7 +103,7 @@ async fn case3_discovery_on_a_non_aap_host_is_a_clear_error() {
     server.aap().add_fault(Fault::new(
         "GET",
         "/api/",
-        FaultAction::json(200, serde_json::json!({"hello": "world"})),
+        FaultAction::json(200, &serde_json::json!({"hello": "world"})),
     ));
     let err = client.api_base().await.unwrap_err();
     assert!(matches!(err, Error::Discovery { .. }), "{err:?}");

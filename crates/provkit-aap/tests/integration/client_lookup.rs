@@ -135,7 +135,7 @@ async fn cache_hits_make_no_request_and_a_launch_404_invalidates() {
     let fault = server.aap().add_fault(Fault::new(
         "POST",
         "*/launch/",
-        FaultAction::json(404, serde_json::json!({"detail": "Not found."})),
+        FaultAction::json(404, &serde_json::json!({"detail": "Not found."})),
     ));
     let err = client
         .launch(&t, &LaunchRequest::default())

@@ -73,6 +73,16 @@ async fn s72_trigger_provision_job_template_envelope_and_result() {
     assert_eq!(res.message, "Provisioning job triggered");
     assert!(res.job_id.parse::<u64>().is_ok());
     let launches = requests_to(&server, "/launch/");
+    let header = |name: &str| {
+        launches[0]
+            .headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(launches[0].method, "POST");
+    assert_eq!(header("content-type").as_deref(), Some("application/json"));
+    assert!(header("authorization").is_some_and(|v| v.starts_with("Bearer ")));
     assert_eq!(
         launches[0].path,
         format!(
@@ -205,7 +215,7 @@ async fn s72_errors_keep_the_go_prefixes() {
     server.aap().add_fault(Fault::new(
         "POST",
         "*/launch/",
-        FaultAction::json(400, serde_json::json!({"extra_vars": ["bad"]})),
+        FaultAction::json(400, &serde_json::json!({"extra_vars": ["bad"]})),
     ));
     let err = p
         .trigger_provision(&resource("Subnet", "s"), &LaunchContext::new())
@@ -356,7 +366,7 @@ async fn s72_deprovision_cancel_first_flow() {
         "*/cancel/",
         FaultAction::json(
             405,
-            serde_json::json!({"detail": "Method \"POST\" not allowed."}),
+            &serde_json::json!({"detail": "Method \"POST\" not allowed."}),
         ),
     ));
     let second = p
@@ -399,7 +409,7 @@ async fn s72_deprovision_cancel_first_flow() {
     server.aap().add_fault(Fault::new(
         "POST",
         "*/cancel/",
-        FaultAction::json(403, serde_json::json!({"detail": "nope"})),
+        FaultAction::json(403, &serde_json::json!({"detail": "nope"})),
     ));
     let jobs = vec![JobStatus::new(
         third,

@@ -276,6 +276,10 @@ pub fn event(reason: &'static str, note_contains: &'static str) -> Exchange {
     )
 }
 
+/// A scenario: the exact sequence of API requests the code under test must make, with the
+/// replies (controller-rs's `Scenario`, as data instead of an enum of hand-written tasks).
+pub type Scenario = Vec<Exchange>;
+
 /// Plays a scripted API server.
 pub struct ApiServerVerifier {
     handle: Handle<Request<Body>, Response<Body>>,
@@ -298,7 +302,7 @@ impl ApiServerVerifier {
     /// Spawns a task answering exactly `script`, in order. Await the handle (with
     /// [`timeout_after_1s`]) after the code under test ran: a missing request shows up as a
     /// timeout, an extra one as a `Service(Closed)` error in the code under test.
-    pub fn run(self, script: Vec<Exchange>) -> JoinHandle<Vec<String>> {
+    pub fn run(self, script: Scenario) -> JoinHandle<Vec<String>> {
         let Self { mut handle, log } = self;
         tokio::spawn(async move {
             for (i, ex) in script.into_iter().enumerate() {

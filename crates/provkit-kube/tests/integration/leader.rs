@@ -165,3 +165,39 @@ async fn a_conflicting_takeover_is_not_leader() {
     .await;
     assert!(!leader);
 }
+
+#[tokio::test]
+async fn step_down_clears_the_holder_only_when_we_hold_it() {
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(t(0)));
+    let mine = lease("7", Some("pod-a"), "2026-06-29T12:00:00.000000Z", 2);
+    let mut released = mine.clone();
+    released["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("holderIdentity");
+    released["spec"]["acquireTime"] = "2026-06-29T12:00:00.000000Z".into();
+    let theirs = lease("8", Some("pod-b"), "2026-06-29T12:00:00.000000Z", 3);
+    let (client, verifier) = testcontext();
+    let server = verifier.run(vec![
+        Exchange::get(format!("{LEASES}/provkit-operator"), mine),
+        Exchange::put(
+            format!("{LEASES}/provkit-operator?"),
+            released.clone(),
+            released,
+        ),
+        Exchange::get(format!("{LEASES}/provkit-operator"), theirs),
+    ]);
+    let e = LeaderElector::new(
+        Api::<Lease>::namespaced(client, NS),
+        "provkit-operator",
+        "pod-a",
+        Duration::from_secs(15),
+        clock,
+    );
+    assert!(e.step_down().await.unwrap());
+    assert!(
+        !e.step_down().await.unwrap(),
+        "someone else's lease is left alone"
+    );
+    timeout_after_1s(server).await;
+}

@@ -630,3 +630,49 @@ async fn failed_poll_sets_failed_and_requeues_after_backoff() {
     assert_eq!(log.len(), 2);
     assert_eq!(h.launches(), 1);
 }
+
+/// The stale-cache check fails open by default (like Go: a warning, then the launch), and
+/// fails closed when the lifecycle policy says so (requeue, no launch, no write).
+#[tokio::test]
+async fn stale_check_error_fails_open_or_closed_per_policy() {
+    let base = Network::test().finalized().with_rv("2");
+    let v = version(&base);
+    let get_fails = || Exchange::get(obj_uri(), Value::Null).fails(500, "InternalError");
+
+    let open = Harness::new();
+    let job = job_json(
+        "job-1",
+        "provision",
+        "Pending",
+        0,
+        "Provisioning job triggered",
+        &v,
+    );
+    let flushed = json!({"provisioningJobs": [job], "desiredConfigVersion": v});
+    let full =
+        json!({"phase": "Progressing", "provisioningJobs": [job], "desiredConfigVersion": v});
+    let (r, _) = open
+        .reconcile(
+            base.clone(),
+            vec![
+                get_fails(),
+                patch_status("2", flushed.clone(), &stored(&base, "3", &flushed)),
+                patch_status("3", full.clone(), &stored(&base, "4", &full)),
+            ],
+            false,
+        )
+        .await;
+    assert_eq!(r.unwrap(), Action::requeue(POLL));
+    assert_eq!(open.launches(), 1);
+
+    let mut closed = Harness::new();
+    let mut policy = closed.lifecycle.policy().clone();
+    policy.stale_check_fail_open = false;
+    closed.lifecycle = closed.lifecycle.clone().with_policy(policy);
+    let (r, log) = closed
+        .reconcile(base.clone(), vec![get_fails()], false)
+        .await;
+    assert_eq!(r.unwrap(), Action::requeue(POLL));
+    assert_eq!(log.len(), 1);
+    assert_eq!(closed.launches(), 0);
+}

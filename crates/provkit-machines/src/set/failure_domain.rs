@@ -2,8 +2,9 @@
 //!
 //! Failure domains are any `D: Clone + PartialEq + Display + Debug`; equality is semantic
 //! equality and the `Display` form is used for ordering (it must be injective over distinct
-//! domains). Callers complete each domain with the template's domain before calling (fill the
-//! fields a domain leaves empty), so that equal domains compare equal.
+//! domains). Configured domains must be completed with the template's domain (fill the fields a
+//! domain leaves empty) so that they compare equal to the machines' full domains: either do it
+//! before calling, or use [`map_indexes_to_failure_domains_with_template`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -421,6 +422,44 @@ pub fn map_indexes_to_failure_domains<D: Clone + PartialEq + fmt::Display>(
     events.append(&mut outcome.events);
     outcome.events = events;
     Ok(outcome)
+}
+
+/// [`map_indexes_to_failure_domains`] after completing every configured domain with the
+/// template's domain: `complete(domain, template)` returns `domain` with the fields it leaves
+/// empty taken from `template` (e.g. a domain naming only a subnet gets the template's zone).
+/// Machines' domains are read from their full provider specs and are not completed.
+///
+/// # Errors
+/// As [`map_indexes_to_failure_domains`].
+///
+/// ```
+/// use provkit_machines::set::{map_indexes_to_failure_domains_with_template, MachineDomain};
+/// // Domains as "zone/subnet"; an empty part is filled from the template.
+/// let complete = |d: &String, t: &String| {
+///     let (dz, ds) = d.split_once('/').unwrap_or((d, ""));
+///     let (tz, ts) = t.split_once('/').unwrap_or((t, ""));
+///     format!("{}/{}", if dz.is_empty() { tz } else { dz }, if ds.is_empty() { ts } else { ds })
+/// };
+/// let machines = [MachineDomain::new("machine-0", "a/subnet-a".to_string())];
+/// let domains = ["/subnet-a".to_string()];
+/// let out = map_indexes_to_failure_domains_with_template(
+///     &machines, 1, &domains, &"a/".to_string(), complete,
+/// ).unwrap();
+/// assert_eq!(out.mapping[&0], "a/subnet-a");
+/// ```
+pub fn map_indexes_to_failure_domains_with_template<D, F>(
+    machines: &[MachineDomain<D>],
+    replicas: i32,
+    domains: &[D],
+    template: &D,
+    complete: F,
+) -> Result<MappingOutcome<D>, MappingError>
+where
+    D: Clone + PartialEq + fmt::Display,
+    F: Fn(&D, &D) -> D,
+{
+    let completed: Vec<D> = domains.iter().map(|d| complete(d, template)).collect();
+    map_indexes_to_failure_domains(machines, replicas, &completed)
 }
 
 /// The index of a machine: parsed from its name when possible, otherwise the index whose mapped

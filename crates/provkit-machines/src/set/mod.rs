@@ -3,6 +3,7 @@
 //! plus the plan executor, [`execute_plan`].
 
 mod buckets;
+mod dispatch;
 mod error;
 mod executor;
 mod failure_domain;
@@ -15,11 +16,13 @@ mod status;
 mod validation;
 
 pub use buckets::{IndexBucket, group_by_index};
+pub use dispatch::{StrategyPlan, plan_for_strategy};
 pub use error::{BoxError, MachineSetError, MappingError};
 pub use executor::{ExecutionEvent, ExecutionReport, execute_plan};
 pub use failure_domain::{
     MachineDomain, MachineMapping, MappingEvent, MappingOutcome, base_mapping, index_for_machine,
-    machine_mapping, map_indexes_to_failure_domains, reconcile_indexes, reconcile_mappings,
+    machine_mapping, map_indexes_to_failure_domains, map_indexes_to_failure_domains_with_template,
+    reconcile_indexes, reconcile_mappings,
 };
 pub use index::{MachineNamePrefix, RANDOM_SUFFIX_ALPHABET, machine_name, parse_index};
 pub use plan::{Action, Plan, PlanEvent, WAIT_REQUEUE};

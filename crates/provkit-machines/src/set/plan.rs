@@ -85,6 +85,11 @@ pub enum PlanEvent {
         /// The machine being replaced, or `None` for an empty index.
         name: Option<String>,
     },
+    /// The update strategy is unsupported or unknown; nothing is planned (log as an error).
+    InvalidStrategy {
+        /// Why the strategy is invalid (same text as the degradation message).
+        message: String,
+    },
 }
 
 /// The outcome of a planner: actions, an optional requeue and events to log.

@@ -158,15 +158,19 @@ pub fn validate_cluster_state(
             });
         }
     }
-    match strategy {
-        UpdateStrategy::RollingUpdate | UpdateStrategy::OnDelete => Ok(()),
-        UpdateStrategy::Recreate => Err(Degradation {
-            reason: DegradationReason::InvalidStrategy,
-            message: "invalid strategy: Recreate strategy is not supported".into(),
-        }),
-        UpdateStrategy::Other(s) => Err(Degradation {
-            reason: DegradationReason::InvalidStrategy,
-            message: format!("invalid strategy: unknown update strategy: {s}"),
-        }),
-    }
+    strategy_degradation(strategy).map_or(Ok(()), Err)
+}
+
+/// The `InvalidStrategy` degradation for Recreate and unknown strategies (upstream wording:
+/// `invalid value for spec.strategy.type: …`), `None` for the supported ones.
+pub(crate) fn strategy_degradation(strategy: &UpdateStrategy) -> Option<Degradation> {
+    let detail = match strategy {
+        UpdateStrategy::RollingUpdate | UpdateStrategy::OnDelete => return None,
+        UpdateStrategy::Recreate => "update strategy \"Recreate\" is not supported".to_owned(),
+        UpdateStrategy::Other(s) => format!("unknown update strategy: {s}"),
+    };
+    Some(Degradation {
+        reason: DegradationReason::InvalidStrategy,
+        message: format!("invalid value for spec.strategy.type: {detail}"),
+    })
 }

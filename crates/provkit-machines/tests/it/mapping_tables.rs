@@ -1,13 +1,20 @@
 //! The upstream failure-domain mapping tables (CPMS
 //! `pkg/machineproviders/providers/openshift/machine/v1beta1/mapping_test.go`), transcribed as
 //! data: domains `a`..`e` stand for `us-east-1a`..`us-east-1e`.
+//!
+//! Source: the largest stored version of the file (122,795 chars), 79 entries:
+//! `mapMachineIndexesToFailureDomains` 29 (M1a, M1b, M2, M2t, M3-M26, M14b),
+//! `createBaseFailureDomainMapping` 17 (B1-B17), `createMachineMapping` 11 (C1-C6, C8-C12),
+//! `reconcileMappings` 17 (R1-R17), `reconcileIndexes` 5 (I1-I5). C7 comes from an older version
+//! (selector filtering) and is kept as an extra case.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{TimeZone, Utc};
 use provkit_machines::set::{
     MachineDomain, MappingError, MappingEvent, base_mapping, machine_mapping,
-    map_indexes_to_failure_domains, reconcile_indexes, reconcile_mappings,
+    map_indexes_to_failure_domains, map_indexes_to_failure_domains_with_template,
+    reconcile_indexes, reconcile_mappings,
 };
 
 type D = &'static str;
@@ -321,9 +328,106 @@ fn map_machine_indexes_to_failure_domains_table() {
 
 #[test]
 fn m1_no_failure_domains_gives_an_empty_mapping() {
-    let out = map_indexes_to_failure_domains(&std3(&["a", "b", "c"]), 3, &[]).unwrap();
-    assert!(out.mapping.is_empty());
-    assert_eq!(out.events, vec![MappingEvent::NoFailureDomains]);
+    // Upstream has two entries: nil failure domains and an empty failure-domains struct. Both
+    // reach the Rust function as an empty slice; upstream returns `errNoFailureDomains` with a
+    // nil mapping, the Rust function returns an empty mapping and a `NoFailureDomains` event.
+    let cases: Vec<(&str, Option<Vec<D>>)> = vec![
+        ("M1a nil failure domains", None),
+        ("M1b no failure domains (empty)", Some(Vec::new())),
+    ];
+    for (name, domains) in cases {
+        let domains = domains.unwrap_or_default();
+        let out = map_indexes_to_failure_domains(&std3(&["a", "b", "c"]), 3, &domains).unwrap();
+        assert!(out.mapping.is_empty(), "{name}");
+        assert_eq!(out.events, vec![MappingEvent::NoFailureDomains], "{name}");
+    }
+}
+
+/// An AWS-like failure domain: zone and subnet, either may be left empty in the configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct AwsFd {
+    zone: Option<&'static str>,
+    subnet: Option<&'static str>,
+}
+
+impl std::fmt::Display for AwsFd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "AWSFailureDomain{{AvailabilityZone:{}, Subnet:{}}}",
+            self.zone.unwrap_or_default(),
+            self.subnet.unwrap_or_default()
+        )
+    }
+}
+
+fn aws(zone: &'static str) -> AwsFd {
+    AwsFd {
+        zone: Some(zone),
+        subnet: Some(match zone {
+            "us-east-1a" => "subnet-us-east-1a",
+            "us-east-1b" => "subnet-us-east-1b",
+            _ => "subnet-us-east-1c",
+        }),
+    }
+}
+
+fn complete_aws(d: &AwsFd, template: &AwsFd) -> AwsFd {
+    AwsFd {
+        zone: d.zone.or(template.zone),
+        subnet: d.subnet.or(template.subnet),
+    }
+}
+
+#[test]
+fn m2t_template_zone_completes_a_subnet_only_failure_domain() {
+    // Upstream: "with three failure domains matching three machines in order (a,b,c) and
+    // us-east-1a zone is specified in template". The configured domain for `a` names only the
+    // subnet; the template supplies the zone, so it matches machine-0's full domain.
+    let a_subnet_only = AwsFd {
+        zone: None,
+        subnet: Some("subnet-us-east-1a"),
+    };
+    let template = AwsFd {
+        zone: Some("us-east-1a"),
+        subnet: None,
+    };
+    let (a, b, c) = (aws("us-east-1a"), aws("us-east-1b"), aws("us-east-1c"));
+    let machines = vec![
+        MachineDomain::new("machine-0", a),
+        MachineDomain::new("machine-1", b),
+        MachineDomain::new("machine-2", c),
+    ];
+    let domains = [a_subnet_only, b, c];
+    let want: BTreeMap<i32, AwsFd> = BTreeMap::from([(0, a), (1, b), (2, c)]);
+    let out = map_indexes_to_failure_domains_with_template(
+        &machines,
+        3,
+        &domains,
+        &template,
+        complete_aws,
+    )
+    .unwrap();
+    assert_eq!(out.mapping, want);
+    assert_eq!(out.events, vec![]);
+    let mut rev_m = machines.clone();
+    rev_m.reverse();
+    let rev_d = [c, b, a_subnet_only];
+    let again =
+        map_indexes_to_failure_domains_with_template(&rev_m, 3, &rev_d, &template, complete_aws)
+            .unwrap();
+    assert_eq!(again.mapping, want, "permuted");
+    // Without completion the subnet-only domain matches no machine: machine-0's domain is
+    // unknown and index 0 gets the incomplete configured domain instead.
+    let raw = map_indexes_to_failure_domains(&machines, 3, &domains).unwrap();
+    assert_eq!(raw.mapping[&0], a_subnet_only);
+    assert_eq!(
+        raw.events,
+        vec![MappingEvent::IgnoringUnknownDomain {
+            index: 0,
+            domain: a
+        }]
+    );
 }
 
 #[test]
@@ -520,7 +624,8 @@ fn create_machine_mapping_table() {
                 newer_machine: "machine-replacement-0".into(),
             }],
         ),
-        // C7: the worker machines are filtered out by the label selector before the pure function.
+        // C7 (older upstream version only; not among the 79 entries of the current table): the
+        // worker machines are filtered out by the label selector before the pure function.
         (
             "C7 machines not matched by the selector",
             named(&[("machine-0", "a")]),

@@ -1,6 +1,13 @@
 //! The upstream update-strategy tables (CPMS
 //! `pkg/controllers/controlplanemachineset/updates_test.go`), transcribed as data.
 //!
+//! Source: the largest stored version of the file (82,908 chars). Its 55 specs: 23 RollingUpdate
+//! entries (RU1-RU23; RU3 and RU6 are executor error cases in `executor.rs`), 21 OnDelete entries
+//! (OD1-OD21; OD5 and OD9 in `executor.rs`), 2 × 4 `It`s for the Recreate and invalid strategies
+//! (ST1a-d, ST2a-d) and 3 `sortMachineInfosByIndex` entries (U1-U3). RU24, RU25 and the derived-bug
+//! and max-surge tests come from the spec, not from that file. That version predates the 5 s
+//! requeue (OCPBUGS-10032); the requeue expectations follow the spec (§A.6.4).
+//!
 //! Upstream asserts provider calls and logs of the combined plan+execute step; here the planner
 //! is asserted (actions, events, requeue) and the executor separately (see `executor.rs`).
 //! Where upstream logs `createdReplacement`, the planner emits `ReplacementPlanned`.
@@ -9,8 +16,8 @@ use chrono::{TimeZone, Utc};
 use provkit_machines::MachineInfo;
 use provkit_machines::set::{
     Action, CreatableIndexes, DegradationReason, IndexBucket, PlanEvent, RollingUpdateConfig,
-    UpdateStrategy, WAIT_REQUEUE, group_by_index, plan_on_delete, plan_rolling_update,
-    validate_cluster_state,
+    UpdateStrategy, WAIT_REQUEUE, group_by_index, plan_for_strategy, plan_on_delete,
+    plan_rolling_update, validate_cluster_state,
 };
 use provkit_testing::machines::MachineInfoBuilder as B;
 
@@ -532,23 +539,136 @@ fn on_delete_table() {
     }
 }
 
+/// Which upstream `It` of the Recreate / invalid-strategy contexts a row checks.
+#[derive(Clone, Copy, Debug)]
+enum StrategySpec {
+    ReturnsAnEmptyResult,
+    DoesNotReturnAnError,
+    LogsThatTheStrategyIsInvalid,
+    SetsTheDegradedCondition,
+}
+
 #[test]
-fn st1_st2_unsupported_strategies_degrade_without_error() {
-    let buckets = vec![b(0, vec![u(0)])];
-    let nodes = std::collections::BTreeSet::new();
-    let recreate =
-        validate_cluster_state(&buckets, &nodes, 1, &UpdateStrategy::Recreate).unwrap_err();
-    assert_eq!(recreate.reason, DegradationReason::InvalidStrategy);
-    assert!(recreate.message.contains("not supported"));
-    let other = validate_cluster_state(
+fn unsupported_strategies_table() {
+    // Upstream: the "When the update strategy is Recreate" and "... is invalid" contexts, four
+    // `It`s each (ST1a-d, ST2a-d), run through the strategy dispatcher.
+    use StrategySpec::{
+        DoesNotReturnAnError, LogsThatTheStrategyIsInvalid, ReturnsAnEmptyResult,
+        SetsTheDegradedCondition,
+    };
+    let recreate_msg =
+        "invalid value for spec.strategy.type: update strategy \"Recreate\" is not supported";
+    let invalid_msg = "invalid value for spec.strategy.type: unknown update strategy: invalid";
+    let recreate = UpdateStrategy::Recreate;
+    let invalid = UpdateStrategy::Other("invalid".into());
+    let cases: Vec<(&str, &UpdateStrategy, &str, StrategySpec)> = vec![
+        (
+            "ST1a Recreate: returns an empty result",
+            &recreate,
+            recreate_msg,
+            ReturnsAnEmptyResult,
+        ),
+        (
+            "ST1b Recreate: does not return an error",
+            &recreate,
+            recreate_msg,
+            DoesNotReturnAnError,
+        ),
+        (
+            "ST1c Recreate: logs that the strategy is invalid",
+            &recreate,
+            recreate_msg,
+            LogsThatTheStrategyIsInvalid,
+        ),
+        (
+            "ST1d Recreate: sets the degraded condition",
+            &recreate,
+            recreate_msg,
+            SetsTheDegradedCondition,
+        ),
+        (
+            "ST2a invalid: returns an empty result",
+            &invalid,
+            invalid_msg,
+            ReturnsAnEmptyResult,
+        ),
+        (
+            "ST2b invalid: does not return an error",
+            &invalid,
+            invalid_msg,
+            DoesNotReturnAnError,
+        ),
+        (
+            "ST2c invalid: logs that the strategy is invalid",
+            &invalid,
+            invalid_msg,
+            LogsThatTheStrategyIsInvalid,
+        ),
+        (
+            "ST2d invalid: sets the degraded condition",
+            &invalid,
+            invalid_msg,
+            SetsTheDegradedCondition,
+        ),
+    ];
+    // Upstream passes no machine infos; a bucket needing work shows that nothing is planned.
+    let buckets = vec![b(0, vec![o(0)]), b(1, vec![]), b(2, vec![u(2)])];
+    for (name, strategy, message, spec) in cases {
+        let out = plan_for_strategy(strategy, &buckets, 3, RollingUpdateConfig::default());
+        match spec {
+            ReturnsAnEmptyResult => {
+                assert!(out.plan.is_idle(), "{name}: {:?}", out.plan);
+                assert_eq!(out.plan.requeue_after, None, "{name}");
+            }
+            DoesNotReturnAnError => {
+                // The invalid strategy is a degradation for a human, not an error to retry:
+                // nothing is executed and nothing requeues.
+                assert!(out.plan.actions.is_empty(), "{name}");
+                assert!(out.degradation.is_some(), "{name}");
+            }
+            LogsThatTheStrategyIsInvalid => assert_eq!(
+                out.plan.events,
+                vec![PlanEvent::InvalidStrategy {
+                    message: message.into()
+                }],
+                "{name}"
+            ),
+            SetsTheDegradedCondition => {
+                let d = out.degradation.expect("degradation");
+                assert_eq!(d.reason, DegradationReason::InvalidStrategy, "{name}");
+                assert_eq!(d.message, message, "{name}");
+                // Cluster-state validation reports the same degradation.
+                let nodes = std::collections::BTreeSet::new();
+                let v =
+                    validate_cluster_state(&[b(0, vec![u(0)])], &nodes, 1, strategy).unwrap_err();
+                assert_eq!(v, d, "{name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn supported_strategies_dispatch_to_their_planner() {
+    let buckets = vec![b(0, vec![u(0)]), b(1, vec![od(1)]), b(2, vec![o(2)])];
+    let rolling = plan_for_strategy(
+        &UpdateStrategy::RollingUpdate,
         &buckets,
-        &nodes,
-        1,
-        &UpdateStrategy::Other("invalid".into()),
-    )
-    .unwrap_err();
-    assert_eq!(other.reason, DegradationReason::InvalidStrategy);
-    assert!(other.message.contains("unknown update strategy: invalid"));
+        3,
+        RollingUpdateConfig::default(),
+    );
+    assert_eq!(rolling.degradation, None);
+    assert_eq!(
+        rolling.plan,
+        plan_rolling_update(&buckets, 3, RollingUpdateConfig::default())
+    );
+    let on_delete = plan_for_strategy(
+        &UpdateStrategy::OnDelete,
+        &buckets,
+        3,
+        RollingUpdateConfig::default(),
+    );
+    assert_eq!(on_delete.degradation, None);
+    assert_eq!(on_delete.plan, plan_on_delete(&buckets));
 }
 
 #[test]

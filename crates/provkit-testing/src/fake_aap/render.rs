@@ -65,8 +65,9 @@ pub(crate) fn job_json(
     detail: bool,
 ) -> Option<Value> {
     let snap = st.job_snapshot(id, now)?;
-    let u = st.unified(id)?.clone();
-    let Unified::Job(job) = &u else { return None };
+    let st: &State = st;
+    let u = st.unified(id)?;
+    let Unified::Job(job) = u else { return None };
     let c = &job.c;
     let node = st.settings.node.clone();
     let reached_waiting =
@@ -188,7 +189,7 @@ pub(crate) fn job_json(
         "controller_node",
         json!(if reached_waiting { node.as_str() } else { "" }),
     );
-    put("launched_by", launched_by(&u, p));
+    put("launched_by", launched_by(u, p));
     put(
         "work_unit_id",
         if ran {

@@ -48,6 +48,18 @@ async fn poll_until_status(c: &reqwest::Client, url: &str, token: &str, want: &s
     panic!("job at {url} never reached {want}");
 }
 
+/// Kills the spawned server if the test fails before its clean shutdown.
+struct Guard(Option<std::process::Child>);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 #[tokio::test]
 async fn documented_sequence_against_the_binary_in_both_modes() {
     let dir = std::env::temp_dir().join(format!("fake-aap-seq-{}", std::process::id()));
@@ -62,7 +74,9 @@ async fn documented_sequence_against_the_binary_in_both_modes() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let stdout = child.stdout.take().unwrap();
+        let mut guard = Guard(Some(child));
+        let mut lines = BufReader::new(stdout).lines();
         let first = lines.next().unwrap().unwrap();
         let base = first.split_whitespace().nth(3).unwrap().to_owned();
         let api_line = lines.next().unwrap().unwrap();
@@ -166,6 +180,7 @@ async fn documented_sequence_against_the_binary_in_both_modes() {
             405
         );
         // Ctrl-C → clean exit.
+        let mut child = guard.0.take().unwrap();
         let status = Command::new("kill")
             .args(["-INT", &child.id().to_string()])
             .status()

@@ -352,6 +352,7 @@ async fn probe(backend: &Backend, workers: usize, wall: Duration) -> f64 {
         let _ = backend.client.get_unified(launched.kind, launched.id).await;
     }
     let start = tokio::time::Instant::now();
+    let cpu0 = process_cpu();
     let mut tasks = Vec::new();
     for _ in 0..workers.max(1) {
         let client = backend.client.clone();
@@ -369,8 +370,16 @@ async fn probe(backend: &Backend, workers: usize, wall: Duration) -> f64 {
     for t in tasks {
         total += t.await.unwrap_or(0);
     }
+    let secs = start.elapsed().as_secs_f64();
+    let used = match (cpu0, process_cpu()) {
+        (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64(),
+        _ => 0.0,
+    };
     #[allow(clippy::cast_precision_loss)]
-    let rps = total as f64 / start.elapsed().as_secs_f64();
+    let rps = total as f64 / secs;
+    if std::env::var_os("FLEET_DEBUG").is_some() {
+        eprintln!("probe: {total} requests in {secs:.2} s, process CPU {used:.2} s ({:.0} % of one core)", used / secs * 100.0);
+    }
     rps
 }
 
@@ -489,6 +498,10 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
     };
+    if std::env::var_os("FLEET_DEBUG").is_some() {
+        let used = process_cpu.unwrap_or_default().as_secs_f64();
+        eprintln!("simulation: {:.2} s, process CPU {used:.2} s ({:.0} % of one core)", wall.as_secs_f64(), used / wall.as_secs_f64() * 100.0);
+    }
     if let Some(p) = &progress {
         p.finish();
     }

@@ -14,7 +14,7 @@ use crate::rate_limit::RateLimiter;
 use crate::retry::RetryConfig;
 use crate::transport::Call;
 use crate::types::{
-    AapJobStatus, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Page, Template,
+    AapJobStatus, CancelOutcome, Job, JobKind, JobWire, LaunchRequest, Launched, Page, Template,
     TemplateKind,
 };
 
@@ -406,7 +406,11 @@ impl AapClient {
             .inner
             .execute(&Call::get(path, self.inner.max_body_bytes))
             .await?;
-        let value: Value = resp.json()?;
+        // Fast path: read only the fields we use; anything unusual goes through the tolerant path.
+        let value = match serde_json::from_slice::<JobWire>(&resp.body) {
+            Ok(wire) if !resp.is_html() => wire.into_value(),
+            _ => resp.json::<Value>()?,
+        };
         let job = Job::from_value(&value, kind).ok_or_else(|| Error::Decode {
             ctx: Box::new(resp.ctx.clone()),
             message: "job detail has no id".into(),

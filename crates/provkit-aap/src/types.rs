@@ -332,6 +332,101 @@ impl Job {
     }
 }
 
+/// The fields of a job detail this crate reads; everything else is skipped without being built
+/// (a detail body is mostly `related`, `summary_fields` and `job_env`).
+#[derive(Deserialize)]
+pub(crate) struct JobWire {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default, rename = "type")]
+    kind: Option<Value>,
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default)]
+    status: Option<Value>,
+    #[serde(default)]
+    failed: Option<Value>,
+    #[serde(default)]
+    created: Option<Value>,
+    #[serde(default)]
+    started: Option<Value>,
+    #[serde(default)]
+    finished: Option<Value>,
+    #[serde(default)]
+    elapsed: Option<Value>,
+    #[serde(default)]
+    job_explanation: Option<Value>,
+    #[serde(default)]
+    result_traceback: Option<Value>,
+    #[serde(default)]
+    extra_vars: Option<Value>,
+    #[serde(default)]
+    artifacts: Option<Value>,
+    #[serde(default)]
+    launch_type: Option<Value>,
+    #[serde(default)]
+    job_template: Option<Value>,
+    #[serde(default)]
+    workflow_job_template: Option<Value>,
+    #[serde(default)]
+    unified_job_template: Option<Value>,
+    #[serde(default)]
+    is_sliced_job: Option<Value>,
+    #[serde(default)]
+    event_processing_finished: Option<Value>,
+    #[serde(default)]
+    url: Option<Value>,
+    #[serde(default)]
+    summary_fields: Option<SummaryWire>,
+}
+
+#[derive(Deserialize)]
+struct SummaryWire {
+    #[serde(default)]
+    source_workflow_job: Option<Value>,
+}
+
+impl JobWire {
+    /// Converts into the same object [`Job::from_value`] reads.
+    pub(crate) fn into_value(self) -> Value {
+        let mut map = Map::new();
+        let fields = [
+            ("id", self.id),
+            ("type", self.kind),
+            ("name", self.name),
+            ("status", self.status),
+            ("failed", self.failed),
+            ("created", self.created),
+            ("started", self.started),
+            ("finished", self.finished),
+            ("elapsed", self.elapsed),
+            ("job_explanation", self.job_explanation),
+            ("result_traceback", self.result_traceback),
+            ("extra_vars", self.extra_vars),
+            ("artifacts", self.artifacts),
+            ("launch_type", self.launch_type),
+            ("job_template", self.job_template),
+            ("workflow_job_template", self.workflow_job_template),
+            ("unified_job_template", self.unified_job_template),
+            ("is_sliced_job", self.is_sliced_job),
+            ("event_processing_finished", self.event_processing_finished),
+            ("url", self.url),
+        ];
+        for (key, value) in fields {
+            if let Some(value) = value {
+                map.insert(key.to_owned(), value);
+            }
+        }
+        if let Some(source) = self.summary_fields.and_then(|s| s.source_workflow_job) {
+            map.insert(
+                "summary_fields".to_owned(),
+                serde_json::json!({ "source_workflow_job": source }),
+            );
+        }
+        Value::Object(map)
+    }
+}
+
 /// The body of a launch `POST` (only set fields are sent; `null` is never sent).
 ///
 /// ```
@@ -542,6 +637,20 @@ mod tests {
         assert_eq!(no_log.status, AapJobStatus::Other(String::new()));
         assert!(Job::from_value(&json!({"status": "running"}), JobKind::Job).is_none());
         assert!(Job::from_value(&json!([1]), JobKind::Job).is_none());
+    }
+
+    #[test]
+    fn wire_decoding_matches_value_decoding() {
+        let body = json!({"id": 6, "type": "job", "status": "error", "failed": true, "elapsed": 0.302,
+            "extra_vars": "{\"network_name\": \"wf-net\"}", "launch_type": "workflow", "started": null,
+            "related": {"stdout": "/api/v2/jobs/6/stdout/"}, "job_env": {"HOME": "/root"},
+            "summary_fields": {"source_workflow_job": {"id": 4, "name": "osac-workflow"}, "inventory": {"id": 2}}});
+        let bytes = serde_json::to_vec(&body).unwrap();
+        let wire: JobWire = serde_json::from_slice(&bytes).unwrap();
+        let fast = Job::from_value(&wire.into_value(), JobKind::Job).unwrap();
+        let slow = Job::from_value(&body, JobKind::Job).unwrap();
+        assert_eq!(fast, slow);
+        assert_eq!(fast.source_workflow_job, Some(4));
     }
 
     #[test]

@@ -260,3 +260,18 @@ async fn case41_migration_redirect_is_detected() {
         Error::Migrating { .. }
     ));
 }
+
+#[tokio::test]
+async fn cancel_is_idempotent_and_retried_on_transient_errors() {
+    let server = server(Mode::Awx).await;
+    let id = launched_job(&server).await;
+    let client = client(&server);
+    server.aap().add_fault(
+        Fault::new("POST", "*/cancel/", FaultAction::gateway_html(503)).trigger(Trigger::FirstN(1)),
+    );
+    assert_eq!(
+        client.cancel_job(id).await.unwrap(),
+        provkit_aap::CancelOutcome::Accepted
+    );
+    assert_eq!(requests_to(&server, "/cancel/").len(), 2);
+}

@@ -17,3 +17,4 @@ mod client_lookup;
 mod client_tls;
 mod conformance;
 mod provider;
+mod tracing_spans;

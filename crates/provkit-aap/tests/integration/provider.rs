@@ -741,3 +741,26 @@ async fn idempotency_lookup_for_workflow_templates() {
         None
     );
 }
+
+#[tokio::test]
+async fn launch_429_becomes_a_provider_rate_limit() {
+    let server = server(Mode::Awx).await;
+    let p = explicit(&server);
+    server.aap().add_fault(Fault::new(
+        "POST",
+        "*/launch/",
+        FaultAction::too_many_requests(provkit_testing::fake_aap::RetryAfter::Seconds(7)),
+    ));
+    let err = p
+        .trigger_provision(&resource("Subnet", "s"), &LaunchContext::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.retry_after(), Some(Duration::from_secs(7)), "{err}");
+    assert_eq!(err.launch_certainty(), LaunchCertainty::NotMade);
+    assert_eq!(
+        server
+            .aap()
+            .launch_count(template_id(&server, "provision-job")),
+        0
+    );
+}

@@ -772,6 +772,16 @@ impl State {
                 self.wake.push(Reverse((now, wf)));
             }
         }
+        // A canceled job of a non-simultaneous template moves every job queued behind it, so
+        // workflows waiting on such jobs must be re-examined now rather than at their old wake time.
+        let queued_behind =
+            matches!(self.unified(id), Some(Unified::Job(j)) if !j.c.allow_simultaneous);
+        if queued_behind {
+            let ids: BTreeSet<u64> = self.wake.drain().map(|Reverse((_, wf))| wf).collect();
+            for wf in ids {
+                self.advance_workflow(wf, now);
+            }
+        }
         self.recheck_stalled(now);
         Ok(())
     }

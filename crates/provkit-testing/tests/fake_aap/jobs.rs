@@ -255,3 +255,68 @@ async fn approval_keeps_workflow_running_and_event_processing_may_never_finish()
     assert_eq!(nodes["count"], 2);
     assert_eq!(nodes["results"][1]["job"], json!(null));
 }
+
+#[tokio::test]
+async fn canceling_a_queued_predecessor_moves_a_waiting_workflow() {
+    let mut fx = observed_fixtures(Mode::Awx);
+    fx.job_templates[0].script = Some(JobScript::successful(Duration::from_secs(1)));
+    fx.job_templates[0].scripts = vec![ScriptRule::once(JobScript::successful(
+        Duration::from_secs(100),
+    ))];
+    fx.workflow_job_templates[0].stuck_pending = false;
+    fx.workflow_job_templates[0].pending = Duration::ZERO;
+    let (server, clock) = start(fx).await;
+    let c = client();
+    let b = server.base_url();
+    send(
+        &c,
+        "POST",
+        &format!("{b}/api/v2/job_templates/9/launch/"),
+        Auth::Bearer(ADMIN),
+        Some("{}"),
+    )
+    .await;
+    send(
+        &c,
+        "POST",
+        &format!("{b}/api/v2/workflow_job_templates/11/launch/"),
+        Auth::Bearer(ADMIN),
+        Some("{}"),
+    )
+    .await;
+    clock.advance(Duration::from_secs(5));
+    let child = server
+        .aap()
+        .jobs()
+        .into_iter()
+        .find(|j| j.launch_type == "workflow")
+        .unwrap();
+    assert_eq!(
+        child.status, "pending",
+        "queued behind job 1 (allow_simultaneous false)"
+    );
+    assert_eq!(
+        send(
+            &c,
+            "POST",
+            &format!("{b}/api/v2/jobs/1/cancel/"),
+            Auth::Bearer(ADMIN),
+            None
+        )
+        .await
+        .status,
+        202
+    );
+    clock.advance(Duration::from_secs(5));
+    let wf = send(
+        &c,
+        "GET",
+        &format!("{b}/api/v2/workflow_jobs/2/"),
+        Auth::Bearer(ADMIN),
+        None,
+    )
+    .await
+    .json;
+    assert_eq!(wf["status"], "successful");
+    assert_eq!(server.aap().job(child.id).unwrap().status, "successful");
+}

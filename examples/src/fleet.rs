@@ -342,10 +342,32 @@ pub fn machine() -> String {
     format!("{cpus} cores ({model}), {}", std::env::consts::OS)
 }
 
+/// The JSON of a typical fleet resource after its first provision (two jobs in its history).
+fn typical_resource() -> Value {
+    let store = crate::store::ApiServer::new(VirtualClock::new(), 1, 0.0, 0);
+    let Some(obj) = store.create(0, KINDS[1].0, "res-00001", spec(1, 2)) else { return Value::Null };
+    let mut obj = crate::store::Object::clone(&obj);
+    let t = VirtualClock::new().start();
+    let mut done = provkit_core::JobStatus::new("1001", JobType::Provision, provkit_core::JobState::Succeeded, t);
+    done.config_version = "0123456789abcdef".into();
+    done.message = "successful".into();
+    let mut running = provkit_core::JobStatus::new("2002", JobType::Provision, provkit_core::JobState::Running, t);
+    running.config_version = "fedcba9876543210".into();
+    running.message = "running".into();
+    obj.jobs = vec![done, running];
+    obj.to_json()
+}
+
 /// Measures requests/s of `GET job detail` with `workers` concurrent loops for `wall` time.
 async fn probe(backend: &Backend, workers: usize, wall: Duration) -> f64 {
     let Ok(template) = backend.client.get_template("probe-template").await else { return 0.0 };
-    let request = provkit_aap::LaunchRequest::default();
+    // A job like the simulation's: the same extra_vars envelope around a typical resource with a
+    // job history, so each poll carries the same payload as a simulated poll.
+    let typical = typical_resource();
+    let ctx = provkit_lifecycle::LaunchContext::new()
+        .with_idempotency_key(provkit_lifecycle::IdempotencyKey::new("pk1-probe-p-0000000000000000"));
+    let Ok(vars) = provkit_aap::provider::build_extra_vars(&typical, &ctx) else { return 0.0 };
+    let request = provkit_aap::LaunchRequest::new(vars);
     let Ok(launched) = backend.client.launch(&template, &request).await else { return 0.0 };
     // Warm the connection pool first.
     for _ in 0..workers.max(1) {

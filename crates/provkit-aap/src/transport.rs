@@ -97,7 +97,13 @@ impl Inner {
             );
             let result = self.attempt(call).instrument(span.clone()).await;
             let err = match result {
-                Ok(resp) => return Ok(resp),
+                Ok(resp) => {
+                    span.record("http.status_code", resp.status.as_u16());
+                    if let Some(id) = &resp.ctx.request_id {
+                        span.record("aap.request_id", id.as_str());
+                    }
+                    return Ok(resp);
+                }
                 Err(err) => err,
             };
             if let Some(ctx) = err.context() {

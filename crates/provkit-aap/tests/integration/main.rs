@@ -17,4 +17,5 @@ mod client_lookup;
 mod client_tls;
 mod conformance;
 mod provider;
+mod provider_mock;
 mod tracing_spans;

@@ -55,6 +55,7 @@ async fn spans_carry_request_details_but_no_credentials() {
     assert!(text.contains("http.path=/api/v2/me/"), "{text}");
     assert!(text.contains("http.method=GET"), "{text}");
     assert!(text.contains("http.status_code=404"), "{text}");
+    assert!(text.contains("http.status_code=200"), "{text}");
     assert!(text.contains("aap.request_id="), "{text}");
     assert!(!text.contains(&server.token()), "token leaked into traces");
     assert!(

@@ -5,6 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::query::encode_named_url_part;
 use super::script::Status;
+use super::spec::SurveySpec;
 use super::state::{State, Template, Unified, User};
 
 /// ISO 8601 with microseconds and `Z`, as AWX prints datetimes.
@@ -30,6 +31,15 @@ fn elapsed(
             let secs = (micros as f64 / 1000.0).round() / 1000.0;
             json!(secs)
         }
+    }
+}
+
+/// `null` for an empty string, as AWX's serializers print unset text fields of workflow objects.
+fn null_if_empty(s: &str) -> Value {
+    if s.is_empty() {
+        Value::Null
+    } else {
+        json!(s)
     }
 }
 
@@ -318,41 +328,13 @@ pub(crate) fn workflow_json(
     put("job_template", json!(wf.job_template));
     put("is_sliced_job", json!(wf.is_sliced));
     put("inventory", json!(c.inventory));
-    put(
-        "limit",
-        if c.limit.is_empty() {
-            Value::Null
-        } else {
-            json!(c.limit)
-        },
-    );
-    put(
-        "scm_branch",
-        if c.scm_branch.is_empty() {
-            Value::Null
-        } else {
-            json!(c.scm_branch)
-        },
-    );
+    put("limit", null_if_empty(&c.limit));
+    put("scm_branch", null_if_empty(&c.scm_branch));
     put("webhook_service", json!(""));
     put("webhook_credential", Value::Null);
     put("webhook_guid", json!(""));
-    put(
-        "skip_tags",
-        if c.skip_tags.is_empty() {
-            Value::Null
-        } else {
-            json!(c.skip_tags)
-        },
-    );
-    put(
-        "job_tags",
-        if c.job_tags.is_empty() {
-            Value::Null
-        } else {
-            json!(c.job_tags)
-        },
-    );
+    put("skip_tags", null_if_empty(&c.skip_tags));
+    put("job_tags", null_if_empty(&c.job_tags));
     if detail {
         put("job_args", json!(""));
         put("job_cwd", json!(""));
@@ -477,29 +459,45 @@ fn named_url(p: &str, kind: &str, name: &str, org: &str) -> String {
     )
 }
 
-fn last_job_summary(st: &mut State, t: u64, now: DateTime<Utc>) -> (Option<Value>, Vec<Value>) {
-    let mut recent = Vec::new();
-    let last = st.templates.get(&t).and_then(Template::last_job);
-    let mut last_json = None;
-    if let Some(l) = last {
+/// Status and finish time of any unified job at `now`.
+fn status_and_finished(
+    st: &mut State,
+    id: u64,
+    now: DateTime<Utc>,
+) -> Option<(Status, Option<DateTime<Utc>>)> {
+    match st.unified(id)? {
+        Unified::Job(_) => st.job_snapshot(id, now).map(|s| (s.status, s.finished)),
+        Unified::Workflow(_) => st
+            .workflow_snapshot(id, now)
+            .map(|s| (s.status, s.finished)),
+    }
+}
+
+/// What both template bodies show of a template's runs.
+struct RunsSummary {
+    /// The template's `status` field.
+    status: &'static str,
+    /// `summary_fields.last_job`.
+    last: Option<Value>,
+    /// `summary_fields.recent_jobs`: up to 10 newest runs.
+    recent: Vec<Value>,
+    /// `last_job_run`: the last run's finish time.
+    last_job_run: Value,
+    /// `last_job_failed`.
+    last_job_failed: bool,
+}
+
+fn runs_summary(st: &mut State, t: u64, now: DateTime<Utc>) -> RunsSummary {
+    let status = st.template_status(t, now);
+    let mut last = None;
+    if let Some(l) = st.templates.get(&t).and_then(Template::last_job) {
         let name = st
             .unified(l)
             .map(|u| u.common().name.clone())
             .unwrap_or_default();
-        let (status, finished) = match st.unified(l) {
-            Some(Unified::Job(_)) => st
-                .job_snapshot(l, now)
-                .map(|s| (s.status, s.finished))
-                .unzip(),
-            Some(Unified::Workflow(_)) => st
-                .workflow_snapshot(l, now)
-                .map(|s| (s.status, s.finished))
-                .unzip(),
-            None => (None, None),
-        };
-        if let Some(status) = status {
-            last_json = Some(
-                json!({"id": l, "name": name, "description": "", "finished": ts_opt(finished.flatten()),
+        if let Some((status, finished)) = status_and_finished(st, l, now) {
+            last = Some(
+                json!({"id": l, "name": name, "description": "", "finished": ts_opt(finished),
                                     "status": status.as_str(), "failed": status.failed()}),
             );
         }
@@ -517,30 +515,50 @@ fn last_job_summary(st: &mut State, t: u64, now: DateTime<Utc>) -> (Option<Value
         .take(10)
         .map(|u| u.common().id)
         .collect();
+    let mut recent = Vec::new();
     for id in ids {
         let kind = if st.workflow(id).is_some() {
             "workflow_job"
         } else {
             "job"
         };
-        let (status, finished) = match kind {
-            "job" => st
-                .job_snapshot(id, now)
-                .map(|s| (s.status, s.finished))
-                .unzip(),
-            _ => st
-                .workflow_snapshot(id, now)
-                .map(|s| (s.status, s.finished))
-                .unzip(),
-        };
-        if let Some(status) = status {
+        if let Some((status, finished)) = status_and_finished(st, id, now) {
             recent.push(
-                json!({"id": id, "status": status.as_str(), "finished": ts_opt(finished.flatten()),
+                json!({"id": id, "status": status.as_str(), "finished": ts_opt(finished),
                                "canceled_on": Value::Null, "type": kind}),
             );
         }
     }
-    (last_json, recent)
+    let last_job_run = last
+        .as_ref()
+        .map(|l| l["finished"].clone())
+        .unwrap_or(Value::Null);
+    let last_job_failed = last
+        .as_ref()
+        .and_then(|l| l["status"].as_str())
+        .is_some_and(|x| matches!(x, "failed" | "error" | "canceled"));
+    RunsSummary {
+        status,
+        last,
+        recent,
+        last_job_run,
+        last_job_failed,
+    }
+}
+
+/// Name of the organization `id` (empty when unknown).
+fn org_name(st: &State, id: u64) -> String {
+    st.org(id).map(|o| o.name.clone()).unwrap_or_default()
+}
+
+/// Adds `last_job` and `survey` to a template's `summary_fields`, where there are such.
+fn add_last_job_and_survey(summary: &mut Value, last: Option<Value>, survey: Option<&SurveySpec>) {
+    if let Some(l) = last {
+        summary["last_job"] = l;
+    }
+    if let Some(sv) = survey {
+        summary["survey"] = json!({"title": sv.name, "description": sv.description});
+    }
 }
 
 /// A job template body.
@@ -552,23 +570,11 @@ pub(crate) fn job_template_json(
     user: &User,
     detail: bool,
 ) -> Option<Value> {
-    let status = st.template_status(id, now);
-    let (last, recent) = last_job_summary(st, id, now);
-    let last_status = last
-        .as_ref()
-        .and_then(|l| l["status"].as_str())
-        .map(str::to_owned);
-    let last_finished = last
-        .as_ref()
-        .map(|l| l["finished"].clone())
-        .unwrap_or(Value::Null);
+    let runs = runs_summary(st, id, now);
     let Some(t @ Template::Job(jt)) = st.templates.get(&id) else {
         return None;
     };
-    let org = st
-        .org(jt.org_id)
-        .map(|o| o.name.clone())
-        .unwrap_or_default();
+    let org = org_name(st, jt.org_id);
     let s = &jt.spec;
     let mut related = json!({
         "launch": format!("{p}job_templates/{id}/launch/"),
@@ -598,15 +604,10 @@ pub(crate) fn job_template_json(
         "execution_environment": Value::Null,
         "user_capabilities": capabilities(user, t),
         "labels": {"count": 0, "results": []},
-        "recent_jobs": recent,
+        "recent_jobs": runs.recent,
         "credentials": [],
     });
-    if let Some(l) = &last {
-        summary["last_job"] = l.clone();
-    }
-    if let Some(sv) = &s.survey_spec {
-        summary["survey"] = json!({"title": sv.name, "description": sv.description});
-    }
+    add_last_job_and_survey(&mut summary, runs.last, s.survey_spec.as_ref());
     let a = &s.ask;
     let mut first = json!({
         "id": id, "type": "job_template", "url": format!("{p}job_templates/{id}/"),
@@ -617,11 +618,11 @@ pub(crate) fn job_template_json(
         "scm_branch": s.scm_branch, "forks": s.forks, "limit": s.limit, "verbosity": s.verbosity,
         "extra_vars": s.extra_vars, "job_tags": s.job_tags, "force_handlers": false,
         "skip_tags": s.skip_tags, "start_at_task": "", "timeout": s.timeout, "use_fact_cache": false,
-        "organization": jt.org_id, "last_job_run": last_finished,
+        "organization": jt.org_id, "last_job_run": runs.last_job_run,
     });
     let second = json!({
-        "last_job_failed": last_status.as_deref().is_some_and(|x| matches!(x, "failed" | "error" | "canceled")),
-        "next_job_run": Value::Null, "status": status, "execution_environment": Value::Null,
+        "last_job_failed": runs.last_job_failed,
+        "next_job_run": Value::Null, "status": runs.status, "execution_environment": Value::Null,
         "host_config_key": "",
         "ask_scm_branch_on_launch": a.scm_branch, "ask_diff_mode_on_launch": a.diff_mode,
         "ask_variables_on_launch": a.variables, "ask_limit_on_launch": a.limit,
@@ -652,23 +653,11 @@ pub(crate) fn workflow_template_json(
     user: &User,
     detail: bool,
 ) -> Option<Value> {
-    let status = st.template_status(id, now);
-    let (last, recent) = last_job_summary(st, id, now);
-    let last_status = last
-        .as_ref()
-        .and_then(|l| l["status"].as_str())
-        .map(str::to_owned);
-    let last_finished = last
-        .as_ref()
-        .map(|l| l["finished"].clone())
-        .unwrap_or(Value::Null);
+    let runs = runs_summary(st, id, now);
     let Some(t @ Template::Workflow(wt)) = st.templates.get(&id) else {
         return None;
     };
-    let org = st
-        .org(wt.org_id)
-        .map(|o| o.name.clone())
-        .unwrap_or_default();
+    let org = org_name(st, wt.org_id);
     let s = &wt.spec;
     let mut related = json!({
         "launch": format!("{p}workflow_job_templates/{id}/launch/"),
@@ -689,35 +678,30 @@ pub(crate) fn workflow_template_json(
         "organization": org_summary(st, Some(wt.org_id)),
         "user_capabilities": capabilities(user, t),
         "labels": {"count": 0, "results": []},
-        "recent_jobs": recent,
+        "recent_jobs": runs.recent,
     });
     if let Some(i) = inventory_summary(st, wt.inventory_id) {
         summary["inventory"] = i;
     }
-    if let Some(l) = &last {
-        summary["last_job"] = l.clone();
-    }
-    if let Some(sv) = &s.survey_spec {
-        summary["survey"] = json!({"title": sv.name, "description": sv.description});
-    }
+    add_last_job_and_survey(&mut summary, runs.last, s.survey_spec.as_ref());
     Some(json!({
         "id": id, "type": "workflow_job_template", "url": format!("{p}workflow_job_templates/{id}/"),
         "related": related, "summary_fields": summary,
         "created": ts(wt.created), "modified": ts(wt.created),
         "name": s.name, "description": s.description,
-        "last_job_run": last_finished,
-        "last_job_failed": last_status.as_deref().is_some_and(|x| matches!(x, "failed" | "error" | "canceled")),
-        "next_job_run": Value::Null, "status": status, "extra_vars": s.extra_vars,
+        "last_job_run": runs.last_job_run,
+        "last_job_failed": runs.last_job_failed,
+        "next_job_run": Value::Null, "status": runs.status, "extra_vars": s.extra_vars,
         "organization": wt.org_id, "survey_enabled": s.survey_enabled,
         "allow_simultaneous": s.allow_simultaneous, "ask_variables_on_launch": s.ask_variables_on_launch,
-        "inventory": wt.inventory_id, "limit": if s.limit.is_empty() { Value::Null } else { json!(s.limit) },
-        "scm_branch": if s.scm_branch.is_empty() { Value::Null } else { json!(s.scm_branch) },
+        "inventory": wt.inventory_id, "limit": null_if_empty(&s.limit),
+        "scm_branch": null_if_empty(&s.scm_branch),
         "ask_inventory_on_launch": s.ask_inventory_on_launch, "ask_scm_branch_on_launch": s.ask_scm_branch_on_launch,
         "ask_limit_on_launch": s.ask_limit_on_launch, "webhook_service": "", "webhook_credential": Value::Null,
         "ask_labels_on_launch": s.ask_labels_on_launch, "ask_skip_tags_on_launch": s.ask_skip_tags_on_launch,
         "ask_tags_on_launch": s.ask_tags_on_launch,
-        "skip_tags": if s.skip_tags.is_empty() { Value::Null } else { json!(s.skip_tags) },
-        "job_tags": if s.job_tags.is_empty() { Value::Null } else { json!(s.job_tags) },
+        "skip_tags": null_if_empty(&s.skip_tags),
+        "job_tags": null_if_empty(&s.job_tags),
     }))
 }
 

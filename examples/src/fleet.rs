@@ -11,7 +11,7 @@ use std::time::Duration;
 use provkit_aap::RetryConfig;
 use provkit_core::{JobType, find_latest_job_by_type};
 use provkit_lifecycle::{Jitter, LifecyclePolicy};
-use provkit_testing::fake_aap::JobTemplateSpec;
+use provkit_testing::fake_aap::{Endpoint, JobTemplateSpec};
 use serde_json::{Value, json};
 
 use crate::audit::{Audit, PurgeLog};
@@ -155,9 +155,11 @@ pub struct FleetReport {
     pub audit: Audit,
     /// Server-side requests of the simulation, by endpoint.
     pub requests: EndpointCounts,
-    /// Plain-loop throughput of the same client against the same fake (requests/s; the better of a
-    /// probe before and one after the simulation).
+    /// Plain-loop throughput of the same client against the same fake with the simulation's request
+    /// mix (requests/s, measured after the run): the bound's divisor.
     pub probe_rps: f64,
+    /// Plain-loop throughput of `GET job detail` alone (requests/s, measured before the run).
+    pub probe_get_rps: f64,
     /// Resources not deleted at the end.
     pub not_converged: usize,
     /// Up to ten of them, with their state.
@@ -293,13 +295,21 @@ impl FleetReport {
         let rss = self.peak_rss.map_or_else(|| "n/a".to_owned(), mib);
         let rss_ok = self.peak_rss.is_some_and(|b| b <= 200 * 1024 * 1024);
         let _ = writeln!(out, "peak RSS: {rss} (target ≤ 200 MiB: {})", if rss_ok { "met" } else { "MISSED" });
+        #[allow(clippy::cast_precision_loss)]
+        let launch_share = self.requests.get(Endpoint::Launch) as f64 / self.requests.total().max(1) as f64;
+        #[allow(clippy::cast_precision_loss)]
+        let get_bound = self.requests.total() as f64 / self.probe_get_rps.max(1e-9);
         let _ = writeln!(
             out,
-            "plain loop: {:.0} requests/s (GET job detail, same client, same fake, {} workers, best of a probe before and after) → bound {:.2} s for {} requests",
-            self.probe_rps,
+            "plain loop, same client, same fake, {} workers: {:.0} requests/s with the run's mix ({:.0} % launches) → bound {:.2} s for {} requests; GET job detail alone {:.0} requests/s → {:.2} s (wall ÷ that: {:.2})",
             c.concurrency,
+            self.probe_rps,
+            launch_share * 100.0,
             self.bound().as_secs_f64(),
-            self.requests.total()
+            self.requests.total(),
+            self.probe_get_rps,
+            get_bound,
+            self.wall.as_secs_f64() / get_bound.max(1e-9),
         );
         if c.chaos {
             let _ = writeln!(out, "wall ÷ bound: {:.2} (chaos: faults add wall time; the 1.3× target applies without chaos)", self.ratio());
@@ -358,8 +368,10 @@ fn typical_resource() -> Value {
     obj.to_json()
 }
 
-/// Measures requests/s of `GET job detail` with `workers` concurrent loops for `wall` time.
-async fn probe(backend: &Backend, workers: usize, wall: Duration) -> f64 {
+/// Measures requests/s of a plain loop with `workers` concurrent tasks for `wall` time: each request
+/// is a `POST launch` with probability `launch_fraction`, else a `GET job detail`, both with the same
+/// payload as the simulation's jobs.
+async fn probe(backend: &Backend, workers: usize, wall: Duration, launch_fraction: f64) -> f64 {
     let Ok(template) = backend.client.get_template("probe-template").await else { return 0.0 };
     // A job like the simulation's: the same extra_vars envelope around a typical resource with a
     // job history, so each poll carries the same payload as a simulated poll.
@@ -376,12 +388,18 @@ async fn probe(backend: &Backend, workers: usize, wall: Duration) -> f64 {
     let start = tokio::time::Instant::now();
     let cpu0 = process_cpu();
     let mut tasks = Vec::new();
-    for _ in 0..workers.max(1) {
-        let client = backend.client.clone();
+    for worker in 0..workers.max(1) {
+        let (client, template, request) = (backend.client.clone(), template.clone(), request.clone());
         tasks.push(tokio::spawn(async move {
+            let mut rng = fastrand::Rng::with_seed(worker as u64);
             let mut n = 0u64;
             while start.elapsed() < wall {
-                if client.get_unified(launched.kind, launched.id).await.is_ok() {
+                let ok = if rng.f64() < launch_fraction {
+                    client.launch(&template, &request).await.is_ok()
+                } else {
+                    client.get_unified(launched.kind, launched.id).await.is_ok()
+                };
+                if ok {
                     n += 1;
                 }
             }
@@ -434,7 +452,7 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         ..JobTemplateSpec::new("probe-template", crate::backend::ORGANIZATION)
     });
     let backend = Backend::start(&bc, &clock, n).await?;
-    let probe_rps = probe(&backend, config.concurrency, config.probe).await;
+    let probe_get_rps = probe(&backend, config.concurrency, config.probe, 0.0).await;
     let baseline = EndpointCounts::read(backend.aap());
 
     let mut policy = LifecyclePolicy::default().with_poll_interval(config.poll_interval);
@@ -532,9 +550,10 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     if let Some(c) = &chaos {
         c.remove(backend.aap());
     }
-    // Probe again after the run (no faults now) and keep the faster figure: the tighter bound.
-    let probe_after = probe(&backend, config.concurrency, config.probe).await;
-    let probe_rps = probe_rps.max(probe_after);
+    // The plain loop with the simulation's own request mix (launch share), after the run, faults off.
+    #[allow(clippy::cast_precision_loss)]
+    let launch_fraction = requests.get(Endpoint::Launch) as f64 / requests.total().max(1) as f64;
+    let probe_rps = probe(&backend, config.concurrency, config.probe, launch_fraction).await;
     let audit = Audit::run(backend.aap(), &sim.store, &purged, n);
 
     // Convergence: every resource deleted, after its two provisions.
@@ -612,6 +631,7 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         audit,
         requests,
         probe_rps,
+        probe_get_rps,
         not_converged,
         not_converged_examples,
         unexpected_launches,

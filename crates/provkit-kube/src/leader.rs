@@ -163,9 +163,14 @@ impl LeaderElector {
             debug!(lease = %self.lease_name, holder = %holder, "lease held by another candidate");
             return Ok(false);
         }
+        self.replace_lease(&lease).await
+    }
+
+    /// Writes `lease` back; a conflict (another candidate wrote it first) is `Ok(false)`.
+    async fn replace_lease(&self, lease: &Lease) -> Result<bool, LeaderError> {
         match self
             .api
-            .replace(&self.lease_name, &PostParams::default(), &lease)
+            .replace(&self.lease_name, &PostParams::default(), lease)
             .await
         {
             Ok(_) => Ok(true),
@@ -193,15 +198,7 @@ impl LeaderElector {
             return Ok(false);
         }
         spec.holder_identity = None;
-        match self
-            .api
-            .replace(&self.lease_name, &PostParams::default(), &lease)
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(kube::Error::Api(s)) if s.is_conflict() => Ok(false),
-            Err(e) => Err(self.api_err("replace")(e)),
-        }
+        self.replace_lease(&lease).await
     }
 }
 

@@ -5,13 +5,14 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
 use kube::{Api, Client, ResourceExt};
 use provkit_core::{ConfigHasher, JobState, JobStatus, JobType, find_latest_job_by_type};
 use provkit_lifecycle::{
-    DeprovisionHooks, DeprovisionStep, LaunchContext, Lifecycle, ProvisionHooks, ProvisionStatus,
-    ProvisionStep, decide::is_config_applied,
+    DeprovisionHooks, DeprovisionStep, LaunchContext, Lifecycle, LifecycleError, ProvisionHooks,
+    ProvisionStatus, ProvisionStep, ResourceView, decide::is_config_applied,
 };
 use tracing::Instrument;
 
@@ -242,14 +243,9 @@ impl<K: ProvisionedResource> Provisioner<K> {
         callbacks.on_apply(&mut working, applied);
 
         let session = self.session(api, obj, &object)?;
+        let (view, ctx, mut jobs) = lifecycle_inputs(&mut working, &object, callbacks)?;
         let stale = ApiServerJobs::new(api.clone(), obj.name_any());
         let flush = SessionFlush::new(&session, desired.clone());
-        let view = resource_view(&working).map_err(|source| ReconcileError::Serialize {
-            object: object.clone(),
-            source,
-        })?;
-        let ctx = callbacks.launch_context(&working);
-        let mut jobs = std::mem::take(&mut working.provisioning_status_mut().provisioning_jobs);
 
         let mut failed: Option<String> = None;
         let mut succeeded: Option<ProvisionStatus> = None;
@@ -277,10 +273,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
             self.write_if_changed(&session, obj, &working, &object)
                 .await?;
         }
-        let outcome = result.map_err(|source| ReconcileError::Lifecycle {
-            object: object.clone(),
-            source,
-        })?;
+        let outcome = result.map_err(|source| lifecycle_error(&object, source))?;
 
         let regarding = obj.object_ref(&());
         match &outcome.step {
@@ -309,28 +302,14 @@ impl<K: ProvisionedResource> Provisioner<K> {
                         .await;
                 } else if matches!(state, JobState::Failed | JobState::Canceled) {
                     let message = failed.clone().unwrap_or_else(|| state.as_str().to_owned());
-                    self.events
-                        .publish(
-                            &JobEvent::ProvisionFailed {
-                                job_id: job_id.clone(),
-                                message,
-                            },
-                            &regarding,
-                        )
+                    self.publish_provision_failed(job_id, message, &regarding)
                         .await;
                 }
             }
             ProvisionStep::PurgedJobFailed { job_id } => {
                 tracing::Span::current().record("job_id", job_id.as_str());
                 let message = "the provider no longer knows this job".to_owned();
-                self.events
-                    .publish(
-                        &JobEvent::ProvisionFailed {
-                            job_id: job_id.clone(),
-                            message,
-                        },
-                        &regarding,
-                    )
+                self.publish_provision_failed(job_id, message, &regarding)
                     .await;
             }
             _ => {}
@@ -355,13 +334,8 @@ impl<K: ProvisionedResource> Provisioner<K> {
             .map(|s| s.desired_config_version.clone())
             .unwrap_or_default();
         let session = self.session(api, obj, &object)?;
+        let (view, ctx, mut jobs) = lifecycle_inputs(&mut working, &object, callbacks)?;
         let flush = SessionFlush::new(&session, desired.clone());
-        let view = resource_view(&working).map_err(|source| ReconcileError::Serialize {
-            object: object.clone(),
-            source,
-        })?;
-        let ctx = callbacks.launch_context(&working);
-        let mut jobs = std::mem::take(&mut working.provisioning_status_mut().provisioning_jobs);
         let result = {
             let hooks = DeprovisionHooks::new().status_flush(&flush);
             self.lifecycle
@@ -371,10 +345,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
         working.provisioning_status_mut().provisioning_jobs = jobs;
         self.write_if_changed(&session, obj, &working, &object)
             .await?;
-        let outcome = result.map_err(|source| ReconcileError::Lifecycle {
-            object: object.clone(),
-            source,
-        })?;
+        let outcome = result.map_err(|source| lifecycle_error(&object, source))?;
 
         let regarding = obj.object_ref(&());
         match &outcome.step {
@@ -423,6 +394,19 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 .unwrap_or(self.lifecycle.policy().poll_interval),
             step: format!("{:?}", outcome.step),
         })
+    }
+
+    async fn publish_provision_failed(
+        &self,
+        job_id: &str,
+        message: String,
+        regarding: &ObjectReference,
+    ) {
+        let event = JobEvent::ProvisionFailed {
+            job_id: job_id.to_owned(),
+            message,
+        };
+        self.events.publish(&event, regarding).await;
     }
 
     fn session(
@@ -480,6 +464,33 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 object: object.to_owned(),
                 source,
             })
+    }
+}
+
+/// The lifecycle's inputs from the working copy: its resource view, its launch context and its
+/// job history (taken out of `working`; the caller puts it back after the lifecycle ran).
+fn lifecycle_inputs<K, C>(
+    working: &mut K,
+    object: &str,
+    callbacks: &C,
+) -> Result<(ResourceView, LaunchContext, Vec<JobStatus>), ReconcileError>
+where
+    K: ProvisionedResource,
+    C: ProvisioningCallbacks<K> + ?Sized,
+{
+    let view = resource_view(working).map_err(|source| ReconcileError::Serialize {
+        object: object.to_owned(),
+        source,
+    })?;
+    let ctx = callbacks.launch_context(working);
+    let jobs = std::mem::take(&mut working.provisioning_status_mut().provisioning_jobs);
+    Ok((view, ctx, jobs))
+}
+
+fn lifecycle_error(object: &str, source: LifecycleError) -> ReconcileError {
+    ReconcileError::Lifecycle {
+        object: object.to_owned(),
+        source,
     }
 }
 

@@ -10,3 +10,8 @@ pub mod callbacks;
 pub mod controller;
 pub mod crd;
 pub mod leadership;
+
+// The README's wiring snippet is compiled here, so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

@@ -130,7 +130,8 @@ impl Lifecycle {
                 Ok(out)
             }
             DeprovisionAction::Triggered => {
-                let changed = update_provision_job_from_result(jobs, &result);
+                // The history changes anyway (the new job is appended below).
+                update_provision_job_from_result(jobs, &result);
                 let Some(job_id) = result.job_id.clone().filter(|id| !id.trim().is_empty()) else {
                     self.remember_unknown(&key);
                     return Err(LifecycleError::EmptyJobId {
@@ -154,7 +155,6 @@ impl Lifecycle {
                     DeprovisionStep::Launched { job_id },
                     self.policy.poll_requeue(),
                 );
-                let _ = changed;
                 out.history_changed = true;
                 out.flush = flush(hooks.status_flush, jobs).await;
                 Ok(out)

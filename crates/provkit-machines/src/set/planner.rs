@@ -83,6 +83,13 @@ fn wait_checks(index: i32, c: &Classified<'_>, events: &mut Vec<PlanEvent>) -> b
     requeue
 }
 
+/// The buckets in index order (stable for equal indexes).
+fn by_index(buckets: &[IndexBucket]) -> Vec<&IndexBucket> {
+    let mut sorted: Vec<&IndexBucket> = buckets.iter().collect();
+    sorted.sort_by_key(|b| b.index);
+    sorted
+}
+
 fn len_i32(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
@@ -120,9 +127,7 @@ pub fn plan_rolling_update(
     let total = len_i32(buckets.iter().map(|b| b.infos.len()).sum());
     let mut surge = total.saturating_sub(replicas);
     let mut requeue = false;
-    let mut sorted: Vec<&IndexBucket> = buckets.iter().collect();
-    sorted.sort_by_key(|b| b.index);
-    for bucket in sorted {
+    for bucket in by_index(buckets) {
         let index = bucket.index;
         let c = classify(&bucket.infos);
 
@@ -223,9 +228,7 @@ fn finish(mut plan: Plan, requeue: bool) -> Plan {
 pub fn plan_on_delete(buckets: &[IndexBucket]) -> Plan {
     let mut plan = Plan::default();
     let mut requeue = false;
-    let mut sorted: Vec<&IndexBucket> = buckets.iter().collect();
-    sorted.sort_by_key(|b| b.index);
-    for bucket in sorted {
+    for bucket in by_index(buckets) {
         let index = bucket.index;
         let c = classify(&bucket.infos);
         if c.outdated.is_empty() && !bucket.infos.is_empty() && c.pending.is_empty() {

@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use provkit_core::{JobStatus, JobType};
 use provkit_lifecycle::{
-    DeprovisionAction, IdempotencyKey, IdempotencySupport, LaunchContext, ProvisionStatus,
-    ProvisioningProvider, ResourceView,
+    DeprovisionAction, DeprovisionResult, IdempotencyKey, IdempotencySupport, LaunchContext,
+    ProvisionStatus, ProvisioningProvider, ResourceView,
 };
 
 /// What the provider under test can do.
@@ -264,6 +264,25 @@ pub async fn idempotency_lookup(
     }
 }
 
+/// Calls `trigger_deprovision` with a fresh deprovision idempotency key; panics on an error.
+async fn trigger_deprovision(
+    provider: &dyn ProvisioningProvider,
+    resource: &ResourceView,
+    jobs: &[JobStatus],
+) -> DeprovisionResult {
+    let key = IdempotencyKey::for_attempt(&resource.uid, &JobType::Deprovision, "", None);
+    match provider
+        .trigger_deprovision(
+            resource,
+            jobs,
+            &LaunchContext::new().with_idempotency_key(key),
+        )
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => panic!("trigger_deprovision failed: {e}"),
+    }
+}
 /// A deprovision trigger without provision jobs launches (or, if allowed, skips); a launched job has a
 /// non-empty id and its status reaches a terminal state.
 pub async fn deprovision_without_provision_jobs(
@@ -271,18 +290,7 @@ pub async fn deprovision_without_provision_jobs(
     resource: &ResourceView,
     caps: Capabilities,
 ) {
-    let key = IdempotencyKey::for_attempt(&resource.uid, &JobType::Deprovision, "", None);
-    let result = match provider
-        .trigger_deprovision(
-            resource,
-            &[],
-            &LaunchContext::new().with_idempotency_key(key),
-        )
-        .await
-    {
-        Ok(r) => r,
-        Err(e) => panic!("trigger_deprovision failed: {e}"),
-    };
+    let result = trigger_deprovision(provider, resource, &[]).await;
     match result.action {
         DeprovisionAction::Triggered => {
             let Some(id) = result.job_id.filter(|id| !id.trim().is_empty()) else {
@@ -316,18 +324,7 @@ pub async fn deprovision_after_provision(
         chrono::DateTime::UNIX_EPOCH,
     );
     let jobs = vec![job];
-    let key = IdempotencyKey::for_attempt(&resource.uid, &JobType::Deprovision, "", None);
-    let result = match provider
-        .trigger_deprovision(
-            resource,
-            &jobs,
-            &LaunchContext::new().with_idempotency_key(key),
-        )
-        .await
-    {
-        Ok(r) => r,
-        Err(e) => panic!("trigger_deprovision failed: {e}"),
-    };
+    let result = trigger_deprovision(provider, resource, &jobs).await;
     match result.action {
         DeprovisionAction::Triggered => {
             assert!(

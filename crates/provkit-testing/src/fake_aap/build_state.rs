@@ -23,6 +23,19 @@ fn next_id(explicit: Option<u64>, used: &mut BTreeSet<u64>) -> u64 {
     id
 }
 
+/// `specs` with `default()` in front unless one of them `is_default` already.
+fn with_default<T: Clone>(
+    specs: &[T],
+    is_default: impl Fn(&T) -> bool,
+    default: impl FnOnce() -> T,
+) -> Vec<T> {
+    let mut out = specs.to_vec();
+    if !out.iter().any(is_default) {
+        out.insert(0, default());
+    }
+    out
+}
+
 /// The default admin token when fixtures declare none.
 pub(crate) const DEFAULT_TOKEN: &str = "fake-aap-admin-token";
 
@@ -31,17 +44,15 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
     // Organizations.
     let mut orgs: Vec<Org> = Vec::new();
     let mut org_ids = BTreeSet::new();
-    let mut org_specs = fx.organizations.clone();
-    if !org_specs.iter().any(|o| o.name == "Default") {
-        org_specs.insert(
-            0,
-            OrganizationSpec {
-                id: Some(1),
-                name: "Default".into(),
-                description: String::new(),
-            },
-        );
-    }
+    let org_specs = with_default(
+        &fx.organizations,
+        |o| o.name == "Default",
+        || OrganizationSpec {
+            id: Some(1),
+            name: "Default".into(),
+            description: String::new(),
+        },
+    );
     for o in &org_specs {
         if orgs.iter().any(|x| x.name == o.name) {
             return Err(invalid(format!("duplicate organization {:?}", o.name)));
@@ -65,18 +76,16 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
     // Users.
     let mut users = Vec::new();
     let mut user_ids = BTreeSet::new();
-    let mut user_specs = fx.users.clone();
-    if !user_specs.iter().any(|u| u.username == "admin") {
-        user_specs.insert(
-            0,
-            UserSpec {
-                id: Some(1),
-                username: "admin".into(),
-                password: "password".into(),
-                is_superuser: true,
-            },
-        );
-    }
+    let user_specs = with_default(
+        &fx.users,
+        |u| u.username == "admin",
+        || UserSpec {
+            id: Some(1),
+            username: "admin".into(),
+            password: "password".into(),
+            is_superuser: true,
+        },
+    );
     for u in &user_specs {
         if users.iter().any(|x: &User| x.username == u.username) {
             return Err(invalid(format!("duplicate user {:?}", u.username)));
@@ -128,18 +137,16 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
     // Inventories.
     let mut inventories: Vec<Inventory> = Vec::new();
     let mut inv_ids = BTreeSet::new();
-    let mut inv_specs = fx.inventories.clone();
-    if !inv_specs.iter().any(|i| i.name == "Demo Inventory") {
-        inv_specs.insert(
-            0,
-            InventorySpec {
-                id: Some(1),
-                name: "Demo Inventory".into(),
-                organization: "Default".into(),
-                hosts: 3,
-            },
-        );
-    }
+    let inv_specs = with_default(
+        &fx.inventories,
+        |i| i.name == "Demo Inventory",
+        || InventorySpec {
+            id: Some(1),
+            name: "Demo Inventory".into(),
+            organization: "Default".into(),
+            hosts: 3,
+        },
+    );
     for i in &inv_specs {
         let id = next_id(i.id, &mut inv_ids);
         inventories.push(Inventory {
@@ -183,10 +190,8 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
                 spec.name
             )));
         }
-        let id = match spec.id {
-            Some(id) => id,
-            None => next_id(None, &mut tpl_ids),
-        };
+        // Explicit ids are already in `tpl_ids`.
+        let id = next_id(spec.id, &mut tpl_ids);
         templates.insert(
             id,
             Template::Job(Box::new(JobTemplate {
@@ -213,10 +218,8 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
                 spec.name
             )));
         }
-        let id = match spec.id {
-            Some(id) => id,
-            None => next_id(None, &mut tpl_ids),
-        };
+        // Explicit ids are already in `tpl_ids`.
+        let id = next_id(spec.id, &mut tpl_ids);
         let mut nodes = Vec::new();
         for n in &spec.nodes {
             let ujt = if n.approval {

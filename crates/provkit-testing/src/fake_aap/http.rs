@@ -179,21 +179,11 @@ impl App {
             Err(_) => (axum::body::Bytes::new(), true),
         };
         let faults = self.matching_faults(&method, &path);
-        let mut reset = false;
-        let mut resp = None;
-        for f in faults.iter().filter(|f| f.fault.strike == Strike::Before) {
-            match &f.fault.action {
-                FaultAction::Latency(d) => tokio::time::sleep(*d).await,
-                FaultAction::ConnectionReset => {
-                    reset = true;
-                    break;
-                }
-                action => {
-                    resp = Some(fault_response(action, None));
-                    break;
-                }
-            }
-        }
+        let (mut reset, resp) = match first_fault_action(&faults, Strike::Before).await {
+            Some(FaultAction::ConnectionReset) => (true, None),
+            Some(action) => (false, Some(fault_response(action, None))),
+            None => (false, None),
+        };
         let mut authenticated = false;
         let mut allow = "";
         let route_for_counter;
@@ -224,18 +214,10 @@ impl App {
             }
         };
         if !reset {
-            for f in faults.iter().filter(|f| f.fault.strike == Strike::After) {
-                match &f.fault.action {
-                    FaultAction::Latency(d) => tokio::time::sleep(*d).await,
-                    FaultAction::ConnectionReset => {
-                        reset = true;
-                        break;
-                    }
-                    action => {
-                        resp = fault_response(action, Some(resp));
-                        break;
-                    }
-                }
+            match first_fault_action(&faults, Strike::After).await {
+                Some(FaultAction::ConnectionReset) => reset = true,
+                Some(action) => resp = fault_response(action, Some(resp)),
+                None => {}
             }
         }
         let status = if reset { 0 } else { resp.status };
@@ -396,6 +378,18 @@ impl App {
         };
         (resp, route, authed)
     }
+}
+
+/// Sleeps through the latencies of the `strike` faults up to the first other action, which it
+/// returns.
+async fn first_fault_action(faults: &[Arc<Installed>], strike: Strike) -> Option<&FaultAction> {
+    for f in faults.iter().filter(|f| f.fault.strike == strike) {
+        match &f.fault.action {
+            FaultAction::Latency(d) => tokio::time::sleep(*d).await,
+            action => return Some(action),
+        }
+    }
+    None
 }
 
 fn fault_response(action: &FaultAction, real: Option<Resp>) -> Resp {

@@ -105,6 +105,18 @@ fn scan_scalar(c: &[char], i: usize) -> Option<usize> {
     Some(j)
 }
 
+/// An object key and its `:` at `i`; returns where the member's value starts.
+fn scan_key(c: &[char], i: usize) -> Result<usize, (&'static str, usize)> {
+    if c.get(i) != Some(&'"') {
+        return Err(("Expecting property name enclosed in double quotes", i));
+    }
+    let i = skip_ws(c, scan_string(c, i)?);
+    if c.get(i) != Some(&':') {
+        return Err(("Expecting ':' delimiter", i));
+    }
+    Ok(skip_ws(c, i + 1))
+}
+
 fn scan(c: &[char]) -> Option<(&'static str, usize)> {
     let mut stack: Vec<Frame> = Vec::new();
     let mut i = skip_ws(c, 0);
@@ -116,18 +128,10 @@ fn scan(c: &[char]) -> Option<(&'static str, usize)> {
                 if c.get(i) == Some(&'}') {
                     i += 1;
                 } else {
-                    if c.get(i) != Some(&'"') {
-                        return Some(("Expecting property name enclosed in double quotes", i));
-                    }
-                    i = match scan_string(c, i) {
+                    i = match scan_key(c, i) {
                         Ok(n) => n,
                         Err(e) => return Some(e),
                     };
-                    i = skip_ws(c, i);
-                    if c.get(i) != Some(&':') {
-                        return Some(("Expecting ':' delimiter", i));
-                    }
-                    i = skip_ws(c, i + 1);
                     stack.push(Frame::Object);
                     continue 'value;
                 }
@@ -166,18 +170,10 @@ fn scan(c: &[char]) -> Option<(&'static str, usize)> {
                 }
                 (Frame::Object, Some(',')) => {
                     i = skip_ws(c, i + 1);
-                    if c.get(i) != Some(&'"') {
-                        return Some(("Expecting property name enclosed in double quotes", i));
-                    }
-                    i = match scan_string(c, i) {
+                    i = match scan_key(c, i) {
                         Ok(n) => n,
                         Err(e) => return Some(e),
                     };
-                    i = skip_ws(c, i);
-                    if c.get(i) != Some(&':') {
-                        return Some(("Expecting ':' delimiter", i));
-                    }
-                    i = skip_ws(c, i + 1);
                     continue 'value;
                 }
                 (Frame::Array, Some(',')) => {

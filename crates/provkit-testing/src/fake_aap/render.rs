@@ -36,11 +36,7 @@ fn elapsed(
 
 /// `null` for an empty string, as AWX's serializers print unset text fields of workflow objects.
 fn null_if_empty(s: &str) -> Value {
-    if s.is_empty() {
-        Value::Null
-    } else {
-        json!(s)
-    }
+    if s.is_empty() { Value::Null } else { json!(s) }
 }
 
 fn launched_by(u: &Unified, p: &str) -> Value {

@@ -4,14 +4,15 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::super::http::{App, Ctx, FORBIDDEN, Resp, UNAUTHENTICATED};
+use super::super::http::{App, Ctx, FORBIDDEN, Resp};
 use super::super::ovalue::{OMap, OValue, omap_get, omap_insert, parse_extra_vars};
 use super::super::pyjson::python_json_error;
 use super::super::render;
+use super::super::spec::SurveySpec;
 use super::super::state::{Common, NewJob, State, Template, WfNode, WorkflowJob};
 use super::super::survey;
 use super::root::{no_match, tpl_model};
-use super::templates::resolve;
+use super::templates::{caller_user, resolve, survey_of};
 use super::{TplKind, TplRef};
 
 /// Parses a JSON request body the way AWX's parser does (`{}` when empty).
@@ -353,16 +354,9 @@ fn validate_fields(
     (extra, prompts)
 }
 
-fn lookup_user<'a>(ctx: &'a Ctx<'_>) -> Result<&'a super::super::state::User, Resp> {
-    ctx.caller
-        .as_ref()
-        .map(|c| &c.user)
-        .ok_or_else(|| Resp::detail(401, UNAUTHENTICATED))
-}
-
 /// `POST …/launch/`.
 pub(crate) fn launch(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: TplKind, r: &TplRef) -> Resp {
-    let user = match lookup_user(ctx) {
+    let user = match caller_user(ctx) {
         Ok(u) => u.clone(),
         Err(e) => return e,
     };
@@ -389,11 +383,46 @@ pub(crate) fn launch(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: TplKind, r: &
     }
 }
 
-fn survey_of(t: &Template) -> Option<&super::super::spec::SurveySpec> {
-    match t {
-        Template::Job(j) if j.spec.survey_enabled => j.spec.survey_spec.as_ref(),
-        Template::Workflow(w) if w.spec.survey_enabled => w.spec.survey_spec.as_ref(),
-        _ => None,
+/// Checks the launch's `extra_vars` against the survey (errors under
+/// `variables_needed_to_start`); returns the survey's defaults and the names of its variables.
+fn check_survey<'t>(
+    survey: Option<&'t SurveySpec>,
+    launch_vars: &OMap,
+    errors: &mut Errors,
+) -> (OMap, Vec<&'t str>) {
+    let Some(sv) = survey else {
+        return (OMap::new(), Vec::new());
+    };
+    let (errs, defaults) = survey::validate(sv, launch_vars);
+    if !errs.is_empty() {
+        errors.insert("variables_needed_to_start".into(), json!(errs));
+    }
+    let vars = sv.spec.iter().map(|q| q.variable.as_str()).collect();
+    (defaults, vars)
+}
+
+/// The template's `extra_vars` overlaid with the survey defaults, then the accepted launch vars.
+fn effective_vars(template_vars: &OMap, survey_defaults: OMap, accepted_vars: OMap) -> OMap {
+    let mut vars = template_vars.clone();
+    for (k, v) in survey_defaults.into_iter().chain(accepted_vars) {
+        omap_insert(&mut vars, k, v);
+    }
+    vars
+}
+
+/// The accepted prompt `name`, if the launch gave one.
+fn accepted_prompt(accepted: &[(&'static str, Prompt)], name: &str) -> Option<Prompt> {
+    accepted
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, p)| p.clone())
+}
+
+/// The accepted text prompt `name`, else `default`.
+fn str_prompt(accepted: &[(&'static str, Prompt)], name: &str, default: &str) -> String {
+    match accepted_prompt(accepted, name) {
+        Some(Prompt::Str(s)) => s,
+        _ => default.to_owned(),
     }
 }
 
@@ -452,19 +481,8 @@ fn launch_job_template(
         }
     }
     // extra_vars
-    let survey = survey_of(t);
     let launch_vars = extra.unwrap_or_default();
-    let mut survey_defaults = OMap::new();
-    if let Some(sv) = survey {
-        let (errs, defaults) = survey::validate(sv, &launch_vars);
-        if !errs.is_empty() {
-            errors.insert("variables_needed_to_start".into(), json!(errs));
-        }
-        survey_defaults = defaults;
-    }
-    let survey_vars: Vec<&str> = survey
-        .map(|s| s.spec.iter().map(|q| q.variable.as_str()).collect())
-        .unwrap_or_default();
+    let (survey_defaults, survey_vars) = check_survey(survey_of(t), &launch_vars, &mut errors);
     let mut accepted_vars = OMap::new();
     let mut ignored_vars = OMap::new();
     for (k, v) in &launch_vars {
@@ -479,12 +497,7 @@ fn launch_job_template(
     if !ignored_vars.is_empty() {
         ignored.insert("extra_vars".into(), OValue::Object(ignored_vars).to_json());
     }
-    let prompt = |name: &str| {
-        accepted
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, p)| p.clone())
-    };
+    let prompt = |name: &str| accepted_prompt(&accepted, name);
     let inventory = match prompt("inventory") {
         Some(Prompt::Int(i)) => u64::try_from(i).ok(),
         _ => jt.inventory_id,
@@ -511,14 +524,8 @@ fn launch_job_template(
         return Resp::json(400, &Value::Object(errors));
     }
     // Effective values.
-    let mut vars = jt.extra_vars.clone();
-    for (k, v) in survey_defaults.into_iter().chain(accepted_vars) {
-        omap_insert(&mut vars, k, v);
-    }
-    let str_of = |name: &str, default: &str| match prompt(name) {
-        Some(Prompt::Str(s)) => s,
-        _ => default.to_owned(),
-    };
+    let vars = effective_vars(&jt.extra_vars, survey_defaults, accepted_vars);
+    let str_of = |name: &str, default: &str| str_prompt(&accepted, name, default);
     let int_of = |name: &str, default: i64| match prompt(name) {
         Some(Prompt::Int(i)) => i,
         _ => default,
@@ -678,19 +685,8 @@ fn launch_workflow_template(
             );
         }
     }
-    let survey = survey_of(t);
     let launch_vars = extra.unwrap_or_default();
-    let mut survey_defaults = OMap::new();
-    if let Some(sv) = survey {
-        let (errs, defaults) = survey::validate(sv, &launch_vars);
-        if !errs.is_empty() {
-            errors.insert("variables_needed_to_start".into(), json!(errs));
-        }
-        survey_defaults = defaults;
-    }
-    let survey_vars: Vec<&str> = survey
-        .map(|s| s.spec.iter().map(|q| q.variable.as_str()).collect())
-        .unwrap_or_default();
+    let (survey_defaults, survey_vars) = check_survey(survey_of(t), &launch_vars, &mut errors);
     let mut accepted_vars = OMap::new();
     let mut rejected = Vec::new();
     for (k, v) in &launch_vars {
@@ -713,20 +709,9 @@ fn launch_workflow_template(
     if !errors.is_empty() {
         return Resp::json(400, &Value::Object(errors));
     }
-    let mut vars = wt.extra_vars.clone();
-    for (k, v) in survey_defaults.into_iter().chain(accepted_vars) {
-        omap_insert(&mut vars, k, v);
-    }
-    let prompt = |name: &str| {
-        accepted
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, p)| p.clone())
-    };
-    let str_of = |name: &str, default: &str| match prompt(name) {
-        Some(Prompt::Str(s)) => s,
-        _ => default.to_owned(),
-    };
+    let vars = effective_vars(&wt.extra_vars, survey_defaults, accepted_vars);
+    let prompt = |name: &str| accepted_prompt(&accepted, name);
+    let str_of = |name: &str, default: &str| str_prompt(&accepted, name, default);
     let inventory = match prompt("inventory") {
         Some(Prompt::Int(i)) => u64::try_from(i).ok(),
         _ => wt.inventory_id,

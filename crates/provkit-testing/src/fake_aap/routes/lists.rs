@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::super::filter::{FVal, ListQuery, compare, parse_list_query, row_matches};
 use super::super::http::{App, Ctx, Resp, UNAUTHENTICATED};
-use super::super::pagination::{envelope, page_request, window};
+use super::super::pagination::{PageReq, envelope, page_request, window};
 use super::super::render;
 use super::super::state::{State, Template, Unified};
 use super::templates::resolve;
@@ -144,39 +144,52 @@ pub(crate) fn templates(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: Option<Tpl
         .filter(|t| search_hit(&q, t.name(), t.description()))
         .map(Template::id)
         .collect();
-    let mut rows: Vec<(u64, Vec<FVal>)> = Vec::new();
     let order: Vec<(String, bool)> = if q.order.is_empty() {
         vec![("name".into(), false), ("id".into(), false)]
     } else {
         q.order.clone()
     };
+    let now = ctx.now;
+    let page = sorted_page(
+        &mut st,
+        &q,
+        &order,
+        &mut req,
+        candidates,
+        |st, id, f| template_field(st, id, f, now),
+        |st, id| render::template_json(st, id, now, prefix, &caller.user, false),
+    );
+    match page {
+        Ok((count, results)) => envelope(ctx.path, ctx.query, req, count, &results),
+        Err(e) => e,
+    }
+}
+
+/// Keeps the `candidates` whose `field`s match `q`, sorts them by `order` and renders the page
+/// `req` asks for; returns the match count and the rendered page.
+fn sorted_page(
+    st: &mut State,
+    q: &ListQuery,
+    order: &[(String, bool)],
+    req: &mut PageReq,
+    candidates: Vec<u64>,
+    field: impl Fn(&mut State, u64, &str) -> (FVal, FVal),
+    render_one: impl Fn(&mut State, u64) -> Option<Value>,
+) -> Result<(usize, Vec<Value>), Resp> {
+    let mut rows: Vec<(u64, Vec<FVal>)> = Vec::new();
     for id in candidates {
-        let now = ctx.now;
-        let hit = row_matches(&q, &mut |f| template_field(&mut st, id, f, now));
-        match hit {
-            Ok(true) => {
-                let keys = order
-                    .iter()
-                    .map(|(f, _)| template_field(&mut st, id, f, now).0)
-                    .collect();
-                rows.push((id, keys));
-            }
-            Ok(false) => {}
-            Err(e) => return e,
+        if row_matches(q, &mut |f| field(st, id, f))? {
+            let keys = order.iter().map(|(f, _)| field(st, id, f).0).collect();
+            rows.push((id, keys));
         }
     }
-    rows.sort_by(|a, b| compare(&order, &a.1, &b.1));
-    let range = match window(&mut req, rows.len()) {
-        Ok(r) => r,
-        Err(e) => return e,
-    };
-    let mut results = Vec::new();
-    for (id, _) in &rows[range] {
-        if let Some(v) = render::template_json(&mut st, *id, ctx.now, prefix, &caller.user, false) {
-            results.push(v);
-        }
-    }
-    envelope(ctx.path, ctx.query, req, rows.len(), &results)
+    rows.sort_by(|a, b| compare(order, &a.1, &b.1));
+    let range = window(req, rows.len())?;
+    let results = rows[range]
+        .iter()
+        .filter_map(|(id, _)| render_one(st, *id))
+        .collect();
+    Ok((rows.len(), results))
 }
 
 const JOB_FIELDS: &[&str] = &[
@@ -326,33 +339,20 @@ pub(crate) fn jobs(
     } else {
         q.order.clone()
     };
-    let mut rows: Vec<(u64, Vec<FVal>)> = Vec::new();
     let now = ctx.now;
-    for id in candidates {
-        match row_matches(&q, &mut |f| job_field(&mut st, id, f, now)) {
-            Ok(true) => {
-                let keys = order
-                    .iter()
-                    .map(|(f, _)| job_field(&mut st, id, f, now).0)
-                    .collect();
-                rows.push((id, keys));
-            }
-            Ok(false) => {}
-            Err(e) => return e,
-        }
+    let page = sorted_page(
+        &mut st,
+        &q,
+        &order,
+        &mut req,
+        candidates,
+        |st, id, f| job_field(st, id, f, now),
+        |st, id| render::unified_json(st, id, now, prefix, false),
+    );
+    match page {
+        Ok((count, results)) => envelope(ctx.path, ctx.query, req, count, &results),
+        Err(e) => e,
     }
-    rows.sort_by(|a, b| compare(&order, &a.1, &b.1));
-    let range = match window(&mut req, rows.len()) {
-        Ok(r) => r,
-        Err(e) => return e,
-    };
-    let mut results = Vec::new();
-    for (id, _) in &rows[range] {
-        if let Some(v) = render::unified_json(&mut st, *id, now, prefix, false) {
-            results.push(v);
-        }
-    }
-    envelope(ctx.path, ctx.query, req, rows.len(), &results)
 }
 
 /// `job_templates/<id>/jobs/` and `workflow_job_templates/<id>/workflow_jobs/`.

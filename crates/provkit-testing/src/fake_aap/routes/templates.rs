@@ -4,6 +4,7 @@ use serde_json::{Value, json};
 
 use super::super::http::{App, Ctx, FORBIDDEN, Resp, UNAUTHENTICATED};
 use super::super::render;
+use super::super::spec::SurveySpec;
 use super::super::state::{State, Template, User};
 use super::root::{no_match, tpl_model};
 use super::{TplKind, TplRef};
@@ -35,7 +36,8 @@ pub(crate) fn resolve(st: &State, kind: TplKind, r: &TplRef, user: &User) -> Res
     }
 }
 
-fn caller_user<'a>(ctx: &'a Ctx<'_>) -> Result<&'a User, Resp> {
+/// The authenticated caller's user (none → 401).
+pub(crate) fn caller_user<'a>(ctx: &'a Ctx<'_>) -> Result<&'a User, Resp> {
     ctx.caller
         .as_ref()
         .map(|c| &c.user)
@@ -79,18 +81,21 @@ pub(crate) fn survey_spec(app: &App, ctx: &Ctx<'_>, kind: TplKind, r: &TplRef) -
 
 /// Names of required survey questions when the survey applies.
 pub(crate) fn variables_needed(t: &Template) -> Vec<String> {
-    let (enabled, spec) = match t {
-        Template::Job(j) => (j.spec.survey_enabled, j.spec.survey_spec.as_ref()),
-        Template::Workflow(w) => (w.spec.survey_enabled, w.spec.survey_spec.as_ref()),
-    };
-    match spec {
-        Some(s) if enabled => s
-            .spec
+    survey_of(t).map_or_else(Vec::new, |s| {
+        s.spec
             .iter()
             .filter(|q| q.required)
             .map(|q| q.variable.clone())
-            .collect(),
-        _ => Vec::new(),
+            .collect()
+    })
+}
+
+/// The template's survey when it is enabled.
+pub(crate) fn survey_of(t: &Template) -> Option<&SurveySpec> {
+    match t {
+        Template::Job(j) if j.spec.survey_enabled => j.spec.survey_spec.as_ref(),
+        Template::Workflow(w) if w.spec.survey_enabled => w.spec.survey_spec.as_ref(),
+        _ => None,
     }
 }
 

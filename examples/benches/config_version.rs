@@ -33,18 +33,18 @@ struct Spec {
 fn spec() -> Spec {
     let entries = (0..200)
         .map(|i| Entry {
-            name: format!("compute-instance-{i:04}-tenant-a-production"),
-            image: format!("quay.io/osac/images/rhel-9.{}:2026-06-29-build-{i:05}", i % 7),
-            flavor: format!("bm.standard.{}xlarge.amd-epyc-genoa", i % 4 + 1),
-            network: format!("virtual-network-{:03}/subnet-{i:04}-10.{}.{}.0", i % 13, i % 250, i % 200),
-            description: format!("Worker node {i} of the <tenant-a> & <tenant-b> shared pool, rack {}", i % 42),
+            name: format!("vm-{i:04}-tenant-a"),
+            image: format!("rhel-9.{}:build-{i:05}", i % 7),
+            flavor: format!("bm.std.{}xl", i % 4 + 1),
+            network: format!("vnet-{:03}/subnet-{i:04}", i % 13),
+            description: format!("Worker {i} of <tenant-a> & <tenant-b>"),
             cpus: 16 + i % 48,
             memory_mib: 65_536 + u64::from(i) * 1024,
             disk_gib: 500 + i64::from(i),
             labels: [
-                ("app.kubernetes.io/name".to_owned(), format!("worker-{i}")),
-                ("osac.openshift.io/tenant".to_owned(), "tenant-a".to_owned()),
-                ("topology.kubernetes.io/zone".to_owned(), format!("zone-{}", i % 3)),
+                ("app".to_owned(), format!("worker-{i}")),
+                ("tenant".to_owned(), "tenant-a".to_owned()),
+                ("zone".to_owned(), format!("zone-{}", i % 3)),
                 ("cost-center".to_owned(), format!("cc-{:06}", i * 37)),
             ]
             .into(),

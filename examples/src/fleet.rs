@@ -172,7 +172,7 @@ pub struct FleetReport {
     pub poll_budget_exceeded: usize,
     /// Polls per job (mean).
     pub polls_per_job: f64,
-    /// Peak RSS in bytes.
+    /// Peak RSS in bytes at the end of the simulation (before the probe and the audit).
     pub peak_rss: Option<u64>,
     /// Process CPU during the simulation.
     pub process_cpu: Option<Duration>,
@@ -534,6 +534,8 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     let wall0 = tokio::time::Instant::now();
     let end = sim.run(driver.clone(), clock.after(Duration::from_secs(7 * 24 * 3600))).await;
     let wall = wall0.elapsed();
+    // Peak RSS of the run itself (before the probe and the audit).
+    let peak_rss = peak_rss_bytes();
     let process_cpu = match (cpu0, process_cpu()) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
@@ -638,7 +640,7 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         unexpected_examples,
         poll_budget_exceeded: budget_exceeded,
         polls_per_job,
-        peak_rss: peak_rss_bytes(),
+        peak_rss,
         process_cpu,
         faults,
         tables,

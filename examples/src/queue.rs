@@ -141,9 +141,13 @@ impl WorkQueue {
         st.slots[key].scheduled = Some(at);
         st.seq += 1;
         let seq = st.seq;
+        // The driver only cares about a new earliest entry.
+        let earliest = st.heap.peek().is_none_or(|Reverse((t, _, _))| at < *t);
         st.heap.push(Reverse((at, seq, Entry::Object(key))));
         drop(st);
-        self.driver.notify_one();
+        if earliest {
+            self.driver.notify_one();
+        }
     }
 
     /// Schedules object `key` after `d`.
@@ -210,21 +214,29 @@ impl WorkQueue {
     pub fn done(&self, key: usize, requeue_after: Option<Duration>) {
         let now = self.clock.now();
         let mut st = self.lock();
+        let mut rerun = false;
         if key < st.slots.len() && st.slots[key].in_flight {
             st.slots[key].in_flight = false;
             st.in_flight -= 1;
             if std::mem::take(&mut st.slots[key].rerun) {
                 st.slots[key].scheduled = None;
                 Self::release(&mut st, key);
+                rerun = true;
             }
         }
+        // The driver waits for an empty ready queue (and, when idle-driven, no running reconcile).
+        let wake_driver = st.ready.is_empty() && (self.advance == Advance::Pipelined || st.in_flight == 0);
         drop(st);
         if let Some(d) = requeue_after {
             let at = now + chrono::TimeDelta::from_std(d).unwrap_or(chrono::TimeDelta::MAX / 4);
             self.schedule(key, at);
         }
-        self.work.notify_one();
-        self.driver.notify_one();
+        if rerun {
+            self.work.notify_one();
+        }
+        if wake_driver {
+            self.driver.notify_one();
+        }
     }
 
     /// Stops the queue: workers get `None`, the driver returns.

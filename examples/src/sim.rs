@@ -204,9 +204,9 @@ pub fn is_converged(o: &Object) -> bool {
     if o.deleting.is_some() {
         return false;
     }
-    let Ok(desired) = compute_desired_config_version(&o.spec) else { return false };
-    find_latest_job_by_type(&o.jobs, &JobType::Provision)
-        .is_some_and(|j| j.state == JobState::Succeeded && j.config_version == desired)
+    let Some(latest) = find_latest_job_by_type(&o.jobs, &JobType::Provision) else { return false };
+    latest.state == JobState::Succeeded
+        && compute_desired_config_version(&o.spec).is_ok_and(|desired| latest.config_version == desired)
 }
 
 /// Sees every reconcile (drives the scenario: spec changes, deletions; prints timelines).
@@ -298,7 +298,9 @@ impl Sim {
                 }
             }));
         }
-        let end = self.queue.drive(deadline).await;
+        // The clock driver runs as a task of the runtime too (waking it is then cheap).
+        let queue = self.queue.clone();
+        let end = tokio::spawn(async move { queue.drive(deadline).await }).await.unwrap_or(DriveEnd::Closed);
         for w in workers {
             let _ = w.await;
         }

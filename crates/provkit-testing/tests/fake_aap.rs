@@ -13,6 +13,8 @@ mod common;
 mod faults;
 #[path = "fake_aap/fuzz.rs"]
 mod fuzz;
+#[path = "fake_aap/fuzz_props.rs"]
+mod fuzz_props;
 #[path = "fake_aap/jobs.rs"]
 mod jobs;
 #[path = "fake_aap/observed.rs"]

@@ -79,7 +79,12 @@ impl fmt::Display for ObjectError {
 /// The objects of a `kubectl get -o json` document: the `items` of a `List`, or the object itself.
 pub(crate) fn objects(doc: &Value) -> Vec<&Value> {
     match doc.get("items").and_then(Value::as_array) {
-        Some(items) if doc.get("kind").and_then(Value::as_str).is_none_or(|k| k.ends_with("List")) => {
+        Some(items)
+            if doc
+                .get("kind")
+                .and_then(Value::as_str)
+                .is_none_or(|k| k.ends_with("List")) =>
+        {
             items.iter().collect()
         }
         _ => vec![doc],
@@ -89,8 +94,14 @@ pub(crate) fn objects(doc: &Value) -> Vec<&Value> {
 fn object_name(obj: &Value) -> String {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("?");
     let meta = obj.get("metadata");
-    let name = meta.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("?");
-    match meta.and_then(|m| m.get("namespace")).and_then(Value::as_str) {
+    let name = meta
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    match meta
+        .and_then(|m| m.get("namespace"))
+        .and_then(Value::as_str)
+    {
         Some(ns) => format!("{kind} {ns}/{name}"),
         None => format!("{kind} {name}"),
     }
@@ -102,10 +113,15 @@ fn object_name(obj: &Value) -> String {
 /// When the object has no `.spec`, the spec cannot be hashed, or the job history does not decode.
 pub(crate) fn check_object(obj: &Value, now: DateTime<Utc>) -> Result<ObjectReport, ObjectError> {
     let object = object_name(obj);
-    let err = |message: String| ObjectError { object: object.clone(), message };
+    let err = |message: String| ObjectError {
+        object: object.clone(),
+        message,
+    };
     let spec_value = obj.get("spec").ok_or_else(|| err("no .spec".into()))?;
-    let spec: Spec = serde_json::from_value(spec_value.clone()).map_err(|e| err(format!("spec: {e}")))?;
-    let desired = provkit_core::compute_desired_config_version(&spec).map_err(|e| err(format!("hash: {e}")))?;
+    let spec: Spec =
+        serde_json::from_value(spec_value.clone()).map_err(|e| err(format!("spec: {e}")))?;
+    let desired = provkit_core::compute_desired_config_version(&spec)
+        .map_err(|e| err(format!("hash: {e}")))?;
     let status = obj.get("status");
     let stored_desired = status
         .and_then(|s| s.get("desiredConfigVersion"))
@@ -114,27 +130,46 @@ pub(crate) fn check_object(obj: &Value, now: DateTime<Utc>) -> Result<ObjectRepo
         .map(str::to_owned);
     let jobs: Vec<JobStatus> = match status.and_then(|s| s.get("provisioningJobs")) {
         None | Some(Value::Null) => Vec::new(),
-        Some(v) => serde_json::from_value(v.clone()).map_err(|e| err(format!("status.provisioningJobs: {e}")))?,
+        Some(v) => serde_json::from_value(v.clone())
+            .map_err(|e| err(format!("status.provisioningJobs: {e}")))?,
     };
 
     // kubectl reads from the API server, so this copy *is* the fresh copy the stale check reads.
     let latest = find_latest_job_by_type(&jobs, &JobType::Provision);
-    let eval = evaluate_action_with_check(&jobs, &desired, LegacyJobs::Adopt, || cache_is_stale(latest, &jobs, true));
-    let latest_job = latest.map(|j| (j.job_id.clone(), j.state.to_string(), j.config_version.clone()));
+    let eval = evaluate_action_with_check(&jobs, &desired, LegacyJobs::Adopt, || {
+        cache_is_stale(latest, &jobs, true)
+    });
+    let latest_job = latest.map(|j| {
+        (
+            j.job_id.clone(),
+            j.state.to_string(),
+            j.config_version.clone(),
+        )
+    });
     let hash_mismatch = stored_desired.as_deref().is_some_and(|s| s != desired);
-    let latest_matches_go = latest.is_some_and(|j| Some(j.config_version.as_str()) == stored_desired.as_deref());
+    let latest_matches_go =
+        latest.is_some_and(|j| Some(j.config_version.as_str()) == stored_desired.as_deref());
 
     let mut reprovision_by_cutover = false;
     let mut note = match eval.action {
-        Action::Skip if eval.adopt_legacy => "legacy job (no configVersion): adopted, not re-provisioned".to_owned(),
+        Action::Skip if eval.adopt_legacy => {
+            "legacy job (no configVersion): adopted, not re-provisioned".to_owned()
+        }
         Action::Skip => "config applied".to_owned(),
         Action::Poll => "provision job in flight: polled until it finishes".to_owned(),
         Action::Requeue => "API server shows a job the cache does not: requeue".to_owned(),
         Action::Backoff => {
             let backoff = compute_backoff_from_jobs(&jobs, &desired, Backoff::default());
             match backoff_remaining(backoff, latest.and_then(|j| j.timestamp), now) {
-                Some(rest) => format!("failed at this version: retry in {}s (backoff {}s)", rest.as_secs(), backoff.as_secs()),
-                None => format!("failed at this version: backoff {}s elapsed, retries now", backoff.as_secs()),
+                Some(rest) => format!(
+                    "failed at this version: retry in {}s (backoff {}s)",
+                    rest.as_secs(),
+                    backoff.as_secs()
+                ),
+                None => format!(
+                    "failed at this version: backoff {}s elapsed, retries now",
+                    backoff.as_secs()
+                ),
             }
         }
         Action::Trigger if hash_mismatch && latest_matches_go => {
@@ -147,20 +182,46 @@ pub(crate) fn check_object(obj: &Value, now: DateTime<Utc>) -> Result<ObjectRepo
     if hash_mismatch && !reprovision_by_cutover {
         note.push_str("; WARNING: stored desiredConfigVersion differs from provkit's");
     }
-    if obj.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+    if obj
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+    {
         note.push_str("; being deleted (deprovision path)");
     }
-    Ok(ObjectReport { object, desired, stored_desired, latest_job, decision: eval.action, note, reprovision_by_cutover })
+    Ok(ObjectReport {
+        object,
+        desired,
+        stored_desired,
+        latest_job,
+        decision: eval.action,
+        note,
+        reprovision_by_cutover,
+    })
 }
 
 /// Renders reports as an aligned table.
 pub(crate) fn render(reports: &[ObjectReport]) -> String {
-    let header = ["OBJECT", "DESIRED", "STORED", "LATEST JOB", "JOB VERSION", "DECISION", "NOTE"];
+    let header = [
+        "OBJECT",
+        "DESIRED",
+        "STORED",
+        "LATEST JOB",
+        "JOB VERSION",
+        "DECISION",
+        "NOTE",
+    ];
     let rows: Vec<[String; 7]> = reports
         .iter()
         .map(|r| {
             let (job, version) = match &r.latest_job {
-                Some((id, state, v)) => (format!("{id} {state}"), if v.is_empty() { "(none)".into() } else { v.clone() }),
+                Some((id, state, v)) => (
+                    format!("{id} {state}"),
+                    if v.is_empty() {
+                        "(none)".into()
+                    } else {
+                        v.clone()
+                    },
+                ),
                 None => ("-".into(), "-".into()),
             };
             [
@@ -182,7 +243,11 @@ pub(crate) fn render(reports: &[ObjectReport]) -> String {
     }
     let mut out = String::new();
     let mut line = |cells: &[String]| {
-        let parts: Vec<String> = cells.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        let parts: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
         out.push_str(parts.join("  ").trim_end());
         out.push('\n');
     };
@@ -195,7 +260,13 @@ pub(crate) fn render(reports: &[ObjectReport]) -> String {
 
 /// Counts per decision, as `Skip: 2, Trigger: 1, …` (decisions with no object omitted).
 pub(crate) fn summary(reports: &[ObjectReport]) -> String {
-    let order = [Action::Skip, Action::Trigger, Action::Poll, Action::Backoff, Action::Requeue];
+    let order = [
+        Action::Skip,
+        Action::Trigger,
+        Action::Poll,
+        Action::Backoff,
+        Action::Requeue,
+    ];
     let counts: Vec<String> = order
         .iter()
         .map(|a| (a, reports.iter().filter(|r| r.decision == *a).count()))
@@ -203,7 +274,11 @@ pub(crate) fn summary(reports: &[ObjectReport]) -> String {
         .map(|(a, n)| format!("{a}: {n}"))
         .collect();
     let cutover = reports.iter().filter(|r| r.reprovision_by_cutover).count();
-    format!("{} object(s); {}; re-provisioned by the cut-over: {cutover}", reports.len(), counts.join(", "))
+    format!(
+        "{} object(s); {}; re-provisioned by the cut-over: {cutover}",
+        reports.len(),
+        counts.join(", ")
+    )
 }
 
 fn main() -> ExitCode {
@@ -220,7 +295,9 @@ fn main() -> ExitCode {
                 }
             },
             "-h" | "--help" => {
-                println!("usage: cutover_check [FILE|-] [--now RFC3339]\nReads `kubectl get <kind> -o json` output (stdin when no FILE).");
+                println!(
+                    "usage: cutover_check [FILE|-] [--now RFC3339]\nReads `kubectl get <kind> -o json` output (stdin when no FILE)."
+                );
                 return ExitCode::SUCCESS;
             }
             _ => path = Some(arg),

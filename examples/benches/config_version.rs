@@ -66,9 +66,19 @@ fn bench(c: &mut Criterion) {
     let spec = spec();
     let bytes = to_go_json(&spec).unwrap();
     // The spec must be ~64 KiB once serialized; the FNV of its bytes must be the config version.
-    assert!((60 * 1024..=68 * 1024).contains(&bytes.len()), "spec is {} bytes", bytes.len());
-    assert_eq!(format!("{:016x}", fnv1a64(&bytes)), compute_desired_config_version(&spec).unwrap());
-    eprintln!("config_version bench: spec serializes to {} bytes", bytes.len());
+    assert!(
+        (60 * 1024..=68 * 1024).contains(&bytes.len()),
+        "spec is {} bytes",
+        bytes.len()
+    );
+    assert_eq!(
+        format!("{:016x}", fnv1a64(&bytes)),
+        compute_desired_config_version(&spec).unwrap()
+    );
+    eprintln!(
+        "config_version bench: spec serializes to {} bytes",
+        bytes.len()
+    );
 
     let mut g = c.benchmark_group("config_version_64KiB");
     g.throughput(Throughput::Bytes(bytes.len() as u64));
@@ -79,8 +89,12 @@ fn bench(c: &mut Criterion) {
     g.bench_function("sha256_config_version", |b| {
         b.iter(|| ConfigHasher::Sha256.compute(black_box(&spec)).unwrap());
     });
-    g.bench_function("to_go_json", |b| b.iter(|| to_go_json(black_box(&spec)).unwrap()));
-    g.bench_function("serde_json_to_vec", |b| b.iter(|| serde_json::to_vec(black_box(&spec)).unwrap()));
+    g.bench_function("to_go_json", |b| {
+        b.iter(|| to_go_json(black_box(&spec)).unwrap());
+    });
+    g.bench_function("serde_json_to_vec", |b| {
+        b.iter(|| serde_json::to_vec(black_box(&spec)).unwrap());
+    });
     g.finish();
 }
 

@@ -14,7 +14,9 @@ use provkit_core::{
     Clock, DEFAULT_MAX_JOB_HISTORY, JobState, JobStatus, JobType, ManualClock, append_job,
 };
 use provkit_lifecycle::decide::{LegacyJobs, evaluate_action};
-use provkit_lifecycle::{LaunchContext, Lifecycle, ProvisionHooks, ProvisioningProvider, ResourceView};
+use provkit_lifecycle::{
+    LaunchContext, Lifecycle, ProvisionHooks, ProvisioningProvider, ResourceView,
+};
 use provkit_testing::scripted::{ScriptedProvider, StatusStep};
 
 const DESIRED: &str = "90f31220e6080755";
@@ -28,10 +30,27 @@ fn t0() -> DateTime<Utc> {
 fn history(last_state: &JobState) -> Vec<JobStatus> {
     (0..10)
         .map(|i| {
-            let ty = if i % 3 == 2 { JobType::Deprovision } else { JobType::Provision };
-            let state = if i == 9 { last_state.clone() } else { JobState::Failed };
-            let mut job = JobStatus::new(format!("{}", 100 + i), ty, state, t0() + Duration::minutes(i));
-            job.config_version = if i == 9 { DESIRED.into() } else { format!("old-{i}") };
+            let ty = if i % 3 == 2 {
+                JobType::Deprovision
+            } else {
+                JobType::Provision
+            };
+            let state = if i == 9 {
+                last_state.clone()
+            } else {
+                JobState::Failed
+            };
+            let mut job = JobStatus::new(
+                format!("{}", 100 + i),
+                ty,
+                state,
+                t0() + Duration::minutes(i),
+            );
+            job.config_version = if i == 9 {
+                DESIRED.into()
+            } else {
+                format!("old-{i}")
+            };
             job.message = "failed".into();
             job
         })
@@ -47,12 +66,21 @@ fn evaluate(c: &mut Criterion) {
     ] {
         let jobs = history(&state);
         g.bench_function(name, |b| {
-            b.iter(|| evaluate_action(black_box(&jobs), black_box(DESIRED), LegacyJobs::Adopt).action);
+            b.iter(|| {
+                evaluate_action(black_box(&jobs), black_box(DESIRED), LegacyJobs::Adopt).action
+            });
         });
     }
     let jobs = history(&JobState::Succeeded);
     g.bench_function("10_jobs_trigger_new_version", |b| {
-        b.iter(|| evaluate_action(black_box(&jobs), black_box("ffffffffffffffff"), LegacyJobs::Adopt).action);
+        b.iter(|| {
+            evaluate_action(
+                black_box(&jobs),
+                black_box("ffffffffffffffff"),
+                LegacyJobs::Adopt,
+            )
+            .action
+        });
     });
     g.finish();
 }
@@ -64,13 +92,21 @@ fn engine(provider: &ScriptedProvider) -> Lifecycle {
 }
 
 fn reconcile(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    let resource = ResourceView::new("Subnet", "subnet-a", Some("tenant-a".into()), "uid-1", serde_json::json!({
-        "apiVersion": "osac.openshift.io/v1alpha1",
-        "kind": "Subnet",
-        "metadata": {"name": "subnet-a", "namespace": "tenant-a", "uid": "uid-1"},
-        "spec": {"cidr": "10.0.0.0/24", "network": "net-a"},
-    }));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let resource = ResourceView::new(
+        "Subnet",
+        "subnet-a",
+        Some("tenant-a".into()),
+        "uid-1",
+        serde_json::json!({
+            "apiVersion": "osac.openshift.io/v1alpha1",
+            "kind": "Subnet",
+            "metadata": {"name": "subnet-a", "namespace": "tenant-a", "uid": "uid-1"},
+            "spec": {"cidr": "10.0.0.0/24", "network": "net-a"},
+        }),
+    );
     let ctx = LaunchContext::new();
     let mut g = c.benchmark_group("reconcile");
 
@@ -83,7 +119,11 @@ fn reconcile(c: &mut Criterion) {
             || jobs.clone(),
             |mut jobs| {
                 rt.block_on(lifecycle.run_provisioning_lifecycle(
-                    &resource, &mut jobs, DESIRED, &ctx, &mut ProvisionHooks::new(),
+                    &resource,
+                    &mut jobs,
+                    DESIRED,
+                    &ctx,
+                    &mut ProvisionHooks::new(),
                 ))
                 .unwrap()
                 .action
@@ -107,7 +147,11 @@ fn reconcile(c: &mut Criterion) {
             },
             |(lifecycle, mut jobs)| {
                 rt.block_on(lifecycle.run_provisioning_lifecycle(
-                    &resource, &mut jobs, DESIRED, &ctx, &mut ProvisionHooks::new(),
+                    &resource,
+                    &mut jobs,
+                    DESIRED,
+                    &ctx,
+                    &mut ProvisionHooks::new(),
                 ))
                 .unwrap()
                 .action
@@ -119,10 +163,19 @@ fn reconcile(c: &mut Criterion) {
     // Spec changed: Trigger, launch through the provider, append the job (trimming to 10).
     g.bench_function("trigger_10_jobs", |b| {
         b.iter_batched(
-            || (engine(&ScriptedProvider::new()), history(&JobState::Succeeded)),
+            || {
+                (
+                    engine(&ScriptedProvider::new()),
+                    history(&JobState::Succeeded),
+                )
+            },
             |(lifecycle, mut jobs)| {
                 rt.block_on(lifecycle.run_provisioning_lifecycle(
-                    &resource, &mut jobs, "ffffffffffffffff", &ctx, &mut ProvisionHooks::new(),
+                    &resource,
+                    &mut jobs,
+                    "ffffffffffffffff",
+                    &ctx,
+                    &mut ProvisionHooks::new(),
                 ))
                 .unwrap()
                 .action
@@ -136,7 +189,12 @@ fn reconcile(c: &mut Criterion) {
 fn history_ops(c: &mut Criterion) {
     let mut g = c.benchmark_group("job_history");
     let full = history(&JobState::Succeeded);
-    let job = JobStatus::new("200", JobType::Provision, JobState::Pending, t0() + Duration::hours(1));
+    let job = JobStatus::new(
+        "200",
+        JobType::Provision,
+        JobState::Pending,
+        t0() + Duration::hours(1),
+    );
     g.bench_function("append_trim_at_cap_10", |b| {
         b.iter_batched(
             || (full.clone(), job.clone()),

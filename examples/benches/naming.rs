@@ -27,11 +27,20 @@ fn bench(c: &mut Criterion) {
         b.iter(|| kebab_case(black_box("ExternalIPAttachment")));
     });
     g.bench_function("kebab_case_10_kinds", |b| {
-        b.iter(|| KINDS.iter().map(|k| kebab_case(black_box(k)).len()).sum::<usize>());
+        b.iter(|| {
+            KINDS
+                .iter()
+                .map(|k| kebab_case(black_box(k)).len())
+                .sum::<usize>()
+        });
     });
     let names = TemplateNames::with_prefix("osac");
     g.bench_function("resolve_prefixed_name", |b| {
-        b.iter(|| names.resolve(TemplateAction::Create, black_box("ExternalIPAttachment")).unwrap());
+        b.iter(|| {
+            names
+                .resolve(TemplateAction::Create, black_box("ExternalIPAttachment"))
+                .unwrap()
+        });
     });
     g.finish();
 }

@@ -11,17 +11,29 @@ use provkit_lifecycle::Action;
 use serde_json::json;
 
 fn now() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-07-01T12:00:00Z").unwrap().with_timezone(&Utc)
+    DateTime::parse_from_rfc3339("2026-07-01T12:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc)
 }
 
 fn sample() -> Vec<ObjectReport> {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/cutover-sample.json")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/cutover-sample.json"
+    ))
+    .unwrap();
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    objects(&doc).into_iter().map(|o| check_object(o, now()).unwrap()).collect()
+    objects(&doc)
+        .into_iter()
+        .map(|o| check_object(o, now()).unwrap())
+        .collect()
 }
 
 fn by_name<'a>(reports: &'a [ObjectReport], name: &str) -> &'a ObjectReport {
-    reports.iter().find(|r| r.object == format!("Subnet tenant-a/{name}")).unwrap()
+    reports
+        .iter()
+        .find(|r| r.object == format!("Subnet tenant-a/{name}"))
+        .unwrap()
 }
 
 #[test]
@@ -40,7 +52,12 @@ fn sample_decisions() {
     ];
     for (name, action, cutover) in expect {
         let r = by_name(&reports, name);
-        assert_eq!((r.decision, r.reprovision_by_cutover), (action, cutover), "{name}: {}", r.note);
+        assert_eq!(
+            (r.decision, r.reprovision_by_cutover),
+            (action, cutover),
+            "{name}: {}",
+            r.note
+        );
     }
 }
 
@@ -51,25 +68,43 @@ fn sample_versions_and_notes() {
     let ready = by_name(&reports, "subnet-ready");
     assert_eq!(ready.desired, "60d9e1f9720e19ab");
     assert_eq!(ready.stored_desired.as_deref(), Some("60d9e1f9720e19ab"));
-    assert_eq!(ready.latest_job, Some(("101".into(), "Succeeded".into(), "60d9e1f9720e19ab".into())));
+    assert_eq!(
+        ready.latest_job,
+        Some(("101".into(), "Succeeded".into(), "60d9e1f9720e19ab".into()))
+    );
     // Two failures 5 minutes apart: backoff 10 minutes from 11:55, so 5 minutes left at 12:00.
     let failing = by_name(&reports, "subnet-failing");
-    assert!(failing.note.contains("retry in 300s (backoff 600s)"), "{}", failing.note);
+    assert!(
+        failing.note.contains("retry in 300s (backoff 600s)"),
+        "{}",
+        failing.note
+    );
     assert!(by_name(&reports, "subnet-legacy").note.contains("adopted"));
     // Go hashed the struct in declaration order (network, cidr); a Value hashes sorted keys.
     let order = by_name(&reports, "subnet-field-order");
     assert_eq!(order.stored_desired.as_deref(), Some("b3fd2dffca55429d"));
     assert_eq!(order.desired, "53ea6b1b50c17705");
     assert!(order.note.contains("RE-PROVISION"));
-    assert!(by_name(&reports, "subnet-deleting").note.contains("being deleted"));
+    assert!(
+        by_name(&reports, "subnet-deleting")
+            .note
+            .contains("being deleted")
+    );
     assert!(by_name(&reports, "subnet-new").latest_job.is_none());
 }
 
 #[test]
 fn backoff_becomes_due_later() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/cutover-sample.json")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/cutover-sample.json"
+    ))
+    .unwrap();
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let failing = objects(&doc).into_iter().find(|o| o["metadata"]["name"] == "subnet-failing").unwrap();
+    let failing = objects(&doc)
+        .into_iter()
+        .find(|o| o["metadata"]["name"] == "subnet-failing")
+        .unwrap();
     let later = now() + chrono::Duration::minutes(6);
     let r = check_object(failing, later).unwrap();
     assert_eq!(r.decision, Action::Backoff);
@@ -81,9 +116,17 @@ fn single_object_and_bad_history() {
     let single = json!({"kind": "Subnet", "metadata": {"name": "x"}, "spec": {"key": "value"}});
     assert_eq!(objects(&single).len(), 1);
     let r = check_object(&single, now()).unwrap();
-    assert_eq!((r.desired.as_str(), r.decision), ("90f31220e6080755", Action::Trigger));
+    assert_eq!(
+        (r.desired.as_str(), r.decision),
+        ("90f31220e6080755", Action::Trigger)
+    );
     let bad = json!({"kind": "Subnet", "metadata": {"name": "y"}, "spec": {}, "status": {"provisioningJobs": 5}});
-    assert!(check_object(&bad, now()).unwrap_err().message.contains("provisioningJobs"));
+    assert!(
+        check_object(&bad, now())
+            .unwrap_err()
+            .message
+            .contains("provisioningJobs")
+    );
     assert!(check_object(&json!({"kind": "Subnet"}), now()).is_err());
 }
 
@@ -98,7 +141,12 @@ fn table_and_summary() {
     let col = lines[0].find("DECISION").unwrap();
     for l in &lines[1..] {
         let rest = &l[col..];
-        assert!(["Skip", "Trigger", "Poll", "Backoff", "Requeue"].iter().any(|d| rest.starts_with(d)), "{l}");
+        assert!(
+            ["Skip", "Trigger", "Poll", "Backoff", "Requeue"]
+                .iter()
+                .any(|d| rest.starts_with(d)),
+            "{l}"
+        );
     }
     assert_eq!(
         summary(&reports),

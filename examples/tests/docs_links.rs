@@ -6,7 +6,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// Markdown text outside fenced code blocks.
@@ -91,7 +94,11 @@ fn relative_links_resolve() {
             }
             checked += 1;
             let (path, fragment) = link.split_once('#').unwrap_or((link.as_str(), ""));
-            let target = if path.is_empty() { file.clone() } else { file.parent().unwrap().join(path) };
+            let target = if path.is_empty() {
+                file.clone()
+            } else {
+                file.parent().unwrap().join(path)
+            };
             if !target.exists() {
                 broken.push(format!("{}: {link} (no such file)", file.display()));
             } else if !fragment.is_empty() && target.extension().is_some_and(|e| e == "md") {
@@ -102,15 +109,23 @@ fn relative_links_resolve() {
             }
         }
     }
-    assert!(checked > 20, "only {checked} links found: is the parser broken?");
+    assert!(
+        checked > 20,
+        "only {checked} links found: is the parser broken?"
+    );
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
 
 #[test]
 fn anchor_slugs_follow_github() {
-    let a = anchors("# Before the switch: the cut-over check\n## Decisions on upstream behaviour (bugs)\n```\n# not a heading\n```\n");
+    let a = anchors(
+        "# Before the switch: the cut-over check\n## Decisions on upstream behaviour (bugs)\n```\n# not a heading\n```\n",
+    );
     assert!(a.contains("before-the-switch-the-cut-over-check"));
     assert!(a.contains("decisions-on-upstream-behaviour-bugs"));
     assert_eq!(a.len(), 2);
-    assert_eq!(links("[a](x.md) `code` [b](y.md#z) [c](https://e.org)"), ["x.md", "y.md#z", "https://e.org"]);
+    assert_eq!(
+        links("[a](x.md) `code` [b](y.md#z) [c](https://e.org)"),
+        ["x.md", "y.md#z", "https://e.org"]
+    );
 }

@@ -15,8 +15,19 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-const STATUSES: [u16; 16] = [200, 200, 201, 202, 204, 301, 400, 401, 403, 404, 405, 409, 429, 500, 502, 503];
-const RETRY_AFTER: [&str; 8] = ["0", "5", "120", "Wed, 21 Oct 2015 07:28:00 GMT", "-1", "abc", "99999999999999999999", ""];
+const STATUSES: [u16; 16] = [
+    200, 200, 201, 202, 204, 301, 400, 401, 403, 404, 405, 409, 429, 500, 502, 503,
+];
+const RETRY_AFTER: [&str; 8] = [
+    "0",
+    "5",
+    "120",
+    "Wed, 21 Oct 2015 07:28:00 GMT",
+    "-1",
+    "abc",
+    "99999999999999999999",
+    "",
+];
 
 struct Harness {
     rt: tokio::runtime::Runtime,
@@ -67,7 +78,9 @@ fn harness() -> &'static Harness {
             .build()
             .expect("runtime");
         let response = Arc::new(Mutex::new(Vec::new()));
-        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).expect("bind loopback");
+        let listener = rt
+            .block_on(TcpListener::bind("127.0.0.1:0"))
+            .expect("bind loopback");
         let addr = listener.local_addr().expect("addr");
         let shared = response.clone();
         rt.spawn(async move {
@@ -84,11 +97,20 @@ fn harness() -> &'static Harness {
                 .build()
                 .expect("client")
         };
-        Harness { rt, client, response }
+        Harness {
+            rt,
+            client,
+            response,
+        }
     })
 }
 
-fn raw_response(status: u16, content_type: Option<&str>, retry_after: Option<&str>, body: &[u8]) -> Vec<u8> {
+fn raw_response(
+    status: u16,
+    content_type: Option<&str>,
+    retry_after: Option<&str>,
+    body: &[u8],
+) -> Vec<u8> {
     let mut out = format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\n", body.len()).into_bytes();
     if let Some(ct) = content_type {
         out.extend_from_slice(format!("Content-Type: {ct}\r\n").as_bytes());
@@ -103,7 +125,9 @@ fn raw_response(status: u16, content_type: Option<&str>, retry_after: Option<&st
 
 fn decode_directly(body: &[u8]) {
     let _ = map_status(&String::from_utf8_lossy(body));
-    let Ok(value) = serde_json::from_slice::<Value>(body) else { return };
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        return;
+    };
     let mut jobs = Vec::new();
     let candidates: Vec<&Value> = match &value {
         Value::Object(o) => match o.get("results") {
@@ -154,15 +178,25 @@ fuzz_target!(|data: &[u8]| {
         match ctl[1] % 12 {
             0 => {
                 let r = client.get_template("osac-create-subnet").await;
-                assert!(!(failed && r.is_ok()), "template lookup succeeded on {status}");
+                assert!(
+                    !(failed && r.is_ok()),
+                    "template lookup succeeded on {status}"
+                );
             }
             1 => {
-                let r = client.launch_job_template(7, &provkit_aap::LaunchRequest::default()).await;
+                let r = client
+                    .launch_job_template(7, &provkit_aap::LaunchRequest::default())
+                    .await;
                 assert!(!(failed && r.is_ok()), "launch succeeded on {status}");
             }
             2 => {
-                let r = client.launch_workflow_template(7, &provkit_aap::LaunchRequest::default()).await;
-                assert!(!(failed && r.is_ok()), "workflow launch succeeded on {status}");
+                let r = client
+                    .launch_workflow_template(7, &provkit_aap::LaunchRequest::default())
+                    .await;
+                assert!(
+                    !(failed && r.is_ok()),
+                    "workflow launch succeeded on {status}"
+                );
             }
             3 => {
                 let r = client.get_job(9).await;
@@ -173,7 +207,10 @@ fuzz_target!(|data: &[u8]| {
             }
             4 => {
                 let r = client.get_workflow_job(9).await;
-                assert!(!(failed && r.is_ok()), "get_workflow_job succeeded on {status}");
+                assert!(
+                    !(failed && r.is_ok()),
+                    "get_workflow_job succeeded on {status}"
+                );
             }
             5 => {
                 let _ = client.list("jobs", &[("page_size", "50")]).await;
@@ -194,7 +231,9 @@ fuzz_target!(|data: &[u8]| {
                 let _ = client.find_job_kind(9).await;
             }
             9 => {
-                let _ = client.jobs_created_since(JobKind::Job, TemplateKind::JobTemplate, 7, since).await;
+                let _ = client
+                    .jobs_created_since(JobKind::Job, TemplateKind::JobTemplate, 7, since)
+                    .await;
             }
             10 => {
                 let _ = client.job_stdout(9).await;

@@ -12,10 +12,14 @@ use axum::body::Body;
 use chrono::DateTime;
 use libfuzzer_sys::fuzz_target;
 use provkit_core::{Clock, ManualClock};
-use provkit_testing::fake_aap::{FakeAap, JobScript, JobTemplateSpec, Mode, WorkflowJobTemplateSpec};
+use provkit_testing::fake_aap::{
+    FakeAap, JobScript, JobTemplateSpec, Mode, WorkflowJobTemplateSpec,
+};
 use tower::ServiceExt as _;
 
-const METHODS: [&str; 8] = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD", "LAUNCH"];
+const METHODS: [&str; 8] = [
+    "GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD", "LAUNCH",
+];
 
 struct Cursor<'a>(&'a [u8]);
 
@@ -38,7 +42,13 @@ impl<'a> Cursor<'a> {
 
 fn encode(s: &str) -> String {
     s.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
         .collect()
 }
 
@@ -58,7 +68,9 @@ fn path(c: &mut Cursor<'_>, prefix: &str) -> String {
         7 => format!("{p}jobs/{id}/cancel/"),
         8 => format!("{p}workflow_jobs/{id}/"),
         9 => format!("{p}workflow_jobs/{id}/cancel/"),
-        10 => format!("{p}unified_job_templates/?name={word}&type=job_template,workflow_job_template"),
+        10 => {
+            format!("{p}unified_job_templates/?name={word}&type=job_template,workflow_job_template")
+        }
         11 => format!("{p}unified_jobs/?id={id}"),
         12 => format!("{p}jobs/?job_template={id}&created__gt={word}&order_by=-id&page_size={id}"),
         13 => format!("{p}jobs/{id}/stdout/?format={word}"),
@@ -73,7 +85,12 @@ fn path(c: &mut Cursor<'_>, prefix: &str) -> String {
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime"))
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    })
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -83,7 +100,9 @@ fuzz_target!(|data: &[u8]| {
         1 => Mode::Gateway,
         _ => Mode::Both,
     };
-    let clock = Arc::new(ManualClock::new(DateTime::from_timestamp(1_800_000_000, 0).expect("time")));
+    let clock = Arc::new(ManualClock::new(
+        DateTime::from_timestamp(1_800_000_000, 0).expect("time"),
+    ));
     let dyn_clock: Arc<dyn Clock> = clock.clone();
     let aap = FakeAap::builder()
         .mode(mode)
@@ -93,7 +112,11 @@ fuzz_target!(|data: &[u8]| {
             ..JobTemplateSpec::new("osac-create-subnet", "Default")
         })
         .job_template(JobTemplateSpec::new("osac-delete-subnet", "Default"))
-        .workflow_job_template(WorkflowJobTemplateSpec::new("osac-create-cluster", "Default", &["osac-create-subnet"]))
+        .workflow_job_template(WorkflowJobTemplateSpec::new(
+            "osac-create-cluster",
+            "Default",
+            &["osac-create-subnet"],
+        ))
         .build()
         .expect("fixtures are valid");
     let prefix = aap.api_prefix();
@@ -120,12 +143,17 @@ fuzz_target!(|data: &[u8]| {
             _ => req,
         };
         let body = c.bytes(255).to_vec();
-        let Ok(request) = req.body(Body::from(body)) else { continue };
+        let Ok(request) = req.body(Body::from(body)) else {
+            continue;
+        };
         let response = runtime()
             .block_on(aap.router().oneshot(request))
             .expect("the router is infallible");
         let status = response.status();
-        assert!(!status.is_server_error(), "{method} {uri} answered {status} without any fault installed");
+        assert!(
+            !status.is_server_error(),
+            "{method} {uri} answered {status} without any fault installed"
+        );
         let json = response
             .headers()
             .get("content-type")

@@ -43,14 +43,19 @@ fuzz_target!(|data: &[u8]| {
         let ty = JobType::from(text);
         assert_eq!(ty.as_str(), text);
     }
-    let Ok(status) = serde_json::from_slice::<Status>(data) else { return };
+    let Ok(status) = serde_json::from_slice::<Status>(data) else {
+        return;
+    };
     roundtrip(&status);
     let jobs = &status.jobs;
     let desired = status.desired.as_str();
 
     let latest = find_latest_job_by_type(jobs, &JobType::Provision);
     let eval = evaluate_action(jobs, desired, LegacyJobs::Adopt);
-    assert_eq!(eval.latest.map(|j| j as *const _), latest.map(|j| j as *const _));
+    assert_eq!(
+        eval.latest.map(|j| j as *const _),
+        latest.map(|j| j as *const _)
+    );
     let _ = evaluate_action(jobs, desired, LegacyJobs::SkipForever);
     let _ = is_config_applied(jobs, desired);
     let _ = cache_is_stale(latest, jobs, true);
@@ -67,7 +72,11 @@ fuzz_target!(|data: &[u8]| {
     // History operations on the decoded array.
     let mut hist = jobs.clone();
     let cap = NonZeroUsize::new((data.len() % 12) + 1).expect("non-zero");
-    append_job(&mut hist, JobStatus::new("fuzz", JobType::Provision, JobState::Pending, now), cap);
+    append_job(
+        &mut hist,
+        JobStatus::new("fuzz", JobType::Provision, JobState::Pending, now),
+        cap,
+    );
     assert!(hist.len() <= cap.get());
     assert_eq!(hist.last().map(|j| j.job_id.as_str()), Some("fuzz"));
     if let Some(first) = jobs.first() {
@@ -76,6 +85,9 @@ fuzz_target!(|data: &[u8]| {
         let mut copy = jobs.clone();
         assert!(update_job(&mut copy, &changed));
         assert_eq!(copy.len(), jobs.len());
-        assert_eq!(find_job_by_id(&copy, &first.job_id).map(|j| j.state.clone()), Some(JobState::Canceled));
+        assert_eq!(
+            find_job_by_id(&copy, &first.job_id).map(|j| j.state.clone()),
+            Some(JobState::Canceled)
+        );
     }
 });

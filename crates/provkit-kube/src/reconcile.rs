@@ -432,10 +432,11 @@ impl<K: ProvisionedResource> Provisioner<K> {
         working: &K,
         object: &str,
     ) -> Result<(), ReconcileError> {
+        let server_jobs = session.server_jobs();
         let mut baseline = original.clone();
         if let Some(flushed) = session.flushed_desired_config_version() {
             let s = baseline.provisioning_status_mut();
-            s.provisioning_jobs = session.server_jobs();
+            s.provisioning_jobs.clone_from(&server_jobs);
             s.desired_config_version = flushed;
         }
         let status_of = |k: &K| {
@@ -447,7 +448,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 })
         };
         let merged_jobs = crate::flush::merge_job_histories(
-            &session.server_jobs(),
+            &server_jobs,
             working.provisioning_jobs(),
             self.status.max_history,
         );

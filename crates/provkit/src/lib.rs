@@ -125,7 +125,7 @@ pub use provkit_aap::{AapClient, AapProvider};
 
 /// The Rust code blocks of the repository's `docs/` guides, compiled and run as doctests so they
 /// cannot rot. Not part of the API (only exists under `cargo test --doc`).
-#[cfg(all(doctest, feature = "aap", feature = "testing"))]
+#[cfg(all(doctest, feature = "aap", feature = "testing", feature = "machines"))]
 pub mod guides {
     #[doc = include_str!("../../../docs/architecture.md")]
     pub struct Architecture;
@@ -135,4 +135,14 @@ pub mod guides {
     pub struct TestingYourOperator;
     #[doc = include_str!("../../../docs/migrating-from-go.md")]
     pub struct MigratingFromGo;
+    #[doc = include_str!("../../../docs/migrating-from-go.lifecycle.md")]
+    pub struct MigratingFromGoLifecycle;
+    #[doc = include_str!("../../../docs/lifecycle.md")]
+    pub struct Lifecycle;
+    #[doc = include_str!("../../../docs/machines.md")]
+    pub struct Machines;
+    #[doc = include_str!("../../../docs/performance.md")]
+    pub struct Performance;
+    #[doc = include_str!("../../../docs/versioning.md")]
+    pub struct Versioning;
 }

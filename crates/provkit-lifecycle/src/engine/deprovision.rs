@@ -133,12 +133,7 @@ impl Lifecycle {
                 // The history changes anyway (the new job is appended below).
                 update_provision_job_from_result(jobs, &result);
                 let Some(job_id) = result.job_id.clone().filter(|id| !id.trim().is_empty()) else {
-                    self.remember_unknown(&key);
-                    return Err(LifecycleError::EmptyJobId {
-                        provider: self.provider.name().to_owned(),
-                        job_type: JobType::Deprovision,
-                        key,
-                    });
+                    return Err(self.empty_job_id(JobType::Deprovision, key));
                 };
                 self.resolve(&key);
                 let mut job = JobStatus::new(

@@ -75,8 +75,15 @@ impl Lifecycle {
         self.journal.remove(key);
     }
 
-    pub(super) fn remember_unknown(&self, key: &IdempotencyKey) {
+    /// The provider answered a launch without a job id: the outcome is unknown, so the key is
+    /// remembered (the next attempt looks it up first) and the launch fails.
+    pub(super) fn empty_job_id(&self, job_type: JobType, key: IdempotencyKey) -> LifecycleError {
         self.journal.insert(key.clone());
+        LifecycleError::EmptyJobId {
+            provider: self.provider.name().to_owned(),
+            job_type,
+            key,
+        }
     }
 }
 

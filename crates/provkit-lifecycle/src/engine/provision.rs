@@ -182,12 +182,7 @@ impl Lifecycle {
             }
         };
         if result.job_id.trim().is_empty() {
-            self.remember_unknown(&key);
-            return Err(LifecycleError::EmptyJobId {
-                provider: self.provider.name().to_owned(),
-                job_type: JobType::Provision,
-                key,
-            });
+            return Err(self.empty_job_id(JobType::Provision, key));
         }
         self.resolve(&key);
         let mut job = JobStatus::new(

@@ -83,6 +83,13 @@ struct State {
     calls: Vec<ProviderCall>,
 }
 
+impl State {
+    /// The script of `uid` (created empty on first use).
+    fn script(&mut self, uid: &str) -> &mut ResourceScript {
+        self.scripts.entry(uid.to_owned()).or_default()
+    }
+}
+
 impl Default for ScriptedProvider {
     fn default() -> Self {
         Self::new()
@@ -126,22 +133,12 @@ impl ScriptedProvider {
 
     /// Queues the answer of the next `trigger_provision` for `uid`.
     pub fn push_trigger(&self, uid: &str, step: TriggerStep) {
-        self.lock()
-            .scripts
-            .entry(uid.to_owned())
-            .or_default()
-            .triggers
-            .push_back(step);
+        self.lock().script(uid).triggers.push_back(step);
     }
 
     /// Queues the answer of the next `trigger_deprovision` for `uid`.
     pub fn push_deprovision(&self, uid: &str, step: DeprovisionScript) {
-        self.lock()
-            .scripts
-            .entry(uid.to_owned())
-            .or_default()
-            .deprovisions
-            .push_back(step);
+        self.lock().script(uid).deprovisions.push_back(step);
     }
 
     /// Queues the status sequence of the next job of `job_type` launched for `uid`.
@@ -152,7 +149,7 @@ impl ScriptedProvider {
         steps: impl IntoIterator<Item = StatusStep>,
     ) {
         let mut state = self.lock();
-        let script = state.scripts.entry(uid.to_owned()).or_default();
+        let script = state.script(uid);
         let steps: Vec<_> = steps.into_iter().collect();
         match job_type {
             JobType::Deprovision => script.deprovision_statuses.push_back(steps),
@@ -221,7 +218,7 @@ impl ScriptedProvider {
         let n = state.next_id;
         state.next_id += 1;
         let job_id = format!("job-{n}");
-        let script = state.scripts.entry(uid.to_owned()).or_default();
+        let script = state.script(uid);
         let queued = match job_type {
             JobType::Deprovision => script.deprovision_statuses.pop_front(),
             _ => script.provision_statuses.pop_front(),
@@ -317,9 +314,7 @@ impl ProvisioningProvider for ScriptedProvider {
             ctx: ctx.clone(),
         });
         let step = state
-            .scripts
-            .entry(resource.uid.clone())
-            .or_default()
+            .script(&resource.uid)
             .triggers
             .pop_front()
             .unwrap_or_else(TriggerStep::launch);
@@ -374,9 +369,7 @@ impl ProvisioningProvider for ScriptedProvider {
             ctx: ctx.clone(),
         });
         let step = state
-            .scripts
-            .entry(resource.uid.clone())
-            .or_default()
+            .script(&resource.uid)
             .deprovisions
             .pop_front()
             .unwrap_or_else(DeprovisionScript::triggered);

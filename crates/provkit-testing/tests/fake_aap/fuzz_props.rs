@@ -10,7 +10,9 @@ use axum::body::Body;
 use chrono::DateTime;
 use proptest::prelude::*;
 use provkit_core::{Clock, ManualClock};
-use provkit_testing::fake_aap::{FakeAap, JobScript, JobTemplateSpec, Mode, WorkflowJobTemplateSpec};
+use provkit_testing::fake_aap::{
+    FakeAap, JobScript, JobTemplateSpec, Mode, WorkflowJobTemplateSpec,
+};
 use tower::ServiceExt as _;
 
 #[derive(Clone, Debug)]
@@ -27,7 +29,13 @@ struct Req {
 
 fn encode(s: &str) -> String {
     s.bytes()
-        .map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
         .collect()
 }
 
@@ -43,7 +51,9 @@ fn uri(r: &Req, p: &str) -> String {
         6 => format!("{p}jobs/{id}/cancel/"),
         7 => format!("{p}workflow_jobs/{id}/"),
         8 => format!("{p}workflow_jobs/{id}/cancel/"),
-        9 => format!("{p}unified_job_templates/?name={word}&type=job_template,workflow_job_template"),
+        9 => {
+            format!("{p}unified_job_templates/?name={word}&type=job_template,workflow_job_template")
+        }
         10 => format!("{p}unified_jobs/?id={id}"),
         11 => format!("{p}jobs/?job_template={id}&created__gt={word}&order_by=-id&page_size={id}"),
         12 => format!("{p}jobs/{id}/stdout/?format={word}"),
@@ -69,7 +79,9 @@ fn body() -> impl Strategy<Value = Vec<u8>> {
 
 fn request() -> impl Strategy<Value = Req> {
     (
-        prop::sample::select(vec!["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD", "LAUNCH"]),
+        prop::sample::select(vec![
+            "GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD", "LAUNCH",
+        ]),
         any::<u8>(),
         any::<u8>(),
         prop_oneof![Just(String::from("osac-create-subnet")), any::<String>()],
@@ -78,20 +90,24 @@ fn request() -> impl Strategy<Value = Req> {
         body(),
         0_u64..120,
     )
-        .prop_map(|(method, route, id, word, auth, content_type, body, advance_secs)| Req {
-            method,
-            route,
-            id,
-            word,
-            auth,
-            content_type,
-            body,
-            advance_secs,
-        })
+        .prop_map(
+            |(method, route, id, word, auth, content_type, body, advance_secs)| Req {
+                method,
+                route,
+                id,
+                word,
+                auth,
+                content_type,
+                body,
+                advance_secs,
+            },
+        )
 }
 
 async fn run(mode: Mode, requests: Vec<Req>) {
-    let clock = Arc::new(ManualClock::new(DateTime::from_timestamp(1_800_000_000, 0).unwrap()));
+    let clock = Arc::new(ManualClock::new(
+        DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
+    ));
     let dyn_clock: Arc<dyn Clock> = clock.clone();
     let aap = FakeAap::builder()
         .mode(mode)
@@ -101,7 +117,11 @@ async fn run(mode: Mode, requests: Vec<Req>) {
             ..JobTemplateSpec::new("osac-create-subnet", "Default")
         })
         .job_template(JobTemplateSpec::new("osac-delete-subnet", "Default"))
-        .workflow_job_template(WorkflowJobTemplateSpec::new("osac-create-cluster", "Default", &["osac-create-subnet"]))
+        .workflow_job_template(WorkflowJobTemplateSpec::new(
+            "osac-create-cluster",
+            "Default",
+            &["osac-create-subnet"],
+        ))
         .build()
         .unwrap();
     let token = aap.admin_token();
@@ -119,16 +139,24 @@ async fn run(mode: Mode, requests: Vec<Req>) {
             1 => builder.header("content-type", "application/x-www-form-urlencoded"),
             _ => builder,
         };
-        let Ok(req) = builder.body(Body::from(r.body.clone())) else { continue };
+        let Ok(req) = builder.body(Body::from(r.body.clone())) else {
+            continue;
+        };
         let resp = aap.router().oneshot(req).await.unwrap();
         let status = resp.status();
-        assert!(!status.is_server_error(), "{} {uri} answered {status} without any fault", r.method);
+        assert!(
+            !status.is_server_error(),
+            "{} {uri} answered {status} without any fault",
+            r.method
+        );
         let json = resp
             .headers()
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("application/json"));
-        let bytes = axum::body::to_bytes(resp.into_body(), 64 << 20).await.unwrap();
+        let bytes = axum::body::to_bytes(resp.into_body(), 64 << 20)
+            .await
+            .unwrap();
         if json && r.method != "HEAD" && !bytes.is_empty() {
             assert!(
                 serde_json::from_slice::<serde_json::Value>(&bytes).is_ok(),

@@ -58,21 +58,32 @@ async fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
     let wall = tokio::time::Instant::now();
     let clock = VirtualClock::new();
     let backend = Backend::start(&BackendConfig::new(templates(total)), &clock, total).await?;
-    println!("provkit demo — fake AAP at {} (in-process, loopback)", backend.server.base_url());
+    println!(
+        "provkit demo — fake AAP at {} (in-process, loopback)",
+        backend.server.base_url()
+    );
     println!(
         "engine: provkit-lifecycle (poll every 30 s, backoff 2 → 30 min) · provider: AapProvider, templates sim-create-<kind> / sim-delete-<kind>"
     );
-    println!("time runs on a virtual clock shared by the engine, the work queue and the fake AAP server\n");
+    println!(
+        "time runs on a virtual clock shared by the engine, the work queue and the fake AAP server\n"
+    );
 
     let mut config = SimConfig::new(total);
     config.concurrency = args.concurrency.max(1);
-    config.advance = if story_mode { Advance::WhenIdle } else { Advance::Pipelined };
+    config.advance = if story_mode {
+        Advance::WhenIdle
+    } else {
+        Advance::Pipelined
+    };
     let sim = Sim::new(config, clock.clone(), &backend);
     let progress = (!story_mode).then(|| {
         let bar = indicatif::ProgressBar::new(total as u64);
         bar.set_style(
-            indicatif::ProgressStyle::with_template("{bar:40.cyan/blue} {pos}/{len} resources through their story  [{elapsed}]")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template(
+                "{bar:40.cyan/blue} {pos}/{len} resources through their story  [{elapsed}]",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         bar
     });
@@ -93,7 +104,12 @@ async fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
         elapsed.as_secs_f64()
     );
 
-    let mut jobs = Table::new(&["resource", ">provision jobs", ">deprovision jobs", ">attempts (needed)"]);
+    let mut jobs = Table::new(&[
+        "resource",
+        ">provision jobs",
+        ">deprovision jobs",
+        ">attempts (needed)",
+    ]);
     let shown = if story_mode { total } else { 8.min(total) };
     for index in 0..shown {
         jobs.row(vec![
@@ -104,7 +120,12 @@ async fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
         ]);
     }
     if shown < total {
-        jobs.row(vec![format!("… ({} more)", total - shown), String::new(), String::new(), String::new()]);
+        jobs.row(vec![
+            format!("… ({} more)", total - shown),
+            String::new(),
+            String::new(),
+            String::new(),
+        ]);
     }
     let sum = |v: &[u32]| v.iter().map(|n| u64::from(*n)).sum::<u64>();
     jobs.row(vec![
@@ -121,7 +142,10 @@ async fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
     let (passed, failed) = story.check(&sim, &audit);
     println!("duplicates: {}", audit.duplicates);
     println!("lost job ids: {}", audit.lost);
-    println!("early finalizer releases: {}", provkit_examples::RunMetrics::get(&sim.metrics.early_releases));
+    println!(
+        "early finalizer releases: {}",
+        provkit_examples::RunMetrics::get(&sim.metrics.early_releases)
+    );
     println!();
     for p in &passed {
         println!("  ✓ {p}");
@@ -131,10 +155,20 @@ async fn run(args: &Args) -> Result<bool, Box<dyn std::error::Error>> {
     }
     let wall_ok = elapsed < Duration::from_secs(20);
     if !wall_ok {
-        println!("  ✗ the story took {:.1} s of wall time (budget 20 s)", elapsed.as_secs_f64());
+        println!(
+            "  ✗ the story took {:.1} s of wall time (budget 20 s)",
+            elapsed.as_secs_f64()
+        );
     }
     let ok = failed.is_empty() && wall_ok;
-    println!("\n{}", if ok { "demo: every expectation met" } else { "demo: EXPECTATIONS FAILED" });
+    println!(
+        "\n{}",
+        if ok {
+            "demo: every expectation met"
+        } else {
+            "demo: EXPECTATIONS FAILED"
+        }
+    );
     let sim = Arc::clone(&sim);
     drop(sim);
     Ok(ok)

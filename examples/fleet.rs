@@ -72,7 +72,11 @@ async fn main() -> ExitCode {
     match run_fleet(config).await {
         Ok(report) => {
             println!("{}", report.render());
-            if report.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+            if report.ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
         Err(e) => {
             eprintln!("fleet failed to start: {e}");

@@ -19,18 +19,26 @@ pub struct PurgeLog {
 impl PurgeLog {
     /// Purges job `id` from `aap`, remembering it. Returns whether it existed.
     pub fn purge(&self, aap: &FakeAap, id: u64) -> bool {
-        let Some(mut info) = aap.job(id) else { return false };
+        let Some(mut info) = aap.job(id) else {
+            return false;
+        };
         if aap.purge_job(id).is_err() {
             return false;
         }
         info.extra_vars = key_only(&info.extra_vars);
-        self.jobs.lock().unwrap_or_else(PoisonError::into_inner).push(info);
+        self.jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(info);
         true
     }
 
     /// Purged jobs so far.
     pub fn len(&self) -> usize {
-        self.jobs.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// True when nothing was purged.
@@ -39,7 +47,10 @@ impl PurgeLog {
     }
 
     fn snapshot(&self) -> Vec<JobInfo> {
-        self.jobs.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -74,7 +85,11 @@ pub fn attempt_of(extra_vars: &str) -> Option<Attempt> {
     let (rest, _hash) = rest.rsplit_once('-')?;
     let (uid, tag) = rest.rsplit_once('-')?;
     let index = uid.rsplit('-').next()?.parse().ok()?;
-    Some(Attempt { index, provision: tag == "p", key })
+    Some(Attempt {
+        index,
+        provision: tag == "p",
+        key,
+    })
 }
 
 /// The audit's findings.
@@ -137,7 +152,10 @@ impl Audit {
             ..Audit::default()
         };
         jobs.retain(|j| j.name.starts_with(&prefix) && j.parent_workflow.is_none());
-        audit.still_active = jobs.iter().filter(|j| matches!(j.status, "new" | "pending" | "waiting" | "running")).count();
+        audit.still_active = jobs
+            .iter()
+            .filter(|j| matches!(j.status, "new" | "pending" | "waiting" | "running"))
+            .count();
         jobs.extend(purged_jobs);
         audit.jobs = jobs.len();
         let mut by_key: HashMap<String, Vec<u64>> = HashMap::new();
@@ -145,7 +163,9 @@ impl Audit {
             if !store.was_recorded(&job.id.to_string()) {
                 audit.lost += 1;
                 if audit.lost_examples.len() < 10 {
-                    audit.lost_examples.push(format!("job {} ({}, {})", job.id, job.name, job.status));
+                    audit
+                        .lost_examples
+                        .push(format!("job {} ({}, {})", job.id, job.name, job.status));
                 }
             }
             let Some(attempt) = attempt_of(&job.extra_vars) else {
@@ -165,12 +185,15 @@ impl Audit {
             }
             ids.push(job.id);
         }
-        let mut dups: Vec<(&String, &Vec<u64>)> = by_key.iter().filter(|(_, ids)| ids.len() > 1).collect();
+        let mut dups: Vec<(&String, &Vec<u64>)> =
+            by_key.iter().filter(|(_, ids)| ids.len() > 1).collect();
         dups.sort();
         for (key, ids) in dups {
             audit.duplicates += ids.len() - 1;
             if audit.duplicate_examples.len() < 10 {
-                audit.duplicate_examples.push(format!("{key}: jobs {ids:?}"));
+                audit
+                    .duplicate_examples
+                    .push(format!("{key}: jobs {ids:?}"));
             }
         }
         audit

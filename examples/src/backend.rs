@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 
 use provkit_aap::{AapClient, AapProvider, RetryConfig};
 use provkit_testing::fake_aap::{
-    Fault, FaultAction, FaultId, FakeAap, FakeAapServer, JobScript, JobTemplateSpec, RetryAfter, ScriptRule, Strike,
-    Trigger,
+    FakeAap, FakeAapServer, Fault, FaultAction, FaultId, JobScript, JobTemplateSpec, RetryAfter,
+    ScriptRule, Strike, Trigger,
 };
 
 use crate::clock::VirtualClock;
@@ -35,7 +35,11 @@ pub struct KindTemplates {
 
 impl KindTemplates {
     /// Provision jobs run `create_running`, deprovision jobs `delete_running` (both succeed).
-    pub fn new(kind: impl Into<String>, create_running: Duration, delete_running: Duration) -> Self {
+    pub fn new(
+        kind: impl Into<String>,
+        create_running: Duration,
+        delete_running: Duration,
+    ) -> Self {
         Self {
             kind: kind.into(),
             create: JobScript::successful(create_running),
@@ -49,7 +53,9 @@ impl KindTemplates {
     pub fn failing_first(mut self, n: u32) -> Self {
         if n > 0 {
             let mut rule = ScriptRule::fail_times(n);
-            rule.script = rule.script.with_explanation("Playbook failed: simulated failure");
+            rule.script = rule
+                .script
+                .with_explanation("Playbook failed: simulated failure");
             self.create_rules.push(rule);
         }
         self
@@ -130,7 +136,11 @@ impl Backend {
     ///
     /// # Errors
     /// [`BackendError`].
-    pub async fn start(config: &BackendConfig, clock: &VirtualClock, resources: usize) -> Result<Self, BackendError> {
+    pub async fn start(
+        config: &BackendConfig,
+        clock: &VirtualClock,
+        resources: usize,
+    ) -> Result<Self, BackendError> {
         let mut builder = FakeAap::builder()
             .clock(clock.shared())
             .request_log_capacity(config.request_log)
@@ -163,14 +173,20 @@ impl Backend {
             .system_roots(false)
             .build()?;
         let calls = Arc::new(CallStats::new(resources));
-        let api: Arc<dyn provkit_aap::AapApi> = Arc::new(CountingApi::new(client.clone(), calls.clone()));
+        let api: Arc<dyn provkit_aap::AapApi> =
+            Arc::new(CountingApi::new(client.clone(), calls.clone()));
         let provider = AapProvider::builder(api)
             .template_prefix(TEMPLATE_PREFIX)
             .clock(clock.shared())
             // The fake and the provider share one clock: no skew to allow for.
             .clock_skew(Duration::from_secs(1))
             .build();
-        Ok(Self { server, client, provider: Arc::new(provider), calls })
+        Ok(Self {
+            server,
+            client,
+            provider: Arc::new(provider),
+            calls,
+        })
     }
 
     /// The fake's control handle.
@@ -201,36 +217,119 @@ impl Chaos {
             strike,
             action,
         };
-        let on = |method: &str, path: &str, trigger: f64, strike: Strike, action: FaultAction| Fault {
-            method: Some(method.to_owned()),
-            ..any(path, trigger, strike, action)
-        };
+        let on =
+            |method: &str, path: &str, trigger: f64, strike: Strike, action: FaultAction| Fault {
+                method: Some(method.to_owned()),
+                ..any(path, trigger, strike, action)
+            };
         let slow = client_timeout + client_timeout / 2;
         let date = SystemTime::now() + Duration::from_secs(20);
         let launch = "/api/v2/*/launch/";
         let list: Vec<(&str, Fault)> = vec![
-            ("500 JSON", any("*", 0.025, Strike::Before, FaultAction::server_error())),
-            ("502 HTML", any("*", 0.01, Strike::Before, FaultAction::gateway_html(502))),
-            ("503 HTML", any("*", 0.01, Strike::Before, FaultAction::gateway_html(503))),
-            ("504 HTML", any("*", 0.005, Strike::Before, FaultAction::gateway_html(504))),
-            ("429 Retry-After: 2", any("*", 0.01, Strike::Before, FaultAction::too_many_requests(RetryAfter::Seconds(2)))),
-            ("429 Retry-After: date", any("*", 0.01, Strike::Before, FaultAction::too_many_requests(RetryAfter::Date(date)))),
-            ("connection reset", any("*", 0.01, Strike::Before, FaultAction::ConnectionReset)),
-            ("slower than the client timeout", any("*", 0.01, Strike::Before, FaultAction::Latency(slow))),
-            ("malformed JSON (GET)", on("GET", "*", 0.005, Strike::After, FaultAction::MalformedJson)),
-            ("truncated JSON (GET)", on("GET", "*", 0.005, Strike::After, FaultAction::TruncatedJson)),
-            ("launch reset after create", on("POST", launch, 0.02, Strike::After, FaultAction::ConnectionReset)),
-            ("launch 502 after create", on("POST", launch, 0.01, Strike::After, FaultAction::gateway_html(502))),
-            ("launch too slow after create", on("POST", launch, 0.01, Strike::After, FaultAction::Latency(slow))),
-            ("launch malformed after create", on("POST", launch, 0.01, Strike::After, FaultAction::MalformedJson)),
+            (
+                "500 JSON",
+                any("*", 0.025, Strike::Before, FaultAction::server_error()),
+            ),
+            (
+                "502 HTML",
+                any("*", 0.01, Strike::Before, FaultAction::gateway_html(502)),
+            ),
+            (
+                "503 HTML",
+                any("*", 0.01, Strike::Before, FaultAction::gateway_html(503)),
+            ),
+            (
+                "504 HTML",
+                any("*", 0.005, Strike::Before, FaultAction::gateway_html(504)),
+            ),
+            (
+                "429 Retry-After: 2",
+                any(
+                    "*",
+                    0.01,
+                    Strike::Before,
+                    FaultAction::too_many_requests(RetryAfter::Seconds(2)),
+                ),
+            ),
+            (
+                "429 Retry-After: date",
+                any(
+                    "*",
+                    0.01,
+                    Strike::Before,
+                    FaultAction::too_many_requests(RetryAfter::Date(date)),
+                ),
+            ),
+            (
+                "connection reset",
+                any("*", 0.01, Strike::Before, FaultAction::ConnectionReset),
+            ),
+            (
+                "slower than the client timeout",
+                any("*", 0.01, Strike::Before, FaultAction::Latency(slow)),
+            ),
+            (
+                "malformed JSON (GET)",
+                on("GET", "*", 0.005, Strike::After, FaultAction::MalformedJson),
+            ),
+            (
+                "truncated JSON (GET)",
+                on("GET", "*", 0.005, Strike::After, FaultAction::TruncatedJson),
+            ),
+            (
+                "launch reset after create",
+                on(
+                    "POST",
+                    launch,
+                    0.02,
+                    Strike::After,
+                    FaultAction::ConnectionReset,
+                ),
+            ),
+            (
+                "launch 502 after create",
+                on(
+                    "POST",
+                    launch,
+                    0.01,
+                    Strike::After,
+                    FaultAction::gateway_html(502),
+                ),
+            ),
+            (
+                "launch too slow after create",
+                on(
+                    "POST",
+                    launch,
+                    0.01,
+                    Strike::After,
+                    FaultAction::Latency(slow),
+                ),
+            ),
+            (
+                "launch malformed after create",
+                on(
+                    "POST",
+                    launch,
+                    0.01,
+                    Strike::After,
+                    FaultAction::MalformedJson,
+                ),
+            ),
         ];
-        let faults = list.into_iter().map(|(label, f)| (label.to_owned(), aap.add_fault(f))).collect();
+        let faults = list
+            .into_iter()
+            .map(|(label, f)| (label.to_owned(), aap.add_fault(f)))
+            .collect();
         Self { faults }
     }
 
     /// `(label, hits)` of every fault.
     pub fn hits(&self, aap: &FakeAap) -> Vec<(String, u64)> {
-        self.faults.iter().map(|(l, id)| (l.clone(), aap.fault_hits(*id))).collect()
+        self.faults
+            .iter()
+            .map(|(l, id)| (l.clone(), aap.fault_hits(*id)))
+            .collect()
     }
 
     /// Removes the faults (before the audit).

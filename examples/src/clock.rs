@@ -45,14 +45,22 @@ impl Default for VirtualClock {
 impl VirtualClock {
     /// A clock at the simulation epoch, 2026-01-01T00:00:00Z.
     pub fn new() -> Self {
-        let start = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).single().unwrap_or_default();
+        let start = Utc
+            .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
+            .single()
+            .unwrap_or_default();
         Self::starting_at(start)
     }
 
     /// A clock starting at `start`.
     pub fn starting_at(start: DateTime<Utc>) -> Self {
         let micros = start.timestamp_micros();
-        Self { inner: Arc::new(Inner { start_micros: micros, now_micros: AtomicI64::new(micros) }) }
+        Self {
+            inner: Arc::new(Inner {
+                start_micros: micros,
+                now_micros: AtomicI64::new(micros),
+            }),
+        }
     }
 
     /// The start time.
@@ -68,7 +76,9 @@ impl VirtualClock {
 
     /// Moves the clock to `t` if `t` is later than now.
     pub fn advance_to(&self, t: DateTime<Utc>) {
-        self.inner.now_micros.fetch_max(t.timestamp_micros(), Ordering::AcqRel);
+        self.inner
+            .now_micros
+            .fetch_max(t.timestamp_micros(), Ordering::AcqRel);
     }
 
     /// Moves the clock forward by `d`.
@@ -91,7 +101,11 @@ impl VirtualClock {
     pub fn label(&self, t: DateTime<Utc>) -> String {
         let secs = (t.timestamp_micros() - self.inner.start_micros).max(0) / 1_000_000;
         let (h, m, s) = (secs / 3600, (secs / 60) % 60, secs % 60);
-        if h > 0 { format!("T+{h}:{m:02}:{s:02}") } else { format!("T+{m:02}:{s:02}") }
+        if h > 0 {
+            format!("T+{h}:{m:02}:{s:02}")
+        } else {
+            format!("T+{m:02}:{s:02}")
+        }
     }
 }
 

@@ -24,8 +24,11 @@ use crate::report::{EndpointCounts, Table, call_table, endpoint_table, per};
 use crate::sim::{Observer, ReconcileReport, Sim, SimConfig};
 
 /// The fleet's resource kinds: `(kind, provision job running time, deprovision running time)`.
-pub const KINDS: [(&str, u64, u64); 3] =
-    [("VirtualNetwork", 60, 30), ("Volume", 90, 30), ("ComputeInstance", 150, 45)];
+pub const KINDS: [(&str, u64, u64); 3] = [
+    ("VirtualNetwork", 60, 30),
+    ("Volume", 90, 30),
+    ("ComputeInstance", 150, 45),
+];
 
 /// Seconds a scripted job spends `pending` + `waiting` before it runs.
 const QUEUE_SECS: u64 = 1;
@@ -107,7 +110,11 @@ const GONE: u8 = 3;
 
 impl Driver {
     fn think(&self) -> Duration {
-        let r = self.rng.lock().unwrap_or_else(PoisonError::into_inner).f64();
+        let r = self
+            .rng
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .f64();
         self.think.mul_f64(r)
     }
 }
@@ -115,7 +122,9 @@ impl Driver {
 impl Observer for Driver {
     fn reconciled(&self, sim: &Arc<Sim>, report: &ReconcileReport) {
         let index = report.index;
-        let Some(phase) = self.phase.get(index) else { return };
+        let Some(phase) = self.phase.get(index) else {
+            return;
+        };
         if report.released {
             if phase.swap(GONE, Ordering::AcqRel) != GONE {
                 self.gone.fetch_add(1, Ordering::Relaxed);
@@ -130,11 +139,24 @@ impl Observer for Driver {
         }
         let generation = report.after.as_ref().map_or(0, |o| o.generation);
         let s = sim.clone();
-        if generation == 1 && phase.compare_exchange(PROVISIONING, CHANGED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-            sim.queue.at(sim.clock.after(self.think()), Box::new(move || s.change_spec(index, spec(index, 2))));
-        } else if generation >= 2 && phase.compare_exchange(CHANGED, DELETING, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        if generation == 1
+            && phase
+                .compare_exchange(PROVISIONING, CHANGED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
         {
-            sim.queue.at(sim.clock.after(self.think()), Box::new(move || s.delete(index)));
+            sim.queue.at(
+                sim.clock.after(self.think()),
+                Box::new(move || s.change_spec(index, spec(index, 2))),
+            );
+        } else if generation >= 2
+            && phase
+                .compare_exchange(CHANGED, DELETING, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            sim.queue.at(
+                sim.clock.after(self.think()),
+                Box::new(move || s.delete(index)),
+            );
         }
     }
 }
@@ -203,15 +225,40 @@ impl FleetReport {
 
     /// The correctness verdicts (each must hold): `(what, value, ok)`.
     pub fn verdicts(&self) -> Vec<(&'static str, usize, bool)> {
-        let early = usize::try_from(RunMetrics::get(&self.metrics.early_releases)).unwrap_or(usize::MAX);
+        let early =
+            usize::try_from(RunMetrics::get(&self.metrics.early_releases)).unwrap_or(usize::MAX);
         vec![
-            ("duplicate launches", self.audit.duplicates, self.audit.duplicates == 0),
+            (
+                "duplicate launches",
+                self.audit.duplicates,
+                self.audit.duplicates == 0,
+            ),
             ("lost job ids", self.audit.lost, self.audit.lost == 0),
-            ("finalizers released before a successful deprovision", early, early == 0),
-            ("resources not converged", self.not_converged, self.not_converged == 0),
-            ("resources with launches ≠ needed jobs", self.unexpected_launches, self.unexpected_launches == 0),
-            ("jobs without an idempotency key", self.audit.unkeyed, self.audit.unkeyed == 0),
-            ("jobs still active at the end", self.audit.still_active, self.audit.still_active == 0),
+            (
+                "finalizers released before a successful deprovision",
+                early,
+                early == 0,
+            ),
+            (
+                "resources not converged",
+                self.not_converged,
+                self.not_converged == 0,
+            ),
+            (
+                "resources with launches ≠ needed jobs",
+                self.unexpected_launches,
+                self.unexpected_launches == 0,
+            ),
+            (
+                "jobs without an idempotency key",
+                self.audit.unkeyed,
+                self.audit.unkeyed == 0,
+            ),
+            (
+                "jobs still active at the end",
+                self.audit.still_active,
+                self.audit.still_active == 0,
+            ),
         ]
     }
 
@@ -243,7 +290,11 @@ impl FleetReport {
             self.end
         );
         let reconciles = RunMetrics::get(&m.reconciles);
-        let _ = writeln!(out, "reconciles {reconciles} ({} per resource)\n", per(reconciles, c.resources));
+        let _ = writeln!(
+            out,
+            "reconciles {reconciles} ({} per resource)\n",
+            per(reconciles, c.resources)
+        );
         out.push_str(&self.tables);
         let mut hist: BTreeMap<u32, usize> = BTreeMap::new();
         for i in 0..c.resources {
@@ -258,7 +309,10 @@ impl FleetReport {
             hist.join(", ")
         );
         let (lo, med, p99, hi) = self.calls_per_resource;
-        let _ = writeln!(out, "provider calls per resource: min {lo}, median {med}, p99 {p99}, max {hi}");
+        let _ = writeln!(
+            out,
+            "provider calls per resource: min {lo}, median {med}, p99 {p99}, max {hi}"
+        );
         let _ = writeln!(
             out,
             "polls per job: {:.2} (bound ⌈duration ÷ {}s⌉ + 1 exceeded by {} jobs)",
@@ -282,7 +336,9 @@ impl FleetReport {
             out,
             "engine CPU per reconcile: {} mean, {} max (time inside the reconcile future: engine + AapProvider + client encode/decode)",
             fmt_duration(m.cpu_per_reconcile()),
-            fmt_duration(Duration::from_nanos(RunMetrics::get(&m.reconcile_cpu_max_nanos)))
+            fmt_duration(Duration::from_nanos(RunMetrics::get(
+                &m.reconcile_cpu_max_nanos
+            )))
         );
         if let Some(cpu) = self.process_cpu {
             let _ = writeln!(
@@ -294,9 +350,14 @@ impl FleetReport {
         }
         let rss = self.peak_rss.map_or_else(|| "n/a".to_owned(), mib);
         let rss_ok = self.peak_rss.is_some_and(|b| b <= 200 * 1024 * 1024);
-        let _ = writeln!(out, "peak RSS: {rss} (target ≤ 200 MiB: {})", if rss_ok { "met" } else { "MISSED" });
+        let _ = writeln!(
+            out,
+            "peak RSS: {rss} (target ≤ 200 MiB: {})",
+            if rss_ok { "met" } else { "MISSED" }
+        );
         #[allow(clippy::cast_precision_loss)]
-        let launch_share = self.requests.get(Endpoint::Launch) as f64 / self.requests.total().max(1) as f64;
+        let launch_share =
+            self.requests.get(Endpoint::Launch) as f64 / self.requests.total().max(1) as f64;
         #[allow(clippy::cast_precision_loss)]
         let get_bound = self.requests.total() as f64 / self.probe_get_rps.max(1e-9);
         let _ = writeln!(
@@ -312,29 +373,55 @@ impl FleetReport {
             self.wall.as_secs_f64() / get_bound.max(1e-9),
         );
         if c.chaos {
-            let _ = writeln!(out, "wall ÷ bound: {:.2} (chaos: faults add wall time; the 1.3× target applies without chaos)", self.ratio());
+            let _ = writeln!(
+                out,
+                "wall ÷ bound: {:.2} (chaos: faults add wall time; the 1.3× target applies without chaos)",
+                self.ratio()
+            );
             let _ = writeln!(out, "\nfaults injected:");
             let mut t = Table::new(&["fault", ">hits"]);
             for (label, hits) in &self.faults {
                 t.row(vec![label.clone(), hits.to_string()]);
             }
-            t.row(vec!["jobs purged mid-run".into(), self.audit.purged.to_string()]);
+            t.row(vec![
+                "jobs purged mid-run".into(),
+                self.audit.purged.to_string(),
+            ]);
             out.push_str(&t.render());
         } else {
             let ok = self.ratio() <= 1.3;
-            let _ = writeln!(out, "wall ÷ bound: {:.2} (target ≤ 1.3: {})", self.ratio(), if ok { "met" } else { "MISSED" });
+            let _ = writeln!(
+                out,
+                "wall ÷ bound: {:.2} (target ≤ 1.3: {})",
+                self.ratio(),
+                if ok { "met" } else { "MISSED" }
+            );
         }
         out.push('\n');
         for (what, n, ok) in self.verdicts() {
             let _ = writeln!(out, "{} {what}: {n}", if ok { "✓" } else { "✗" });
         }
-        for e in self.audit.duplicate_examples.iter().chain(&self.audit.lost_examples) {
+        for e in self
+            .audit
+            .duplicate_examples
+            .iter()
+            .chain(&self.audit.lost_examples)
+        {
             let _ = writeln!(out, "    {e}");
         }
-        for e in self.not_converged_examples.iter().chain(&self.unexpected_examples) {
+        for e in self
+            .not_converged_examples
+            .iter()
+            .chain(&self.unexpected_examples)
+        {
             let _ = writeln!(out, "    {e}");
         }
-        for e in m.early_release_details.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+        for e in m
+            .early_release_details
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
             let _ = writeln!(out, "    early release: {e}");
         }
         let _ = writeln!(out, "\nfleet: {}", if self.ok() { "PASS" } else { "FAIL" });
@@ -347,7 +434,12 @@ pub fn machine() -> String {
     let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZeroUsize::get);
     let model = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|t| t.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).map(|s| s.trim().to_owned()))
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_owned())
+        })
         .unwrap_or_else(|| "unknown CPU".into());
     format!("{cpus} cores ({model}), {}", std::env::consts::OS)
 }
@@ -355,13 +447,25 @@ pub fn machine() -> String {
 /// The JSON of a typical fleet resource after its first provision (two jobs in its history).
 fn typical_resource() -> Value {
     let store = crate::store::ApiServer::new(VirtualClock::new(), 1, 0.0, 0);
-    let Some(obj) = store.create(0, KINDS[1].0, "res-00001", spec(1, 2)) else { return Value::Null };
+    let Some(obj) = store.create(0, KINDS[1].0, "res-00001", spec(1, 2)) else {
+        return Value::Null;
+    };
     let mut obj = crate::store::Object::clone(&obj);
     let t = VirtualClock::new().start();
-    let mut done = provkit_core::JobStatus::new("1001", JobType::Provision, provkit_core::JobState::Succeeded, t);
+    let mut done = provkit_core::JobStatus::new(
+        "1001",
+        JobType::Provision,
+        provkit_core::JobState::Succeeded,
+        t,
+    );
     done.config_version = "0123456789abcdef".into();
     done.message = "successful".into();
-    let mut running = provkit_core::JobStatus::new("2002", JobType::Provision, provkit_core::JobState::Running, t);
+    let mut running = provkit_core::JobStatus::new(
+        "2002",
+        JobType::Provision,
+        provkit_core::JobState::Running,
+        t,
+    );
     running.config_version = "fedcba9876543210".into();
     running.message = "running".into();
     obj.jobs = vec![done, running];
@@ -372,15 +476,22 @@ fn typical_resource() -> Value {
 /// is a `POST launch` with probability `launch_fraction`, else a `GET job detail`, both with the same
 /// payload as the simulation's jobs.
 async fn probe(backend: &Backend, workers: usize, wall: Duration, launch_fraction: f64) -> f64 {
-    let Ok(template) = backend.client.get_template("probe-template").await else { return 0.0 };
+    let Ok(template) = backend.client.get_template("probe-template").await else {
+        return 0.0;
+    };
     // A job like the simulation's: the same extra_vars envelope around a typical resource with a
     // job history, so each poll carries the same payload as a simulated poll.
     let typical = typical_resource();
-    let ctx = provkit_lifecycle::LaunchContext::new()
-        .with_idempotency_key(provkit_lifecycle::IdempotencyKey::new("pk1-probe-p-0000000000000000"));
-    let Ok(vars) = provkit_aap::provider::build_extra_vars(&typical, &ctx) else { return 0.0 };
+    let ctx = provkit_lifecycle::LaunchContext::new().with_idempotency_key(
+        provkit_lifecycle::IdempotencyKey::new("pk1-probe-p-0000000000000000"),
+    );
+    let Ok(vars) = provkit_aap::provider::build_extra_vars(&typical, &ctx) else {
+        return 0.0;
+    };
     let request = provkit_aap::LaunchRequest::new(vars);
-    let Ok(launched) = backend.client.launch(&template, &request).await else { return 0.0 };
+    let Ok(launched) = backend.client.launch(&template, &request).await else {
+        return 0.0;
+    };
     // Warm the connection pool first.
     for _ in 0..workers.max(1) {
         let _ = backend.client.get_unified(launched.kind, launched.id).await;
@@ -389,7 +500,8 @@ async fn probe(backend: &Backend, workers: usize, wall: Duration, launch_fractio
     let cpu0 = process_cpu();
     let mut tasks = Vec::new();
     for worker in 0..workers.max(1) {
-        let (client, template, request) = (backend.client.clone(), template.clone(), request.clone());
+        let (client, template, request) =
+            (backend.client.clone(), template.clone(), request.clone());
         tasks.push(tokio::spawn(async move {
             let mut rng = fastrand::Rng::with_seed(worker as u64);
             let mut n = 0u64;
@@ -418,7 +530,10 @@ async fn probe(backend: &Backend, workers: usize, wall: Duration, launch_fractio
     #[allow(clippy::cast_precision_loss)]
     let rps = total as f64 / secs;
     if std::env::var_os("FLEET_DEBUG").is_some() {
-        eprintln!("probe: {total} requests in {secs:.2} s, process CPU {used:.2} s ({:.0} % of one core)", used / secs * 100.0);
+        eprintln!(
+            "probe: {total} requests in {secs:.2} s, process CPU {used:.2} s ({:.0} % of one core)",
+            used / secs * 100.0
+        );
     }
     rps
 }
@@ -448,7 +563,9 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     // The probe's template (not one of the simulation's, so the audit ignores its job).
     bc.extra_templates.push(JobTemplateSpec {
         allow_simultaneous: true,
-        script: Some(provkit_testing::fake_aap::JobScript::successful(Duration::from_secs(3600))),
+        script: Some(provkit_testing::fake_aap::JobScript::successful(
+            Duration::from_secs(3600),
+        )),
         ..JobTemplateSpec::new("probe-template", crate::backend::ORGANIZATION)
     });
     let backend = Backend::start(&bc, &clock, n).await?;
@@ -466,7 +583,9 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     sc.policy = policy;
     sc.error_requeue = Duration::from_secs(5);
     let sim = Sim::new(sc, clock.clone(), &backend);
-    let chaos = config.chaos.then(|| Chaos::install(backend.aap(), bc.client_timeout));
+    let chaos = config
+        .chaos
+        .then(|| Chaos::install(backend.aap(), bc.client_timeout));
     let progress = config.progress.then(|| {
         let bar = indicatif::ProgressBar::new(n as u64);
         bar.set_style(
@@ -507,19 +626,32 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
                     let mut r = fastrand::Rng::with_seed(seed);
                     for _ in 0..200 {
                         let index = r.usize(..n);
-                        let Some(obj) = s.store.fresh(index) else { continue };
+                        let Some(obj) = s.store.fresh(index) else {
+                            continue;
+                        };
                         if obj.deleting.is_some() {
                             continue;
                         }
-                        let Some(job) = find_latest_job_by_type(&obj.jobs, &JobType::Provision) else { continue };
+                        let Some(job) = find_latest_job_by_type(&obj.jobs, &JobType::Provision)
+                        else {
+                            continue;
+                        };
                         if job.state.is_terminal() {
                             continue;
                         }
-                        let Ok(id) = job.job_id.parse::<u64>() else { continue };
-                        if s.aap.job(id).is_some_and(|j| matches!(j.status, "pending" | "waiting" | "running"))
+                        let Ok(id) = job.job_id.parse::<u64>() else {
+                            continue;
+                        };
+                        if s.aap
+                            .job(id)
+                            .is_some_and(|j| matches!(j.status, "pending" | "waiting" | "running"))
                             && log.purge(&s.aap, id)
                         {
-                            if let Some(c) = by.lock().unwrap_or_else(PoisonError::into_inner).get_mut(index) {
+                            if let Some(c) = by
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .get_mut(index)
+                            {
                                 *c += 1;
                             }
                             break;
@@ -532,7 +664,12 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
 
     let cpu0 = process_cpu();
     let wall0 = tokio::time::Instant::now();
-    let end = sim.run(driver.clone(), clock.after(Duration::from_secs(7 * 24 * 3600))).await;
+    let end = sim
+        .run(
+            driver.clone(),
+            clock.after(Duration::from_secs(7 * 24 * 3600)),
+        )
+        .await;
     let wall = wall0.elapsed();
     // Peak RSS of the run itself (before the probe and the audit).
     let peak_rss = peak_rss_bytes();
@@ -542,13 +679,20 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     };
     if std::env::var_os("FLEET_DEBUG").is_some() {
         let used = process_cpu.unwrap_or_default().as_secs_f64();
-        eprintln!("simulation: {:.2} s, process CPU {used:.2} s ({:.0} % of one core)", wall.as_secs_f64(), used / wall.as_secs_f64() * 100.0);
+        eprintln!(
+            "simulation: {:.2} s, process CPU {used:.2} s ({:.0} % of one core)",
+            wall.as_secs_f64(),
+            used / wall.as_secs_f64() * 100.0
+        );
     }
     if let Some(p) = &progress {
         p.finish();
     }
     let requests = EndpointCounts::read(backend.aap()).since(&baseline);
-    let faults = chaos.as_ref().map(|c| c.hits(backend.aap())).unwrap_or_default();
+    let faults = chaos
+        .as_ref()
+        .map(|c| c.hits(backend.aap()))
+        .unwrap_or_default();
     if let Some(c) = &chaos {
         c.remove(backend.aap());
     }
@@ -563,7 +707,10 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     let mut not_converged_examples = Vec::new();
     let mut unexpected_launches = 0;
     let mut unexpected_examples = Vec::new();
-    let by = purged_by_resource.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let by = purged_by_resource
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
     for index in 0..n {
         let phase = driver.phase[index].load(Ordering::Acquire);
         if phase != GONE || sim.store.fresh(index).is_some() {
@@ -572,9 +719,19 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
                 let state = sim.store.fresh(index).map_or_else(
                     || "missing".to_owned(),
                     |o| {
-                        let jobs: Vec<String> =
-                            o.jobs.iter().map(|j| format!("{}:{}:{}", j.job_type.as_str(), j.job_id, j.state.as_str())).collect();
-                        format!("gen {} deleting {} jobs [{}]", o.generation, o.deleting.is_some(), jobs.join(", "))
+                        let jobs: Vec<String> = o
+                            .jobs
+                            .iter()
+                            .map(|j| {
+                                format!("{}:{}:{}", j.job_type.as_str(), j.job_id, j.state.as_str())
+                            })
+                            .collect();
+                        format!(
+                            "gen {} deleting {} jobs [{}]",
+                            o.generation,
+                            o.deleting.is_some(),
+                            jobs.join(", ")
+                        )
                     },
                 );
                 not_converged_examples.push(format!("res-{index:05} (phase {phase}): {state}"));
@@ -615,7 +772,11 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     let mut per_resource: Vec<u32> = (0..n).map(|i| sim.calls.resource_total(i)).collect();
     per_resource.sort_unstable();
     let pick = |q: f64| {
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
         let i = ((n - 1) as f64 * q).round() as usize;
         per_resource.get(i).copied().unwrap_or(0)
     };

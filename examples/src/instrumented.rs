@@ -2,13 +2,15 @@
 //! records the calls of the running reconcile for the demo's timeline.
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
-use provkit_aap::{AapApi, AapClient, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template, TemplateKind};
+use provkit_aap::{
+    AapApi, AapClient, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template, TemplateKind,
+};
 
 /// The provider-level operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -29,7 +31,14 @@ pub enum Op {
 
 impl Op {
     /// Every operation, in report order.
-    pub const ALL: [Op; 6] = [Op::GetTemplate, Op::Launch, Op::GetJob, Op::Cancel, Op::FindKind, Op::ListJobs];
+    pub const ALL: [Op; 6] = [
+        Op::GetTemplate,
+        Op::Launch,
+        Op::GetJob,
+        Op::Cancel,
+        Op::FindKind,
+        Op::ListJobs,
+    ];
 
     fn index(self) -> usize {
         match self {
@@ -86,7 +95,10 @@ tokio::task_local! {
 }
 
 /// Runs `fut` as the reconcile of resource `index`, returning its output and the calls it made.
-pub async fn with_resource<F: std::future::Future>(index: usize, fut: F) -> (F::Output, Vec<CallRecord>) {
+pub async fn with_resource<F: std::future::Future>(
+    index: usize,
+    fut: F,
+) -> (F::Output, Vec<CallRecord>) {
     CURRENT
         .scope((index, RefCell::new(Vec::new())), async move {
             let out = fut.await;
@@ -140,7 +152,9 @@ impl CallStats {
 
     /// Calls of `op` made for resource `index`.
     pub fn for_resource(&self, index: usize, op: Op) -> u32 {
-        self.per_resource.get(index).map_or(0, |c| c[op.index()].load(Ordering::Relaxed))
+        self.per_resource
+            .get(index)
+            .map_or(0, |c| c[op.index()].load(Ordering::Relaxed))
     }
 
     /// All calls made for resource `index`.
@@ -160,7 +174,11 @@ pub struct CountingApi {
 impl CountingApi {
     /// Wraps `client`.
     pub fn new(client: AapClient, stats: Arc<CallStats>) -> Self {
-        Self { inner: client, stats, seen: Mutex::new(HashSet::new()) }
+        Self {
+            inner: client,
+            stats,
+            seen: Mutex::new(HashSet::new()),
+        }
     }
 }
 
@@ -176,34 +194,51 @@ impl AapApi for CountingApi {
         let r = self.inner.get_template(name).await;
         // The client caches successful lookups; count only the lookups that went to AAP (the first
         // success per name, and every failure).
-        let first = r.is_ok() && self.seen.lock().unwrap_or_else(PoisonError::into_inner).insert(name.to_owned());
+        let first = r.is_ok()
+            && self
+                .seen
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(name.to_owned());
         if r.is_err() || first {
-            self.stats.record(Op::GetTemplate, None, r.as_ref().err().map(short));
+            self.stats
+                .record(Op::GetTemplate, None, r.as_ref().err().map(short));
         }
         r
     }
 
-    async fn launch(&self, template: &Template, request: &LaunchRequest) -> provkit_aap::Result<Launched> {
+    async fn launch(
+        &self,
+        template: &Template,
+        request: &LaunchRequest,
+    ) -> provkit_aap::Result<Launched> {
         let r = self.inner.launch(template, request).await;
-        self.stats.record(Op::Launch, r.as_ref().ok().map(|l| l.id), r.as_ref().err().map(short));
+        self.stats.record(
+            Op::Launch,
+            r.as_ref().ok().map(|l| l.id),
+            r.as_ref().err().map(short),
+        );
         r
     }
 
     async fn get_unified(&self, kind: JobKind, id: u64) -> provkit_aap::Result<Job> {
         let r = self.inner.get_unified(kind, id).await;
-        self.stats.record(Op::GetJob, Some(id), r.as_ref().err().map(short));
+        self.stats
+            .record(Op::GetJob, Some(id), r.as_ref().err().map(short));
         r
     }
 
     async fn cancel(&self, kind: JobKind, id: u64) -> provkit_aap::Result<CancelOutcome> {
         let r = self.inner.cancel(kind, id).await;
-        self.stats.record(Op::Cancel, Some(id), r.as_ref().err().map(short));
+        self.stats
+            .record(Op::Cancel, Some(id), r.as_ref().err().map(short));
         r
     }
 
     async fn find_job_kind(&self, id: u64) -> provkit_aap::Result<Option<JobKind>> {
         let r = self.inner.find_job_kind(id).await;
-        self.stats.record(Op::FindKind, Some(id), r.as_ref().err().map(short));
+        self.stats
+            .record(Op::FindKind, Some(id), r.as_ref().err().map(short));
         r
     }
 
@@ -214,8 +249,12 @@ impl AapApi for CountingApi {
         template_id: u64,
         since: DateTime<Utc>,
     ) -> provkit_aap::Result<Vec<Job>> {
-        let r = self.inner.jobs_created_since(kind, template_kind, template_id, since).await;
-        self.stats.record(Op::ListJobs, None, r.as_ref().err().map(short));
+        let r = self
+            .inner
+            .jobs_created_since(kind, template_kind, template_id, since)
+            .await;
+        self.stats
+            .record(Op::ListJobs, None, r.as_ref().err().map(short));
         r
     }
 }

@@ -2,8 +2,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -20,7 +20,10 @@ pub struct Timed<F> {
 impl<F: Future> Timed<F> {
     /// Wraps `fut`.
     pub fn new(fut: F) -> Self {
-        Self { inner: Box::pin(fut), spent: Duration::ZERO }
+        Self {
+            inner: Box::pin(fut),
+            spent: Duration::ZERO,
+        }
     }
 }
 
@@ -132,7 +135,11 @@ pub fn fmt_duration(d: Duration) -> String {
         format!("{:.2} s", d.as_secs_f64())
     } else {
         let s = d.as_secs();
-        if s >= 3600 { format!("{}h{:02}m{:02}s", s / 3600, (s / 60) % 60, s % 60) } else { format!("{}m{:02}s", s / 60, s % 60) }
+        if s >= 3600 {
+            format!("{}h{:02}m{:02}s", s / 3600, (s / 60) % 60, s % 60)
+        } else {
+            format!("{}m{:02}s", s / 60, s % 60)
+        }
     }
 }
 
@@ -155,5 +162,4 @@ mod tests {
         assert_eq!(fmt_duration(Duration::from_millis(12)), "12.0 ms");
         assert_eq!(fmt_duration(Duration::from_secs(125)), "2m05s");
     }
-
 }

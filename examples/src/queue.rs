@@ -102,8 +102,17 @@ fn micros(t: DateTime<Utc>) -> i64 {
 impl WorkQueue {
     /// A queue for objects `0..objects` on `clock`.
     pub fn new(clock: VirtualClock, objects: usize, advance: Advance) -> Self {
-        let st = State { slots: vec![Slot::default(); objects], ..State::default() };
-        Self { clock, advance, state: Mutex::new(st), work: Notify::new(), driver: Notify::new() }
+        let st = State {
+            slots: vec![Slot::default(); objects],
+            ..State::default()
+        };
+        Self {
+            clock,
+            advance,
+            state: Mutex::new(st),
+            work: Notify::new(),
+            driver: Notify::new(),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -225,7 +234,8 @@ impl WorkQueue {
             }
         }
         // The driver waits for an empty ready queue (and, when idle-driven, no running reconcile).
-        let wake_driver = st.ready.is_empty() && (self.advance == Advance::Pipelined || st.in_flight == 0);
+        let wake_driver =
+            st.ready.is_empty() && (self.advance == Advance::Pipelined || st.in_flight == 0);
         drop(st);
         if let Some(d) = requeue_after {
             let at = now + chrono::TimeDelta::from_std(d).unwrap_or(chrono::TimeDelta::MAX / 4);
@@ -370,7 +380,10 @@ mod tests {
         q.done(0, Some(Duration::from_secs(30)));
         assert_eq!(q.next().await, Some(0));
         q.done(0, Some(Duration::from_secs(30)));
-        assert_eq!(q.lock().slots[0].scheduled, Some(micros(clock.after(Duration::from_secs(30)))));
+        assert_eq!(
+            q.lock().slots[0].scheduled,
+            Some(micros(clock.after(Duration::from_secs(30))))
+        );
     }
 
     #[tokio::test]
@@ -380,10 +393,16 @@ mod tests {
         let log = Arc::new(Mutex::new(Vec::new()));
         for secs in [30, 10, 20] {
             let (log, c) = (log.clone(), clock.clone());
-            q.at(clock.after(Duration::from_secs(secs)), Box::new(move || log.lock().unwrap().push(c.elapsed().as_secs())));
+            q.at(
+                clock.after(Duration::from_secs(secs)),
+                Box::new(move || log.lock().unwrap().push(c.elapsed().as_secs())),
+            );
         }
         q.schedule_after(0, Duration::from_secs(500));
-        assert_eq!(q.drive(clock.after(Duration::from_secs(100))).await, DriveEnd::Deadline);
+        assert_eq!(
+            q.drive(clock.after(Duration::from_secs(100))).await,
+            DriveEnd::Deadline
+        );
         assert_eq!(*log.lock().unwrap(), [10, 20, 30]);
         assert_eq!(q.next().await, None, "closed");
     }

@@ -39,7 +39,10 @@ impl EndpointCounts {
         for (i, (e, _)) in ENDPOINTS.iter().enumerate() {
             counts[i] = c.endpoint(*e);
         }
-        Self { counts, resets: c.resets() }
+        Self {
+            counts,
+            resets: c.resets(),
+        }
     }
 
     /// `self - earlier`.
@@ -49,7 +52,10 @@ impl EndpointCounts {
         for (i, c) in counts.iter_mut().enumerate() {
             *c = self.counts[i].saturating_sub(earlier.counts[i]);
         }
-        Self { counts, resets: self.resets.saturating_sub(earlier.resets) }
+        Self {
+            counts,
+            resets: self.resets.saturating_sub(earlier.resets),
+        }
     }
 
     /// All requests.
@@ -59,7 +65,10 @@ impl EndpointCounts {
 
     /// Requests to `endpoint`.
     pub fn get(&self, endpoint: Endpoint) -> u64 {
-        ENDPOINTS.iter().position(|(e, _)| *e == endpoint).map_or(0, |i| self.counts[i])
+        ENDPOINTS
+            .iter()
+            .position(|(e, _)| *e == endpoint)
+            .map_or(0, |i| self.counts[i])
     }
 }
 
@@ -76,7 +85,10 @@ impl Table {
     pub fn new(header: &[&str]) -> Self {
         Self {
             right: header.iter().map(|h| h.starts_with('>')).collect(),
-            header: header.iter().map(|h| h.trim_start_matches('>').to_owned()).collect(),
+            header: header
+                .iter()
+                .map(|h| h.trim_start_matches('>').to_owned())
+                .collect(),
             rows: Vec::new(),
         }
     }
@@ -117,7 +129,13 @@ impl Table {
         };
         let mut out = line(&self.header);
         out.push('\n');
-        out.push_str(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "));
+        out.push_str(
+            &widths
+                .iter()
+                .map(|w| "-".repeat(*w))
+                .collect::<Vec<_>>()
+                .join("  "),
+        );
         out.push('\n');
         for row in &self.rows {
             out.push_str(&line(row));
@@ -132,24 +150,50 @@ pub fn endpoint_table(counts: &EndpointCounts, resources: usize) -> String {
     let mut t = Table::new(&["AAP endpoint (server side)", ">requests", ">per resource"]);
     for (i, (_, label)) in ENDPOINTS.iter().enumerate() {
         if counts.counts[i] > 0 {
-            t.row(vec![label.to_string(), counts.counts[i].to_string(), per(counts.counts[i], resources)]);
+            t.row(vec![
+                label.to_string(),
+                counts.counts[i].to_string(),
+                per(counts.counts[i], resources),
+            ]);
         }
     }
-    t.row(vec!["total".into(), counts.total().to_string(), per(counts.total(), resources)]);
+    t.row(vec![
+        "total".into(),
+        counts.total().to_string(),
+        per(counts.total(), resources),
+    ]);
     if counts.resets > 0 {
-        t.row(vec!["(connections reset by faults)".into(), counts.resets.to_string(), String::new()]);
+        t.row(vec![
+            "(connections reset by faults)".into(),
+            counts.resets.to_string(),
+            String::new(),
+        ]);
     }
     t.render()
 }
 
 /// The provider-call table (client side, one line per operation; client retries not included).
 pub fn call_table(calls: &CallStats, resources: usize) -> String {
-    let mut t = Table::new(&["provider call (client side)", ">calls", ">failed", ">per resource"]);
+    let mut t = Table::new(&[
+        "provider call (client side)",
+        ">calls",
+        ">failed",
+        ">per resource",
+    ]);
     for op in Op::ALL {
         let n = calls.total(op);
         if n > 0 {
-            let label = if op == Op::GetTemplate { "GET template (first per name)" } else { op.label() };
-            t.row(vec![label.to_owned(), n.to_string(), calls.errors(op).to_string(), per(n, resources)]);
+            let label = if op == Op::GetTemplate {
+                "GET template (first per name)"
+            } else {
+                op.label()
+            };
+            t.row(vec![
+                label.to_owned(),
+                n.to_string(),
+                calls.errors(op).to_string(),
+                per(n, resources),
+            ]);
         }
     }
     t.render()
@@ -171,6 +215,9 @@ mod tests {
         let mut t = Table::new(&["name", ">n"]);
         t.row(vec!["a".into(), "1".into()]);
         t.row(vec!["long name".into(), "100".into()]);
-        assert_eq!(t.render(), "name         n\n---------  ---\na            1\nlong name  100\n");
+        assert_eq!(
+            t.render(),
+            "name         n\n---------  ---\na            1\nlong name  100\n"
+        );
     }
 }

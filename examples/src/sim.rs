@@ -6,10 +6,13 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use provkit_core::{Clock, JobState, JobStatus, JobType, compute_desired_config_version, find_latest_job_by_type};
+use provkit_core::{
+    Clock, JobState, JobStatus, JobType, compute_desired_config_version, find_latest_job_by_type,
+};
 use provkit_lifecycle::{
-    Action, BoxError, DeprovisionHooks, DeprovisionOutcome, DeprovisionStep, LaunchContext, Lifecycle, LifecycleError,
-    LifecyclePolicy, ProvisionHooks, ProvisionOutcome, ProvisionStep, stale_check_fn, status_flush_fn,
+    Action, BoxError, DeprovisionHooks, DeprovisionOutcome, DeprovisionStep, LaunchContext,
+    Lifecycle, LifecycleError, LifecyclePolicy, ProvisionHooks, ProvisionOutcome, ProvisionStep,
+    stale_check_fn, status_flush_fn,
 };
 use provkit_testing::fake_aap::FakeAap;
 
@@ -107,49 +110,90 @@ impl ReconcileReport {
         let latest_state = |types: JobType| {
             self.after
                 .as_ref()
-                .and_then(|o| find_latest_job_by_type(&o.jobs, &types).map(|j| j.state.as_str().to_owned()))
+                .and_then(|o| {
+                    find_latest_job_by_type(&o.jobs, &types).map(|j| j.state.as_str().to_owned())
+                })
                 .unwrap_or_default()
         };
         match &self.result {
             EngineResult::Gone => ("(gone)".into(), String::new(), String::new()),
-            EngineResult::WriteFailed(e) => (format!("status write failed: {e}"), String::new(), String::new()),
-            EngineResult::Provision(Err(e)) => (format!("error: {e}"), String::new(), String::new()),
-            EngineResult::Deprovision(Err(e)) => (format!("error: {e}"), String::new(), String::new()),
+            EngineResult::WriteFailed(e) => (
+                format!("status write failed: {e}"),
+                String::new(),
+                String::new(),
+            ),
+            EngineResult::Provision(Err(e)) => {
+                (format!("error: {e}"), String::new(), String::new())
+            }
+            EngineResult::Deprovision(Err(e)) => {
+                (format!("error: {e}"), String::new(), String::new())
+            }
             EngineResult::Provision(Ok(o)) => {
                 let (what, id) = match &o.step {
                     ProvisionStep::Skipped => ("Skip: config applied".to_owned(), String::new()),
-                    ProvisionStep::StaleCache => ("Requeue: stale cache, no launch".to_owned(), String::new()),
+                    ProvisionStep::StaleCache => {
+                        ("Requeue: stale cache, no launch".to_owned(), String::new())
+                    }
                     ProvisionStep::Launched { job_id } if o.action == Action::Backoff => {
                         ("Backoff over: retry launched".to_owned(), job_id.clone())
                     }
-                    ProvisionStep::Launched { job_id } => (format!("{}: launched", o.action), job_id.clone()),
-                    ProvisionStep::Recovered { job_id } => ("Trigger: recovered by key".to_owned(), job_id.clone()),
-                    ProvisionStep::RateLimited { retry_after } => {
-                        (format!("rate-limited, retry in {}s", retry_after.as_secs()), String::new())
+                    ProvisionStep::Launched { job_id } => {
+                        (format!("{}: launched", o.action), job_id.clone())
                     }
-                    ProvisionStep::Polled { job_id, state } if state.is_terminal() && !state.is_successful() => {
-                        let wait = self.requeue.map(crate::metrics::fmt_duration).unwrap_or_default();
-                        (format!("Poll: job {} → backoff, retry in {wait}", state.as_str()), job_id.clone())
+                    ProvisionStep::Recovered { job_id } => {
+                        ("Trigger: recovered by key".to_owned(), job_id.clone())
+                    }
+                    ProvisionStep::RateLimited { retry_after } => (
+                        format!("rate-limited, retry in {}s", retry_after.as_secs()),
+                        String::new(),
+                    ),
+                    ProvisionStep::Polled { job_id, state }
+                        if state.is_terminal() && !state.is_successful() =>
+                    {
+                        let wait = self
+                            .requeue
+                            .map(crate::metrics::fmt_duration)
+                            .unwrap_or_default();
+                        (
+                            format!("Poll: job {} → backoff, retry in {wait}", state.as_str()),
+                            job_id.clone(),
+                        )
                     }
                     ProvisionStep::Polled { job_id, .. } => ("Poll".to_owned(), job_id.clone()),
-                    ProvisionStep::PurgedJobFailed { job_id } => ("Poll: job purged → Failed".to_owned(), job_id.clone()),
-                    ProvisionStep::StatusReadFailed { job_id } => ("Poll: status read failed".to_owned(), job_id.clone()),
-                    ProvisionStep::BackingOff { remaining } => {
-                        (format!("Backoff: retry in {}", crate::metrics::fmt_duration(*remaining)), String::new())
+                    ProvisionStep::PurgedJobFailed { job_id } => {
+                        ("Poll: job purged → Failed".to_owned(), job_id.clone())
                     }
+                    ProvisionStep::StatusReadFailed { job_id } => {
+                        ("Poll: status read failed".to_owned(), job_id.clone())
+                    }
+                    ProvisionStep::BackingOff { remaining } => (
+                        format!(
+                            "Backoff: retry in {}",
+                            crate::metrics::fmt_duration(*remaining)
+                        ),
+                        String::new(),
+                    ),
                     other => (format!("{other:?}"), String::new()),
                 };
                 (what, id, latest_state(JobType::Provision))
             }
             EngineResult::Deprovision(Ok(o)) => {
                 let (what, id, ty) = match &o.step {
-                    DeprovisionStep::Skipped => ("Deprovision: skipped".to_owned(), String::new(), JobType::Deprovision),
-                    DeprovisionStep::StaleCache => {
-                        ("Deprovision: stale cache, no launch".to_owned(), String::new(), JobType::Deprovision)
-                    }
-                    DeprovisionStep::Waiting => {
-                        ("Deprovision: cancel provision job, wait".to_owned(), String::new(), JobType::Provision)
-                    }
+                    DeprovisionStep::Skipped => (
+                        "Deprovision: skipped".to_owned(),
+                        String::new(),
+                        JobType::Deprovision,
+                    ),
+                    DeprovisionStep::StaleCache => (
+                        "Deprovision: stale cache, no launch".to_owned(),
+                        String::new(),
+                        JobType::Deprovision,
+                    ),
+                    DeprovisionStep::Waiting => (
+                        "Deprovision: cancel provision job, wait".to_owned(),
+                        String::new(),
+                        JobType::Provision,
+                    ),
                     DeprovisionStep::Launched { job_id } => {
                         let canceled = self.after.as_ref().is_some_and(|o| {
                             find_latest_job_by_type(&o.jobs, &JobType::Provision)
@@ -162,28 +206,44 @@ impl ReconcileReport {
                         };
                         (what.to_owned(), job_id.clone(), JobType::Deprovision)
                     }
-                    DeprovisionStep::Recovered { job_id } => {
-                        ("Deprovision: recovered by key".to_owned(), job_id.clone(), JobType::Deprovision)
-                    }
+                    DeprovisionStep::Recovered { job_id } => (
+                        "Deprovision: recovered by key".to_owned(),
+                        job_id.clone(),
+                        JobType::Deprovision,
+                    ),
                     DeprovisionStep::RateLimited { retry_after } => (
-                        format!("Deprovision: rate-limited, retry in {}s", retry_after.as_secs()),
+                        format!(
+                            "Deprovision: rate-limited, retry in {}s",
+                            retry_after.as_secs()
+                        ),
                         String::new(),
                         JobType::Deprovision,
                     ),
-                    DeprovisionStep::Polled { job_id, .. } => {
-                        ("Deprovision: poll".to_owned(), job_id.clone(), JobType::Deprovision)
-                    }
-                    DeprovisionStep::PurgedJobFailed { job_id } => {
-                        ("Deprovision: job purged → Failed".to_owned(), job_id.clone(), JobType::Deprovision)
-                    }
-                    DeprovisionStep::StatusReadFailed { job_id } => {
-                        ("Deprovision: status read failed".to_owned(), job_id.clone(), JobType::Deprovision)
-                    }
-                    DeprovisionStep::Finished { job_id, .. } => {
-                        ("Deprovision: finished, finalizer removed".to_owned(), job_id.clone(), JobType::Deprovision)
-                    }
+                    DeprovisionStep::Polled { job_id, .. } => (
+                        "Deprovision: poll".to_owned(),
+                        job_id.clone(),
+                        JobType::Deprovision,
+                    ),
+                    DeprovisionStep::PurgedJobFailed { job_id } => (
+                        "Deprovision: job purged → Failed".to_owned(),
+                        job_id.clone(),
+                        JobType::Deprovision,
+                    ),
+                    DeprovisionStep::StatusReadFailed { job_id } => (
+                        "Deprovision: status read failed".to_owned(),
+                        job_id.clone(),
+                        JobType::Deprovision,
+                    ),
+                    DeprovisionStep::Finished { job_id, .. } => (
+                        "Deprovision: finished, finalizer removed".to_owned(),
+                        job_id.clone(),
+                        JobType::Deprovision,
+                    ),
                     DeprovisionStep::BackingOff { remaining } => (
-                        format!("Deprovision: backoff {}", crate::metrics::fmt_duration(*remaining)),
+                        format!(
+                            "Deprovision: backoff {}",
+                            crate::metrics::fmt_duration(*remaining)
+                        ),
                         String::new(),
                         JobType::Deprovision,
                     ),
@@ -204,9 +264,12 @@ pub fn is_converged(o: &Object) -> bool {
     if o.deleting.is_some() {
         return false;
     }
-    let Some(latest) = find_latest_job_by_type(&o.jobs, &JobType::Provision) else { return false };
+    let Some(latest) = find_latest_job_by_type(&o.jobs, &JobType::Provision) else {
+        return false;
+    };
     latest.state == JobState::Succeeded
-        && compute_desired_config_version(&o.spec).is_ok_and(|desired| latest.config_version == desired)
+        && compute_desired_config_version(&o.spec)
+            .is_ok_and(|desired| latest.config_version == desired)
 }
 
 /// Sees every reconcile (drives the scenario: spec changes, deletions; prints timelines).
@@ -236,16 +299,28 @@ pub struct Sim {
 
 impl fmt::Debug for Sim {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sim").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Sim")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
 impl Sim {
     /// A simulation driving `backend`'s provider.
     pub fn new(config: SimConfig, clock: VirtualClock, backend: &Backend) -> Arc<Self> {
-        let store = Arc::new(ApiServer::new(clock.clone(), config.resources, config.stale_fraction, config.seed));
-        let queue = Arc::new(WorkQueue::new(clock.clone(), config.resources, config.advance));
-        let engine = Lifecycle::new(backend.provider.clone(), clock.shared()).with_policy(config.policy.clone());
+        let store = Arc::new(ApiServer::new(
+            clock.clone(),
+            config.resources,
+            config.stale_fraction,
+            config.seed,
+        ));
+        let queue = Arc::new(WorkQueue::new(
+            clock.clone(),
+            config.resources,
+            config.advance,
+        ));
+        let engine = Lifecycle::new(backend.provider.clone(), clock.shared())
+            .with_policy(config.policy.clone());
         Arc::new(Self {
             clock,
             store,
@@ -285,7 +360,11 @@ impl Sim {
     }
 
     /// Runs `concurrency` workers and the clock driver until quiescence or `deadline`.
-    pub async fn run(self: &Arc<Self>, observer: Arc<dyn Observer>, deadline: DateTime<Utc>) -> DriveEnd {
+    pub async fn run(
+        self: &Arc<Self>,
+        observer: Arc<dyn Observer>,
+        deadline: DateTime<Utc>,
+    ) -> DriveEnd {
         let mut workers = Vec::new();
         for _ in 0..self.config.concurrency.max(1) {
             let sim = self.clone();
@@ -300,7 +379,9 @@ impl Sim {
         }
         // The clock driver runs as a task of the runtime too (waking it is then cheap).
         let queue = self.queue.clone();
-        let end = tokio::spawn(async move { queue.drive(deadline).await }).await.unwrap_or(DriveEnd::Closed);
+        let end = tokio::spawn(async move { queue.drive(deadline).await })
+            .await
+            .unwrap_or(DriveEnd::Closed);
         for w in workers {
             let _ = w.await;
         }
@@ -331,7 +412,8 @@ impl Sim {
             m.stale_reconciles.fetch_add(1, Ordering::Relaxed);
         }
         let session = Arc::new(StatusSession::new(self.store.clone(), &copy));
-        let ((result, cpu), calls) = with_resource(index, Timed::new(self.run_engine(&copy, &session))).await;
+        let ((result, cpu), calls) =
+            with_resource(index, Timed::new(self.run_engine(&copy, &session))).await;
         m.add_cpu(cpu);
         let (result, requeue, released) = result;
         self.store.end_reconcile(index, &read, session.wrote());
@@ -366,18 +448,38 @@ impl Sim {
         let m = &self.metrics;
         if copy.deleting.is_some() {
             if !copy.finalizer {
-                return (EngineResult::Deprovision(Err("no finalizer".into())), None, false);
+                return (
+                    EngineResult::Deprovision(Err("no finalizer".into())),
+                    None,
+                    false,
+                );
             }
             let store = self.store.clone();
             let check = stale_check_fn(move || {
                 let store = store.clone();
-                async move { Ok(store.fresh(index).map(|o| o.jobs.clone()).unwrap_or_default()) }
+                async move {
+                    Ok(store
+                        .fresh(index)
+                        .map(|o| o.jobs.clone())
+                        .unwrap_or_default())
+                }
             });
-            let hooks = DeprovisionHooks::new().status_flush(&flush).stale_check(&check);
-            let out = self.engine.run_deprovisioning_lifecycle(&view, &mut jobs, &ctx, &hooks).await;
+            let hooks = DeprovisionHooks::new()
+                .status_flush(&flush)
+                .stale_check(&check);
+            let out = self
+                .engine
+                .run_deprovisioning_lifecycle(&view, &mut jobs, &ctx, &hooks)
+                .await;
             let out = match out {
                 Ok(o) => o,
-                Err(e) => return (self.engine_error(&e, EngineResult::Deprovision), Some(self.config.error_requeue), false),
+                Err(e) => {
+                    return (
+                        self.engine_error(&e, EngineResult::Deprovision),
+                        Some(self.config.error_requeue),
+                        false,
+                    );
+                }
             };
             if matches!(out.step, DeprovisionStep::StaleCache) {
                 m.stale_check_requeues.fetch_add(1, Ordering::Relaxed);
@@ -392,7 +494,11 @@ impl Sim {
                 && let Err(e) = session.write(&jobs)
             {
                 m.write_failures.fetch_add(1, Ordering::Relaxed);
-                return (EngineResult::WriteFailed(e.to_string()), Some(self.config.error_requeue), false);
+                return (
+                    EngineResult::WriteFailed(e.to_string()),
+                    Some(self.config.error_requeue),
+                    false,
+                );
             }
             let mut released = false;
             let mut requeue = out.requeue_after();
@@ -410,14 +516,30 @@ impl Sim {
         let store = self.store.clone();
         let check = stale_check_fn(move || {
             let store = store.clone();
-            async move { Ok(store.fresh(index).map(|o| o.jobs.clone()).unwrap_or_default()) }
+            async move {
+                Ok(store
+                    .fresh(index)
+                    .map(|o| o.jobs.clone())
+                    .unwrap_or_default())
+            }
         });
-        let mut hooks = ProvisionHooks::new().stale_check(&check).status_flush(&flush);
-        let out = self.engine.run_provisioning_lifecycle(&view, &mut jobs, &desired, &ctx, &mut hooks).await;
+        let mut hooks = ProvisionHooks::new()
+            .stale_check(&check)
+            .status_flush(&flush);
+        let out = self
+            .engine
+            .run_provisioning_lifecycle(&view, &mut jobs, &desired, &ctx, &mut hooks)
+            .await;
         drop(hooks);
         let out = match out {
             Ok(o) => o,
-            Err(e) => return (self.engine_error(&e, EngineResult::Provision), Some(self.config.error_requeue), false),
+            Err(e) => {
+                return (
+                    self.engine_error(&e, EngineResult::Provision),
+                    Some(self.config.error_requeue),
+                    false,
+                );
+            }
         };
         match out.step {
             ProvisionStep::StaleCache => {
@@ -435,20 +557,33 @@ impl Sim {
             && let Err(e) = session.write(&jobs)
         {
             m.write_failures.fetch_add(1, Ordering::Relaxed);
-            return (EngineResult::WriteFailed(e.to_string()), Some(self.config.error_requeue), false);
+            return (
+                EngineResult::WriteFailed(e.to_string()),
+                Some(self.config.error_requeue),
+                false,
+            );
         }
         let requeue = out.requeue_after();
         (EngineResult::Provision(Ok(out)), requeue, false)
     }
 
-    fn engine_error<T>(&self, e: &LifecycleError, wrap: impl FnOnce(Result<T, String>) -> EngineResult) -> EngineResult {
+    fn engine_error<T>(
+        &self,
+        e: &LifecycleError,
+        wrap: impl FnOnce(Result<T, String>) -> EngineResult,
+    ) -> EngineResult {
         self.metrics.errors.fetch_add(1, Ordering::Relaxed);
         if e.outcome_unknown() {
-            self.metrics.unknown_outcome_errors.fetch_add(1, Ordering::Relaxed);
+            self.metrics
+                .unknown_outcome_errors
+                .fetch_add(1, Ordering::Relaxed);
         }
         let mut text = e.to_string();
         if text.len() > 90 {
-            let cut = (0..=90).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+            let cut = (0..=90)
+                .rev()
+                .find(|i| text.is_char_boundary(*i))
+                .unwrap_or(0);
             text.truncate(cut);
             text.push('…');
         }
@@ -460,15 +595,27 @@ impl Sim {
         let latest = find_latest_job_by_type(jobs, &JobType::Deprovision);
         let verdict = match latest {
             None => Err("no deprovision job recorded".to_owned()),
-            Some(job) => match job.job_id.parse::<u64>().ok().and_then(|id| self.aap.job(id)) {
+            Some(job) => match job
+                .job_id
+                .parse::<u64>()
+                .ok()
+                .and_then(|id| self.aap.job(id))
+            {
                 None => Err(format!("deprovision job {} unknown to AAP", job.job_id)),
                 Some(info) if info.status == "successful" => Ok(()),
-                Some(info) => Err(format!("deprovision job {} is {} in AAP", job.job_id, info.status)),
+                Some(info) => Err(format!(
+                    "deprovision job {} is {} in AAP",
+                    job.job_id, info.status
+                )),
             },
         };
         if let Err(why) = verdict {
             self.metrics.early_releases.fetch_add(1, Ordering::Relaxed);
-            let mut d = self.metrics.early_release_details.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut d = self
+                .metrics
+                .early_release_details
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             if d.len() < 20 {
                 d.push(format!("{}: {why}", copy.name));
             }

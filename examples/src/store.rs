@@ -73,7 +73,10 @@ impl Object {
                 map.insert("finalizers".into(), json!(["sim.provkit.io/provisioning"]));
             }
             if let Some(t) = self.deleting {
-                map.insert("deletionTimestamp".into(), json!(t.to_rfc3339_opts(SecondsFormat::Secs, true)));
+                map.insert(
+                    "deletionTimestamp".into(),
+                    json!(t.to_rfc3339_opts(SecondsFormat::Secs, true)),
+                );
             }
         }
         json!({
@@ -103,7 +106,9 @@ impl Object {
 #[non_exhaustive]
 pub enum WriteError {
     /// Somebody else wrote the object since `expected` was read.
-    #[error("conflict: object {name} is at resourceVersion {actual}, the write expected {expected}")]
+    #[error(
+        "conflict: object {name} is at resourceVersion {actual}, the write expected {expected}"
+    )]
     Conflict {
         /// The object's name.
         name: String,
@@ -190,7 +195,9 @@ impl ApiServer {
     }
 
     fn slot(&self, index: usize) -> Option<MutexGuard<'_, Slot>> {
-        self.slots.get(index).map(|m| m.lock().unwrap_or_else(PoisonError::into_inner))
+        self.slots
+            .get(index)
+            .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Number of slots.
@@ -255,8 +262,12 @@ impl ApiServer {
 
     /// Removes the finalizer; a deleted object then disappears. Returns whether it was present.
     pub fn remove_finalizer(&self, index: usize) -> bool {
-        let Some(mut slot) = self.slot(index) else { return false };
-        let Some(api) = slot.api.clone() else { return false };
+        let Some(mut slot) = self.slot(index) else {
+            return false;
+        };
+        let Some(api) = slot.api.clone() else {
+            return false;
+        };
         if !api.finalizer {
             return false;
         }
@@ -289,7 +300,11 @@ impl ApiServer {
     /// The start of a reconcile: the cache copy (possibly stale).
     pub fn begin_reconcile(&self, index: usize) -> CachedRead {
         let Some(mut slot) = self.slot(index) else {
-            return CachedRead { object: None, stale: false, events: 0 };
+            return CachedRead {
+                object: None,
+                stale: false,
+                events: 0,
+            };
         };
         let object = slot.cache.clone();
         let stale = match (&object, &slot.api) {
@@ -302,7 +317,11 @@ impl ApiServer {
         if stale {
             self.stats.stale_reads.fetch_add(1, Ordering::Relaxed);
         }
-        CachedRead { object, stale, events: slot.events }
+        CachedRead {
+            object,
+            stale,
+            events: slot.events,
+        }
     }
 
     /// The end of a reconcile: the cache catches up with the API server, except that after a
@@ -312,7 +331,9 @@ impl ApiServer {
             let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
             rng.f64() < self.stale_fraction
         };
-        let Some(mut slot) = self.slot(index) else { return };
+        let Some(mut slot) = self.slot(index) else {
+            return;
+        };
         if lag && slot.events == read.events {
             slot.cache = read.object.clone();
             slot.lag_next_read = true;
@@ -332,7 +353,12 @@ impl ApiServer {
     ///
     /// # Errors
     /// [`WriteError::Conflict`] or [`WriteError::Gone`].
-    pub fn write_jobs(&self, index: usize, expected: u64, jobs: Vec<JobStatus>) -> Result<Arc<Object>, WriteError> {
+    pub fn write_jobs(
+        &self,
+        index: usize,
+        expected: u64,
+        jobs: Vec<JobStatus>,
+    ) -> Result<Arc<Object>, WriteError> {
         let mut slot = self.slot(index).ok_or(WriteError::Gone { index })?;
         let api = slot.api.clone().ok_or(WriteError::Gone { index })?;
         if api.resource_version != expected {
@@ -363,7 +389,10 @@ impl ApiServer {
 
     /// Whether any status write ever recorded `job_id`.
     pub fn was_recorded(&self, job_id: &str) -> bool {
-        self.recorded.lock().unwrap_or_else(PoisonError::into_inner).contains(job_id)
+        self.recorded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(job_id)
     }
 
     /// The history cap used by merges.
@@ -390,8 +419,8 @@ pub fn merge_jobs(server: &[JobStatus], ours: &[JobStatus], cap: NonZeroUsize) -
                 }
             }
             None => {
-                let trimmed_by_other =
-                    server.len() >= cap.get() && oldest.is_some_and(|o| job.timestamp.is_none_or(|t| t < o));
+                let trimmed_by_other = server.len() >= cap.get()
+                    && oldest.is_some_and(|o| job.timestamp.is_none_or(|t| t < o));
                 if !trimmed_by_other {
                     append_job(&mut out, job.clone(), cap);
                 }
@@ -443,13 +472,20 @@ impl StatusSession {
                     return Ok(());
                 }
                 Err(WriteError::Conflict { .. }) => {
-                    let fresh = self.store.fresh(self.index).ok_or(WriteError::Gone { index: self.index })?;
+                    let fresh = self
+                        .store
+                        .fresh(self.index)
+                        .ok_or(WriteError::Gone { index: self.index })?;
                     *known = (fresh.resource_version, fresh.jobs.clone());
                 }
                 Err(e) => return Err(e),
             }
         }
-        let name = self.store.fresh(self.index).map(|o| o.name.clone()).unwrap_or_default();
+        let name = self
+            .store
+            .fresh(self.index)
+            .map(|o| o.name.clone())
+            .unwrap_or_default();
         Err(WriteError::Conflicts { name, attempts: 5 })
     }
 }
@@ -461,19 +497,37 @@ mod tests {
     use provkit_core::{JobState, JobType};
 
     fn job(id: &str, state: JobState, secs: i64) -> JobStatus {
-        JobStatus::new(id, JobType::Provision, state, DateTime::from_timestamp(secs, 0).unwrap())
+        JobStatus::new(
+            id,
+            JobType::Provision,
+            state,
+            DateTime::from_timestamp(secs, 0).unwrap(),
+        )
     }
 
     #[test]
     fn merge_keeps_other_writers_jobs_and_never_unterminates() {
         let cap = NonZeroUsize::new(10).unwrap();
-        let server = vec![job("1", JobState::Succeeded, 1), job("2", JobState::Running, 2)];
-        let ours = vec![job("1", JobState::Running, 1), job("3", JobState::Pending, 3)];
+        let server = vec![
+            job("1", JobState::Succeeded, 1),
+            job("2", JobState::Running, 2),
+        ];
+        let ours = vec![
+            job("1", JobState::Running, 1),
+            job("3", JobState::Pending, 3),
+        ];
         let merged = merge_jobs(&server, &ours, cap);
-        let ids: Vec<_> = merged.iter().map(|j| (j.job_id.as_str(), j.state.clone())).collect();
+        let ids: Vec<_> = merged
+            .iter()
+            .map(|j| (j.job_id.as_str(), j.state.clone()))
+            .collect();
         assert_eq!(
             ids,
-            [("1", JobState::Succeeded), ("2", JobState::Running), ("3", JobState::Pending)]
+            [
+                ("1", JobState::Succeeded),
+                ("2", JobState::Running),
+                ("3", JobState::Pending)
+            ]
         );
     }
 
@@ -505,7 +559,13 @@ mod tests {
         let b = StatusSession::new(store.clone(), &obj);
         a.write(&[job("1", JobState::Pending, 1)]).unwrap();
         b.write(&[job("2", JobState::Pending, 2)]).unwrap();
-        let ids: Vec<_> = store.fresh(0).unwrap().jobs.iter().map(|j| j.job_id.clone()).collect();
+        let ids: Vec<_> = store
+            .fresh(0)
+            .unwrap()
+            .jobs
+            .iter()
+            .map(|j| j.job_id.clone())
+            .collect();
         assert_eq!(ids, ["1", "2"]);
         assert_eq!(store.stats.conflicts.load(Ordering::Relaxed), 1);
     }

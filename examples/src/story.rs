@@ -73,7 +73,11 @@ impl Role {
 pub fn name_of(index: usize, total: usize) -> String {
     let role = Role::of(index);
     if total <= 4 {
-        format!("{}-{}", role.prefix(), (b'a' + u8::try_from(index).unwrap_or(0)) as char)
+        format!(
+            "{}-{}",
+            role.prefix(),
+            (b'a' + u8::try_from(index).unwrap_or(0)) as char
+        )
     } else {
         format!("{}-{index:05}", role.prefix())
     }
@@ -84,11 +88,27 @@ pub fn name_of(index: usize, total: usize) -> String {
 pub fn templates(total: usize) -> Vec<KindTemplates> {
     let volumes = (0..total).filter(|i| Role::of(*i) == Role::Vol).count();
     vec![
-        KindTemplates::new(Role::Net.kind(), Duration::from_secs(45), Duration::from_secs(20)),
-        KindTemplates::new(Role::Vol.kind(), Duration::from_secs(30), Duration::from_secs(20))
-            .failing_first(u32::try_from(volumes).unwrap_or(u32::MAX)),
-        KindTemplates::new(Role::Cluster.kind(), Duration::from_secs(600), Duration::from_secs(40)),
-        KindTemplates::new(Role::Vm.kind(), Duration::from_secs(40), Duration::from_secs(20)),
+        KindTemplates::new(
+            Role::Net.kind(),
+            Duration::from_secs(45),
+            Duration::from_secs(20),
+        ),
+        KindTemplates::new(
+            Role::Vol.kind(),
+            Duration::from_secs(30),
+            Duration::from_secs(20),
+        )
+        .failing_first(u32::try_from(volumes).unwrap_or(u32::MAX)),
+        KindTemplates::new(
+            Role::Cluster.kind(),
+            Duration::from_secs(600),
+            Duration::from_secs(40),
+        ),
+        KindTemplates::new(
+            Role::Vm.kind(),
+            Duration::from_secs(40),
+            Duration::from_secs(20),
+        ),
     ]
 }
 
@@ -102,7 +122,11 @@ fn spec_b(index: usize) -> Value {
 
 /// The short config version of a spec (first 8 hex digits).
 fn version(spec: &Value) -> String {
-    compute_desired_config_version(spec).unwrap_or_default().chars().take(8).collect()
+    compute_desired_config_version(spec)
+        .unwrap_or_default()
+        .chars()
+        .take(8)
+        .collect()
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -150,7 +174,11 @@ pub struct Story {
 impl Story {
     /// A story over `total` resources; `keep_lines` records the timeline; `progress` ticks once
     /// per finished resource.
-    pub fn new(total: usize, keep_lines: bool, progress: Option<indicatif::ProgressBar>) -> Arc<Self> {
+    pub fn new(
+        total: usize,
+        keep_lines: bool,
+        progress: Option<indicatif::ProgressBar>,
+    ) -> Arc<Self> {
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             total,
@@ -165,14 +193,24 @@ impl Story {
     fn line(&self, at: DateTime<Utc>, cells: [String; 6]) {
         if self.keep_lines {
             let seq = self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            self.lines.lock().unwrap_or_else(PoisonError::into_inner).push(Line { at, seq, cells });
+            self.lines
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(Line { at, seq, cells });
         }
     }
 
     fn user(&self, sim: &Sim, index: usize, what: &str) {
         self.line(
             sim.clock.now(),
-            [name_of(index, self.total), format!("» {what}"), String::new(), String::new(), String::new(), String::new()],
+            [
+                name_of(index, self.total),
+                format!("» {what}"),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ],
         );
     }
 
@@ -189,14 +227,20 @@ impl Story {
     /// do not depend on progress (the cluster deletions).
     pub fn start(self: &Arc<Self>, sim: &Arc<Sim>) {
         for index in 0..self.total {
-            let at = sim.clock.after(Duration::from_secs(5 * (index as u64 % 12)));
+            let at = sim
+                .clock
+                .after(Duration::from_secs(5 * (index as u64 % 12)));
             let (story, s) = (self.clone(), sim.clone());
             sim.queue.at(
                 at,
                 Box::new(move || {
                     let role = Role::of(index);
                     let spec = spec_a(index);
-                    story.user(&s, index, &format!("create {} (spec v{})", role.kind(), version(&spec)));
+                    story.user(
+                        &s,
+                        index,
+                        &format!("create {} (spec v{})", role.kind(), version(&spec)),
+                    );
                     s.create(index, role.kind(), &name_of(index, story.total), spec);
                     if role == Role::Cluster {
                         let (story2, s2) = (story.clone(), s.clone());
@@ -225,7 +269,11 @@ impl Story {
                 }
                 "A" => {
                     let spec = spec_a(index);
-                    story.user(&s, index, &format!("revert spec → v{} (A-B-A)", version(&spec)));
+                    story.user(
+                        &s,
+                        index,
+                        &format!("revert spec → v{} (A-B-A)", version(&spec)),
+                    );
                     s.change_spec(index, spec);
                 }
                 _ => {
@@ -238,7 +286,11 @@ impl Story {
 
     /// Prints the timeline (sorted by virtual time).
     pub fn timeline(&self, sim: &Sim) -> String {
-        let mut lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut lines = self
+            .lines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         lines.sort_by_key(|l| (l.at, l.seq));
         let mut t = Table::new(&["time", "resource", "decision", "AAP calls", ">job", "state"]);
         for l in lines {
@@ -248,7 +300,14 @@ impl Story {
                 (false, true) => state,
                 (false, false) => format!("{state} · {phase}"),
             };
-            t.row(vec![sim.clock.label(l.at), res, decision, calls, job, state]);
+            t.row(vec![
+                sim.clock.label(l.at),
+                res,
+                decision,
+                calls,
+                job,
+                state,
+            ]);
         }
         t.render()
     }
@@ -256,7 +315,8 @@ impl Story {
     /// Checks every expectation of the story; returns `(passed, failed)` descriptions.
     pub fn check(&self, sim: &Sim, audit: &Audit) -> (Vec<String>, Vec<String>) {
         let jobs = sim.aap.jobs();
-        let mut by_resource: BTreeMap<usize, Vec<&provkit_testing::fake_aap::JobInfo>> = BTreeMap::new();
+        let mut by_resource: BTreeMap<usize, Vec<&provkit_testing::fake_aap::JobInfo>> =
+            BTreeMap::new();
         for job in &jobs {
             if let Some(a) = attempt_of(&job.extra_vars) {
                 by_resource.entry(a.index).or_default().push(job);
@@ -272,7 +332,10 @@ impl Story {
             let mine = by_resource.get(&index).cloned().unwrap_or_default();
             let statuses = |create: bool| -> Vec<&str> {
                 mine.iter()
-                    .filter(|j| j.name.contains(if create { "-create-" } else { "-delete-" }))
+                    .filter(|j| {
+                        j.name
+                            .contains(if create { "-create-" } else { "-delete-" })
+                    })
                     .map(|j| j.status)
                     .collect()
             };
@@ -283,10 +346,15 @@ impl Story {
             match role {
                 Role::Net => {
                     if prov != ["successful"; 3] {
-                        problems.push(format!("provision jobs {prov:?}, expected 3 successful (A, B, A)"));
+                        problems.push(format!(
+                            "provision jobs {prov:?}, expected 3 successful (A, B, A)"
+                        ));
                     }
                     if deprov != ["successful"] || !s.released || obj.is_some() {
-                        problems.push(format!("deprovision {deprov:?}, released {}, expected deleted", s.released));
+                        problems.push(format!(
+                            "deprovision {deprov:?}, released {}, expected deleted",
+                            s.released
+                        ));
                     }
                     let versions: Vec<String> = mine
                         .iter()
@@ -294,13 +362,17 @@ impl Story {
                         .filter_map(|j| serde_json::from_str::<Value>(&j.extra_vars).ok())
                         .map(|v| version(&v["ansible_eda"]["event"]["payload"]["spec"]))
                         .collect();
-                    if versions.len() == 3 && (versions[0] != versions[2] || versions[0] == versions[1]) {
+                    if versions.len() == 3
+                        && (versions[0] != versions[2] || versions[0] == versions[1])
+                    {
                         problems.push(format!("config versions {versions:?}, expected A, B, A"));
                     }
                 }
                 Role::Vol => {
                     if prov != ["failed", "successful"] {
-                        problems.push(format!("provision jobs {prov:?}, expected [failed, successful]"));
+                        problems.push(format!(
+                            "provision jobs {prov:?}, expected [failed, successful]"
+                        ));
                     }
                     if !s.backoff_seen {
                         problems.push("the retry was not a Backoff decision".into());
@@ -310,7 +382,10 @@ impl Story {
                     if let [first, second] = created[..]
                         && (second - first).to_std().unwrap_or_default() < backoff
                     {
-                        problems.push(format!("retry came {}s after the failed job, before the backoff", (second - first).num_seconds()));
+                        problems.push(format!(
+                            "retry came {}s after the failed job, before the backoff",
+                            (second - first).num_seconds()
+                        ));
                     }
                     if !obj.as_deref().is_some_and(crate::sim::is_converged) {
                         problems.push("not converged".into());
@@ -324,7 +399,10 @@ impl Story {
                         problems.push("no cancel request".into());
                     }
                     if deprov != ["successful"] || !s.released || obj.is_some() {
-                        problems.push(format!("deprovision {deprov:?}, released {}, expected deleted", s.released));
+                        problems.push(format!(
+                            "deprovision {deprov:?}, released {}, expected deleted",
+                            s.released
+                        ));
                     }
                 }
                 Role::Vm => {
@@ -335,7 +413,10 @@ impl Story {
                         problems.push("no reconcile stopped by the stale-cache check".into());
                     }
                     if s.stale_launches > 0 {
-                        problems.push(format!("{} launch(es) from a stale reconcile", s.stale_launches));
+                        problems.push(format!(
+                            "{} launch(es) from a stale reconcile",
+                            s.stale_launches
+                        ));
                     }
                     if !obj.as_deref().is_some_and(crate::sim::is_converged) {
                         problems.push("not converged".into());
@@ -349,9 +430,13 @@ impl Story {
             }
         }
         let describe = |role: Role| match role {
-            Role::Net => "provision → success; spec change → re-provision; A-B-A revert → re-provision; delete → deprovision",
+            Role::Net => {
+                "provision → success; spec change → re-provision; A-B-A revert → re-provision; delete → deprovision"
+            }
             Role::Vol => "provision → failure → backoff (≥ base) → retry → success",
-            Role::Cluster => "deletion while the provision job runs → cancel → deprovision → finalizer removed",
+            Role::Cluster => {
+                "deletion while the provision job runs → cancel → deprovision → finalizer removed"
+            }
             Role::Vm => "racing reconcile on a stale copy → stale-cache check → no launch",
         };
         for role in [Role::Net, Role::Vol, Role::Cluster, Role::Vm] {
@@ -359,17 +444,29 @@ impl Story {
             if of_role > 0 {
                 let ok = per_role.get(&role).copied().unwrap_or(0);
                 let line = format!("{} ({ok}/{of_role}): {}", role.kind(), describe(role));
-                if ok == of_role { passed.push(line) } else { failed.push(line) }
+                if ok == of_role {
+                    passed.push(line)
+                } else {
+                    failed.push(line)
+                }
             }
         }
         let global = [
             ("duplicate launches", audit.duplicates),
             ("lost job ids", audit.lost),
-            ("early finalizer releases", usize::try_from(crate::metrics::RunMetrics::get(&sim.metrics.early_releases)).unwrap_or(usize::MAX)),
+            (
+                "early finalizer releases",
+                usize::try_from(crate::metrics::RunMetrics::get(&sim.metrics.early_releases))
+                    .unwrap_or(usize::MAX),
+            ),
             ("unkeyed jobs", audit.unkeyed),
         ];
         for (what, n) in global {
-            if n == 0 { passed.push(format!("{what}: 0")) } else { failed.push(format!("{what}: {n}")) }
+            if n == 0 {
+                passed.push(format!("{what}: 0"))
+            } else {
+                failed.push(format!("{what}: {n}"))
+            }
         }
         (passed, failed)
     }
@@ -390,14 +487,29 @@ impl Observer for Story {
         let index = report.index;
         let (decision, job, state) = report.describe();
         let calls: Vec<String> = report.calls.iter().map(ToString::to_string).collect();
-        let decision = if report.stale { format!("{decision} (stale copy)") } else { decision };
+        let decision = if report.stale {
+            format!("{decision} (stale copy)")
+        } else {
+            decision
+        };
         if !matches!(report.result, EngineResult::Gone) {
-            self.line(report.at, [name_of(index, self.total), decision, calls.join(", "), job, state, phase_label(report)]);
+            self.line(
+                report.at,
+                [
+                    name_of(index, self.total),
+                    decision,
+                    calls.join(", "),
+                    job,
+                    state,
+                    phase_label(report),
+                ],
+            );
         }
         let this = self.me.upgrade();
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(s) = seen.get_mut(index) else { return };
-        s.cancels += u32::try_from(report.calls.iter().filter(|c| c.op == Op::Cancel).count()).unwrap_or(0);
+        s.cancels +=
+            u32::try_from(report.calls.iter().filter(|c| c.op == Op::Cancel).count()).unwrap_or(0);
         let launched = report.calls.iter().any(|c| c.op == Op::Launch);
         if report.stale && launched {
             s.stale_launches += 1;
@@ -408,9 +520,15 @@ impl Observer for Story {
         match &report.result {
             EngineResult::Provision(Ok(o)) => match &o.step {
                 ProvisionStep::BackingOff { .. } => s.backoff_seen = true,
-                ProvisionStep::Launched { .. } if o.action == provkit_lifecycle::Action::Backoff => s.backoff_seen = true,
+                ProvisionStep::Launched { .. }
+                    if o.action == provkit_lifecycle::Action::Backoff =>
+                {
+                    s.backoff_seen = true
+                }
                 ProvisionStep::StaleCache => s.stale_requeues += 1,
-                ProvisionStep::Launched { .. } if Role::of(index) == Role::Vm && !s.stale_forced => {
+                ProvisionStep::Launched { .. }
+                    if Role::of(index) == Role::Vm && !s.stale_forced =>
+                {
                     // The racing reconcile: an event arrives right away, and the informer cache has not
                     // seen our status write yet.
                     s.stale_forced = true;
@@ -421,7 +539,8 @@ impl Observer for Story {
                 }
                 _ => {}
             },
-            EngineResult::Deprovision(Ok(o)) if matches!(o.step, DeprovisionStep::Finished { .. }) => {}
+            EngineResult::Deprovision(Ok(o))
+                if matches!(o.step, DeprovisionStep::Finished { .. }) => {}
             _ => {}
         }
         let converged = report.converged();
@@ -457,11 +576,19 @@ fn spec_is(report: &ReconcileReport, spec: &Value) -> bool {
     report.after.as_ref().is_some_and(|o| &o.spec == spec)
 }
 
-
 /// Runs the whole story (used by the demo and the tests).
-pub async fn run_story(sim: &Arc<Sim>, story: &Arc<Story>, purged: &PurgeLog) -> (Audit, crate::queue::DriveEnd) {
+pub async fn run_story(
+    sim: &Arc<Sim>,
+    story: &Arc<Story>,
+    purged: &PurgeLog,
+) -> (Audit, crate::queue::DriveEnd) {
     story.start(sim);
-    let end = sim.run(story.clone(), sim.clock.after(Duration::from_secs(6 * 3600))).await;
+    let end = sim
+        .run(
+            story.clone(),
+            sim.clock.after(Duration::from_secs(6 * 3600)),
+        )
+        .await;
     let audit = Audit::run(&sim.aap, &sim.store, purged, story.total);
     (audit, end)
 }

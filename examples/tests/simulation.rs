@@ -6,30 +6,39 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use provkit_core::Clock;
 use provkit_examples::fleet::{FleetConfig, run_fleet};
 use provkit_examples::story::{Story, run_story, templates};
 use provkit_examples::{
-    Advance, Audit, Backend, BackendConfig, EngineResult, KindTemplates, Observer, PurgeLog, ReconcileReport, RunMetrics,
-    Sim, SimConfig, VirtualClock,
+    Advance, Audit, Backend, BackendConfig, EngineResult, KindTemplates, Observer, PurgeLog,
+    ReconcileReport, RunMetrics, Sim, SimConfig, VirtualClock,
 };
-use provkit_core::Clock;
 use provkit_lifecycle::DeprovisionStep;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_story_meets_every_expectation() {
     let clock = VirtualClock::new();
-    let backend = Backend::start(&BackendConfig::new(templates(4)), &clock, 4).await.unwrap();
+    let backend = Backend::start(&BackendConfig::new(templates(4)), &clock, 4)
+        .await
+        .unwrap();
     let sim = Sim::new(SimConfig::new(4), clock.clone(), &backend);
     let story = Story::new(4, true, None);
     let (audit, end) = run_story(&sim, &story, &PurgeLog::default()).await;
     let (passed, failed) = story.check(&sim, &audit);
-    assert!(failed.is_empty(), "failed: {failed:#?}\n{}", story.timeline(&sim));
+    assert!(
+        failed.is_empty(),
+        "failed: {failed:#?}\n{}",
+        story.timeline(&sim)
+    );
     assert_eq!(passed.len(), 8, "{passed:#?}");
     assert_eq!(end, provkit_examples::DriveEnd::Quiescent);
     // Story totals: net 3 + 1, vol 2, cluster 1 + 1, vm 1.
     assert_eq!(audit.jobs, 9);
     let timeline = story.timeline(&sim);
-    assert!(timeline.contains("Requeue: stale cache, no launch"), "{timeline}");
+    assert!(
+        timeline.contains("Requeue: stale cache, no launch"),
+        "{timeline}"
+    );
     assert!(timeline.contains("POST cancel"), "{timeline}");
 }
 
@@ -37,7 +46,9 @@ async fn demo_story_meets_every_expectation() {
 async fn demo_story_scales_to_many_resources() {
     let n = 40;
     let clock = VirtualClock::new();
-    let backend = Backend::start(&BackendConfig::new(templates(n)), &clock, n).await.unwrap();
+    let backend = Backend::start(&BackendConfig::new(templates(n)), &clock, n)
+        .await
+        .unwrap();
     let mut config = SimConfig::new(n);
     config.concurrency = 8;
     config.advance = Advance::Pipelined;
@@ -66,11 +77,17 @@ async fn fleet_of_500_converges_under_chaos_without_duplicates() {
     assert_eq!(report.not_converged, 0, "{text}");
     assert_eq!(report.unexpected_launches, 0, "{text}");
     // Chaos really happened: faults hit, purged jobs were re-launched, lost launch answers recovered.
-    assert!(report.faults.iter().map(|(_, hits)| hits).sum::<u64>() > 100, "{text}");
+    assert!(
+        report.faults.iter().map(|(_, hits)| hits).sum::<u64>() > 100,
+        "{text}"
+    );
     assert!(report.audit.purged > 0, "{text}");
     assert_eq!(report.audit.jobs, 3 * 500 + report.audit.purged, "{text}");
     assert!(RunMetrics::get(&report.metrics.recovered) > 0, "{text}");
-    assert!(RunMetrics::get(&report.metrics.stale_check_requeues) > 0, "{text}");
+    assert!(
+        RunMetrics::get(&report.metrics.stale_check_requeues) > 0,
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -103,7 +120,8 @@ impl Observer for DeleteWithStaleCopy {
             && matches!(o.step, DeprovisionStep::Launched { .. })
             && !self.forced.swap(true, Ordering::SeqCst)
         {
-            sim.store.force_stale_read(report.index, report.copy.clone().unwrap());
+            sim.store
+                .force_stale_read(report.index, report.copy.clone().unwrap());
             sim.queue.schedule(report.index, sim.clock.now());
         }
     }
@@ -112,17 +130,44 @@ impl Observer for DeleteWithStaleCopy {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deletion_reconcile_on_a_stale_copy_launches_no_second_deprovision_job() {
     let clock = VirtualClock::new();
-    let kinds = vec![KindTemplates::new("VirtualNetwork", Duration::from_secs(40), Duration::from_secs(40))];
-    let backend = Backend::start(&BackendConfig::new(kinds), &clock, 1).await.unwrap();
+    let kinds = vec![KindTemplates::new(
+        "VirtualNetwork",
+        Duration::from_secs(40),
+        Duration::from_secs(40),
+    )];
+    let backend = Backend::start(&BackendConfig::new(kinds), &clock, 1)
+        .await
+        .unwrap();
     let sim = Sim::new(SimConfig::new(1), clock.clone(), &backend);
-    let observer = Arc::new(DeleteWithStaleCopy { forced: AtomicBool::new(false), steps: Mutex::new(Vec::new()) });
-    sim.create(0, "VirtualNetwork", "net", serde_json::json!({"cidr": "10.0.0.0/24"}));
-    sim.run(observer.clone(), clock.after(Duration::from_secs(3600))).await;
+    let observer = Arc::new(DeleteWithStaleCopy {
+        forced: AtomicBool::new(false),
+        steps: Mutex::new(Vec::new()),
+    });
+    sim.create(
+        0,
+        "VirtualNetwork",
+        "net",
+        serde_json::json!({"cidr": "10.0.0.0/24"}),
+    );
+    sim.run(observer.clone(), clock.after(Duration::from_secs(3600)))
+        .await;
     let steps = observer.steps.lock().unwrap().clone();
     assert!(observer.forced.load(Ordering::SeqCst), "{steps:#?}");
-    assert!(steps.iter().any(|s| s == "Deprovision: stale cache, no launch"), "{steps:#?}");
+    assert!(
+        steps
+            .iter()
+            .any(|s| s == "Deprovision: stale cache, no launch"),
+        "{steps:#?}"
+    );
     let audit = Audit::run(&sim.aap, &sim.store, &PurgeLog::default(), 1);
-    assert_eq!((audit.provision_launches[0], audit.deprovision_launches[0]), (1, 1), "{steps:#?}");
+    assert_eq!(
+        (audit.provision_launches[0], audit.deprovision_launches[0]),
+        (1, 1),
+        "{steps:#?}"
+    );
     assert_eq!(audit.duplicates, 0);
-    assert!(sim.store.fresh(0).is_none(), "the finalizer was released and the object is gone");
+    assert!(
+        sim.store.fresh(0).is_none(),
+        "the finalizer was released and the object is gone"
+    );
 }

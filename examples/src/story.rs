@@ -445,9 +445,9 @@ impl Story {
                 let ok = per_role.get(&role).copied().unwrap_or(0);
                 let line = format!("{} ({ok}/{of_role}): {}", role.kind(), describe(role));
                 if ok == of_role {
-                    passed.push(line)
+                    passed.push(line);
                 } else {
-                    failed.push(line)
+                    failed.push(line);
                 }
             }
         }
@@ -463,9 +463,9 @@ impl Story {
         ];
         for (what, n) in global {
             if n == 0 {
-                passed.push(format!("{what}: 0"))
+                passed.push(format!("{what}: 0"));
             } else {
-                failed.push(format!("{what}: {n}"))
+                failed.push(format!("{what}: {n}"));
             }
         }
         (passed, failed)
@@ -523,7 +523,7 @@ impl Observer for Story {
                 ProvisionStep::Launched { .. }
                     if o.action == provkit_lifecycle::Action::Backoff =>
                 {
-                    s.backoff_seen = true
+                    s.backoff_seen = true;
                 }
                 ProvisionStep::StaleCache => s.stale_requeues += 1,
                 ProvisionStep::Launched { .. }

@@ -8,6 +8,29 @@ use super::sink::{FmtSink, Sink};
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// What [`write_string`] does with each byte: `0` copies it; anything else ends the run of
+/// copied bytes (the byte is escaped, or, for 0xE2, may start U+2028/U+2029).
+const ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = b'u';
+        b += 1;
+    }
+    table[0x08] = b'b';
+    table[0x0c] = b'f';
+    table[b'\n' as usize] = b'n';
+    table[b'\r' as usize] = b'r';
+    table[b'\t' as usize] = b't';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table[b'<' as usize] = b'u';
+    table[b'>' as usize] = b'u';
+    table[b'&' as usize] = b'u';
+    table[0xe2] = 0xe2;
+    table
+};
+
 /// Writes `s` as a quoted JSON string exactly as Go's `json.Marshal` does (`escapeHTML` on):
 ///
 /// - `"` and `\` as `\"` and `\\`;
@@ -15,41 +38,26 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 /// - every other byte below 0x20 and `<`, `>`, `&` as `\u00XX` with lower-case hex;
 /// - U+2028 and U+2029 as `\u2028` and `\u2029`;
 /// - everything else (DEL and all other non-ASCII text included) raw, as UTF-8.
+#[inline]
 pub(crate) fn write_string<S: Sink + ?Sized>(out: &mut S, s: &str) {
-    out.write(b"\"");
-    let bytes = s.as_bytes();
-    let mut start = 0;
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        let (escape, len): (Option<&[u8]>, usize) = match b {
-            b'"' => (Some(b"\\\""), 1),
-            b'\\' => (Some(b"\\\\"), 1),
-            0x08 => (Some(b"\\b"), 1),
-            0x0c => (Some(b"\\f"), 1),
-            b'\n' => (Some(b"\\n"), 1),
-            b'\r' => (Some(b"\\r"), 1),
-            b'\t' => (Some(b"\\t"), 1),
-            // U+2028 / U+2029 are E2 80 A8 / E2 80 A9 in UTF-8.
-            0xe2 => match bytes.get(i + 1..i + 3) {
-                Some([0x80, 0xa8]) => (Some(b"\\u2028"), 3),
-                Some([0x80, 0xa9]) => (Some(b"\\u2029"), 3),
-                _ => {
-                    i += 1;
-                    continue;
-                }
-            },
-            b if b < 0x20 || b == b'<' || b == b'>' || b == b'&' => (None, 1),
-            _ => {
-                i += 1;
-                continue;
-            }
+    write_string_bytes(out, s.as_bytes());
+}
+
+/// [`write_string`] over the UTF-8 bytes of a string. Runs of bytes that need no escape are
+/// written with one call each (the whole string when nothing needs escaping).
+pub(crate) fn write_string_bytes<S: Sink + ?Sized>(out: &mut S, bytes: &[u8]) {
+    out.write_byte(b'"');
+    let mut rest = bytes;
+    while let Some(i) = rest.iter().position(|&b| ESCAPE[usize::from(b)] != 0) {
+        let (run, tail) = rest.split_at(i);
+        out.write(run);
+        rest = tail;
+        let Some((&b, after)) = rest.split_first() else {
+            break;
         };
-        if let Some(run) = bytes.get(start..i) {
-            out.write(run);
-        }
-        match escape {
-            Some(e) => out.write(e),
-            None => out.write(&[
+        rest = after;
+        match ESCAPE[usize::from(b)] {
+            b'u' => out.write(&[
                 b'\\',
                 b'u',
                 b'0',
@@ -57,14 +65,85 @@ pub(crate) fn write_string<S: Sink + ?Sized>(out: &mut S, s: &str) {
                 HEX[usize::from(b >> 4)],
                 HEX[usize::from(b & 0xf)],
             ]),
+            // U+2028 / U+2029 are E2 80 A8 / E2 80 A9 in UTF-8; any other 0xE2 sequence is
+            // copied (its continuation bytes never need escaping).
+            0xe2 => match after {
+                [0x80, 0xa8, tail @ ..] => {
+                    out.write(b"\\u2028");
+                    rest = tail;
+                }
+                [0x80, 0xa9, tail @ ..] => {
+                    out.write(b"\\u2029");
+                    rest = tail;
+                }
+                _ => out.write_byte(0xe2),
+            },
+            short => out.write(&[b'\\', short]),
         }
-        i += len;
-        start = i;
     }
-    if let Some(run) = bytes.get(start..) {
-        out.write(run);
+    out.write(rest);
+    out.write_byte(b'"');
+}
+
+/// Writes an unsigned integer in decimal, formatted on the stack.
+#[inline]
+pub(crate) fn write_u64<S: Sink + ?Sized>(out: &mut S, n: u64) {
+    let mut buf = [0u8; 20];
+    let start = format_u64(&mut buf, n);
+    out.write(buf.get(start..).unwrap_or_default());
+}
+
+/// Writes a signed integer in decimal, formatted on the stack.
+#[inline]
+pub(crate) fn write_i64<S: Sink + ?Sized>(out: &mut S, n: i64) {
+    if n < 0 {
+        out.write_byte(b'-');
     }
-    out.write(b"\"");
+    write_u64(out, n.unsigned_abs());
+}
+
+/// Writes a `u128` in decimal.
+pub(crate) fn write_u128<S: Sink + ?Sized>(out: &mut S, n: u128) {
+    match u64::try_from(n) {
+        Ok(small) => write_u64(out, small),
+        Err(_) => {
+            let mut buf = [0u8; 39];
+            let mut i = buf.len();
+            let mut n = n;
+            while let Some(slot) = i.checked_sub(1).and_then(|j| buf.get_mut(j)) {
+                *slot = b'0' + (n % 10) as u8;
+                i -= 1;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            out.write(buf.get(i..).unwrap_or_default());
+        }
+    }
+}
+
+/// Writes an `i128` in decimal.
+pub(crate) fn write_i128<S: Sink + ?Sized>(out: &mut S, n: i128) {
+    if n < 0 {
+        out.write_byte(b'-');
+    }
+    write_u128(out, n.unsigned_abs());
+}
+
+/// Formats `n` right-aligned into `buf`; returns where the digits start.
+#[inline]
+fn format_u64(buf: &mut [u8; 20], mut n: u64) -> usize {
+    let mut i = buf.len();
+    for slot in buf.iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
+        i -= 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    i
 }
 
 /// Writes a float64 as Go's `encoding/json` does: the shortest decimal that round-trips, in
@@ -232,6 +311,32 @@ mod tests {
             ));
         }
         assert!(write_f32(&mut Vec::new(), f32::NAN).is_err());
+    }
+
+    #[test]
+    fn integers_in_decimal_at_every_width_and_extreme() {
+        let w = |f: &dyn Fn(&mut Vec<u8>)| {
+            let mut out = Vec::new();
+            f(&mut out);
+            String::from_utf8(out).unwrap()
+        };
+        let mut u = vec![0, 1, 9, 10, 99, 100, u64::MAX, u64::MAX - 1];
+        u.extend((0..20).map(|e| 10u64.pow(e)));
+        u.extend((1..20).map(|e| 10u64.pow(e) - 1));
+        for n in u {
+            assert_eq!(w(&|o| write_u64(o, n)), n.to_string());
+            assert_eq!(w(&|o| write_u128(o, u128::from(n))), n.to_string());
+        }
+        for n in [0, -1, 1, -10, i64::MIN, i64::MAX, i64::MIN + 1] {
+            assert_eq!(w(&|o| write_i64(o, n)), n.to_string());
+            assert_eq!(w(&|o| write_i128(o, i128::from(n))), n.to_string());
+        }
+        for n in [u128::MAX, u128::from(u64::MAX) + 1, 10u128.pow(38)] {
+            assert_eq!(w(&|o| write_u128(o, n)), n.to_string());
+        }
+        for n in [i128::MIN, i128::MAX, -i128::from(u64::MAX) - 1] {
+            assert_eq!(w(&|o| write_i128(o, n)), n.to_string());
+        }
     }
 
     #[test]

@@ -108,7 +108,7 @@ use sha2::Digest as _;
 pub use error::ConfigVersionError;
 
 use serializer::GoJsonSerializer;
-use sink::{Fnv1a64, Sink};
+use sink::{Buffered, Fnv1a64, Sink};
 
 /// Go's `ComputeDesiredConfigVersion`: FNV-1a 64 over the Go `encoding/json` bytes of `spec`,
 /// as 16 lower-case hex characters. Same as [`ConfigHasher::Fnv1aGoJson`]`.compute(spec)`.
@@ -159,7 +159,11 @@ fn write_go_json<T: Serialize + ?Sized, W: Sink>(
     value: &T,
     out: W,
 ) -> Result<W, ConfigVersionError> {
-    let mut ser = GoJsonSerializer { out };
+    let mut pool = Vec::new();
+    let mut ser = GoJsonSerializer {
+        out,
+        pool: &mut pool,
+    };
     value.serialize(&mut ser)?;
     Ok(ser.out)
 }
@@ -206,9 +210,12 @@ impl ConfigHasher {
     /// ```
     pub fn compute<T: Serialize + ?Sized>(&self, spec: &T) -> Result<String, ConfigVersionError> {
         match self {
+            // Straight into FNV (see `Buffered` for why not buffered).
             Self::Fnv1aGoJson => Ok(write_go_json(spec, Fnv1a64::new())?.finish_hex()),
             Self::Sha256 => Ok(hex::encode(
-                write_go_json(spec, sha2::Sha256::new())?.finalize(),
+                write_go_json(spec, Buffered::new(sha2::Sha256::new()))?
+                    .finish()
+                    .finalize(),
             )),
         }
     }

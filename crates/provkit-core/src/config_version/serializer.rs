@@ -4,14 +4,16 @@
 //! buffered: each entry's key is rendered to its string form and its value to bytes, and the
 //! entries are written sorted by key once the map ends (Go sorts map keys; serde hands them
 //! over in the map's own order, e.g. insertion order for `serde_json::Map` with
-//! `preserve_order`).
-
-use std::fmt::Write as _;
+//! `preserve_order`). A map's keys and values go into one byte buffer, taken from a pool that
+//! lives as long as the serialization, so a map costs no allocation once the pool is warm.
 
 use serde::ser::{self, Serialize};
 
 use super::error::ConfigVersionError;
-use super::go_format::{write_base64, write_f32, write_f64, write_string};
+use super::go_format::{
+    write_base64, write_f32, write_f64, write_i64, write_i128, write_string, write_string_bytes,
+    write_u64, write_u128,
+};
 use super::sink::{FmtSink, Sink};
 
 type Result<T, E = ConfigVersionError> = std::result::Result<T, E>;
@@ -22,27 +24,32 @@ const SERDE_JSON_NUMBER: &str = "$serde_json::private::Number";
 const SERDE_JSON_RAW_VALUE: &str = "$serde_json::private::RawValue";
 
 /// Serializer writing Go-identical JSON into `out`.
-pub(crate) struct GoJsonSerializer<W> {
+pub(crate) struct GoJsonSerializer<'p, W> {
     pub(crate) out: W,
+    /// Buffers of maps that ended, for the next maps to reuse.
+    pub(crate) pool: &'p mut Vec<MapBuffer>,
 }
 
-impl<W: Sink> GoJsonSerializer<W> {
-    fn int(&mut self, n: impl std::fmt::Display) {
-        let _ = write!(FmtSink(&mut self.out), "{n}");
-    }
+/// A map being buffered: the keys' string forms and the values' JSON, one after the other in
+/// `bytes`; each entry as (key start, key end = value start, value end).
+#[derive(Debug, Default)]
+pub(crate) struct MapBuffer {
+    bytes: Vec<u8>,
+    entries: Vec<(usize, usize, usize)>,
 }
 
 /// Sequences, tuples and structs: `[a,b]` / `{"k":v}`, streamed, with a closing text.
-pub(crate) struct Streamed<'a, W> {
-    ser: &'a mut GoJsonSerializer<W>,
+pub(crate) struct Streamed<'a, 'p, W> {
+    ser: &'a mut GoJsonSerializer<'p, W>,
     first: bool,
     close: &'static [u8],
 }
 
-impl<W: Sink> Streamed<'_, W> {
+impl<W: Sink> Streamed<'_, '_, W> {
+    #[inline]
     fn comma(&mut self) {
         if !self.first {
-            self.ser.out.write(b",");
+            self.ser.out.write_byte(b',');
         }
         self.first = false;
     }
@@ -55,7 +62,7 @@ impl<W: Sink> Streamed<'_, W> {
     fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<()> {
         self.comma();
         write_string(&mut self.ser.out, key);
-        self.ser.out.write(b":");
+        self.ser.out.write_byte(b':');
         value.serialize(&mut *self.ser)
     }
 
@@ -65,22 +72,23 @@ impl<W: Sink> Streamed<'_, W> {
 }
 
 /// Maps: entries buffered, then written sorted by key.
-pub(crate) struct SortedMap<'a, W> {
-    ser: &'a mut GoJsonSerializer<W>,
-    entries: Vec<(String, Vec<u8>)>,
-    key: Option<String>,
+pub(crate) struct SortedMap<'a, 'p, W> {
+    ser: &'a mut GoJsonSerializer<'p, W>,
+    buf: MapBuffer,
+    /// The range in `buf.bytes` of the key whose value comes next.
+    key: Option<(usize, usize)>,
 }
 
-impl<'a, W: Sink> ser::Serializer for &'a mut GoJsonSerializer<W> {
+impl<'a, 'p, W: Sink> ser::Serializer for &'a mut GoJsonSerializer<'p, W> {
     type Ok = ();
     type Error = ConfigVersionError;
-    type SerializeSeq = Streamed<'a, W>;
-    type SerializeTuple = Streamed<'a, W>;
-    type SerializeTupleStruct = Streamed<'a, W>;
-    type SerializeTupleVariant = Streamed<'a, W>;
-    type SerializeMap = SortedMap<'a, W>;
-    type SerializeStruct = Streamed<'a, W>;
-    type SerializeStructVariant = Streamed<'a, W>;
+    type SerializeSeq = Streamed<'a, 'p, W>;
+    type SerializeTuple = Streamed<'a, 'p, W>;
+    type SerializeTupleStruct = Streamed<'a, 'p, W>;
+    type SerializeTupleVariant = Streamed<'a, 'p, W>;
+    type SerializeMap = SortedMap<'a, 'p, W>;
+    type SerializeStruct = Streamed<'a, 'p, W>;
+    type SerializeStructVariant = Streamed<'a, 'p, W>;
 
     fn serialize_bool(self, v: bool) -> Result<()> {
         self.out.write(if v { b"true" } else { b"false" });
@@ -88,52 +96,52 @@ impl<'a, W: Sink> ser::Serializer for &'a mut GoJsonSerializer<W> {
     }
 
     fn serialize_i8(self, v: i8) -> Result<()> {
-        self.int(v);
+        write_i64(&mut self.out, i64::from(v));
         Ok(())
     }
 
     fn serialize_i16(self, v: i16) -> Result<()> {
-        self.int(v);
+        write_i64(&mut self.out, i64::from(v));
         Ok(())
     }
 
     fn serialize_i32(self, v: i32) -> Result<()> {
-        self.int(v);
+        write_i64(&mut self.out, i64::from(v));
         Ok(())
     }
 
     fn serialize_i64(self, v: i64) -> Result<()> {
-        self.int(v);
+        write_i64(&mut self.out, v);
         Ok(())
     }
 
     fn serialize_i128(self, v: i128) -> Result<()> {
-        self.int(v);
+        write_i128(&mut self.out, v);
         Ok(())
     }
 
     fn serialize_u8(self, v: u8) -> Result<()> {
-        self.int(v);
+        write_u64(&mut self.out, u64::from(v));
         Ok(())
     }
 
     fn serialize_u16(self, v: u16) -> Result<()> {
-        self.int(v);
+        write_u64(&mut self.out, u64::from(v));
         Ok(())
     }
 
     fn serialize_u32(self, v: u32) -> Result<()> {
-        self.int(v);
+        write_u64(&mut self.out, u64::from(v));
         Ok(())
     }
 
     fn serialize_u64(self, v: u64) -> Result<()> {
-        self.int(v);
+        write_u64(&mut self.out, v);
         Ok(())
     }
 
     fn serialize_u128(self, v: u128) -> Result<()> {
-        self.int(v);
+        write_u128(&mut self.out, v);
         Ok(())
     }
 
@@ -249,10 +257,11 @@ impl<'a, W: Sink> ser::Serializer for &'a mut GoJsonSerializer<W> {
         })
     }
 
-    fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap> {
+    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap> {
+        let buf = self.pool.pop().unwrap_or_default();
         Ok(SortedMap {
             ser: self,
-            entries: Vec::with_capacity(len.unwrap_or(0).min(1024)),
+            buf,
             key: None,
         })
     }
@@ -298,7 +307,7 @@ impl<'a, W: Sink> ser::Serializer for &'a mut GoJsonSerializer<W> {
     }
 }
 
-impl<W: Sink> ser::SerializeSeq for Streamed<'_, W> {
+impl<W: Sink> ser::SerializeSeq for Streamed<'_, '_, W> {
     type Ok = ();
     type Error = ConfigVersionError;
 
@@ -312,7 +321,7 @@ impl<W: Sink> ser::SerializeSeq for Streamed<'_, W> {
     }
 }
 
-impl<W: Sink> ser::SerializeTuple for Streamed<'_, W> {
+impl<W: Sink> ser::SerializeTuple for Streamed<'_, '_, W> {
     type Ok = ();
     type Error = ConfigVersionError;
 
@@ -326,7 +335,7 @@ impl<W: Sink> ser::SerializeTuple for Streamed<'_, W> {
     }
 }
 
-impl<W: Sink> ser::SerializeTupleStruct for Streamed<'_, W> {
+impl<W: Sink> ser::SerializeTupleStruct for Streamed<'_, '_, W> {
     type Ok = ();
     type Error = ConfigVersionError;
 
@@ -340,7 +349,7 @@ impl<W: Sink> ser::SerializeTupleStruct for Streamed<'_, W> {
     }
 }
 
-impl<W: Sink> ser::SerializeTupleVariant for Streamed<'_, W> {
+impl<W: Sink> ser::SerializeTupleVariant for Streamed<'_, '_, W> {
     type Ok = ();
     type Error = ConfigVersionError;
 
@@ -354,7 +363,7 @@ impl<W: Sink> ser::SerializeTupleVariant for Streamed<'_, W> {
     }
 }
 
-impl<W: Sink> ser::SerializeStruct for Streamed<'_, W> {
+impl<W: Sink> ser::SerializeStruct for Streamed<'_, '_, W> {
     type Ok = ();
     type Error = ConfigVersionError;
 
@@ -367,7 +376,9 @@ impl<W: Sink> ser::SerializeStruct for Streamed<'_, W> {
             // The digits of an arbitrary-precision serde_json number, written unquoted.
             // Integers stay as written; anything with a fraction or exponent is re-formatted
             // as the float64 Go would have decoded it into.
-            let digits = value.serialize(KeySerializer)?;
+            let mut digits = Vec::new();
+            value.serialize(KeySerializer(&mut digits))?;
+            let digits = String::from_utf8_lossy(&digits);
             if digits.contains(['.', 'e', 'E']) {
                 let f: f64 = digits.parse().map_err(|_| ConfigVersionError::Custom {
                     message: format!("invalid serde_json number {digits:?}"),
@@ -386,7 +397,7 @@ impl<W: Sink> ser::SerializeStruct for Streamed<'_, W> {
     }
 }
 
-impl<W: Sink> ser::SerializeStructVariant for Streamed<'_, W> {
+impl<W: Sink> ser::SerializeStructVariant for Streamed<'_, '_, W> {
     type Ok = ();
     type Error = ConfigVersionError;
 
@@ -404,40 +415,60 @@ impl<W: Sink> ser::SerializeStructVariant for Streamed<'_, W> {
     }
 }
 
-impl<W: Sink> ser::SerializeMap for SortedMap<'_, W> {
+impl<W: Sink> ser::SerializeMap for SortedMap<'_, '_, W> {
     type Ok = ();
     type Error = ConfigVersionError;
 
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<()> {
-        self.key = Some(key.serialize(KeySerializer)?);
+        // A key without a value is dropped, as a key serialized again replaces it.
+        if let Some((start, _)) = self.key.take() {
+            self.buf.bytes.truncate(start);
+        }
+        let start = self.buf.bytes.len();
+        key.serialize(KeySerializer(&mut self.buf.bytes))?;
+        self.key = Some((start, self.buf.bytes.len()));
         Ok(())
     }
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        let key = self.key.take().ok_or_else(|| ConfigVersionError::Custom {
+        let (key_start, key_end) = self.key.take().ok_or_else(|| ConfigVersionError::Custom {
             message: "map value serialized before its key".to_owned(),
         })?;
-        let mut buf = GoJsonSerializer { out: Vec::new() };
-        value.serialize(&mut buf)?;
-        self.entries.push((key, buf.out));
+        let mut inner = GoJsonSerializer {
+            out: &mut self.buf.bytes,
+            pool: &mut *self.ser.pool,
+        };
+        value.serialize(&mut inner)?;
+        self.buf
+            .entries
+            .push((key_start, key_end, self.buf.bytes.len()));
         Ok(())
     }
 
     fn end(mut self) -> Result<()> {
-        // Go sorts by the keys' string form, byte-wise; `str` ordering is byte-wise too. The
-        // sort is stable, so duplicate keys (impossible in a Go map) keep their order.
-        self.entries.sort_by(|a, b| a.0.cmp(&b.0));
-        let out = &mut self.ser.out;
-        out.write(b"{");
-        for (i, (key, value)) in self.entries.iter().enumerate() {
-            if i > 0 {
-                out.write(b",");
-            }
-            write_string(out, key);
-            out.write(b":");
-            out.write(value);
+        // Go sorts by the keys' string form, byte-wise. The sort is stable, so duplicate keys
+        // (impossible in a Go map) keep their order; keys that arrive sorted (`BTreeMap`) are
+        // not moved.
+        let MapBuffer { bytes, entries } = &mut self.buf;
+        let bytes = &bytes[..];
+        let key = |&(start, end, _): &(usize, usize, usize)| bytes.get(start..end);
+        if !entries.is_sorted_by(|a, b| key(a) <= key(b)) {
+            entries.sort_by(|a, b| key(a).cmp(&key(b)));
         }
-        out.write(b"}");
+        let out = &mut self.ser.out;
+        out.write_byte(b'{');
+        for (i, &(key_start, key_end, value_end)) in entries.iter().enumerate() {
+            if i > 0 {
+                out.write_byte(b',');
+            }
+            write_string_bytes(out, bytes.get(key_start..key_end).unwrap_or_default());
+            out.write_byte(b':');
+            out.write(bytes.get(key_end..value_end).unwrap_or_default());
+        }
+        out.write_byte(b'}');
+        self.buf.bytes.clear();
+        self.buf.entries.clear();
+        self.ser.pool.push(self.buf);
         Ok(())
     }
 }
@@ -445,100 +476,113 @@ impl<W: Sink> ser::SerializeMap for SortedMap<'_, W> {
 /// Renders a map key to its string form, as Go does for the key kinds it allows: strings as
 /// they are, integers in decimal. Also accepted (serde_json accepts them): `bool`, `char`,
 /// unit enum variants and newtype wrappers of those.
-struct KeySerializer;
+struct KeySerializer<'b>(&'b mut Vec<u8>);
 
 fn bad_key(kind: &'static str) -> ConfigVersionError {
     ConfigVersionError::UnsupportedMapKey { kind }
 }
 
-impl ser::Serializer for KeySerializer {
-    type Ok = String;
+impl ser::Serializer for KeySerializer<'_> {
+    type Ok = ();
     type Error = ConfigVersionError;
-    type SerializeSeq = ser::Impossible<String, ConfigVersionError>;
-    type SerializeTuple = ser::Impossible<String, ConfigVersionError>;
-    type SerializeTupleStruct = ser::Impossible<String, ConfigVersionError>;
-    type SerializeTupleVariant = ser::Impossible<String, ConfigVersionError>;
-    type SerializeMap = ser::Impossible<String, ConfigVersionError>;
-    type SerializeStruct = ser::Impossible<String, ConfigVersionError>;
-    type SerializeStructVariant = ser::Impossible<String, ConfigVersionError>;
+    type SerializeSeq = ser::Impossible<(), ConfigVersionError>;
+    type SerializeTuple = ser::Impossible<(), ConfigVersionError>;
+    type SerializeTupleStruct = ser::Impossible<(), ConfigVersionError>;
+    type SerializeTupleVariant = ser::Impossible<(), ConfigVersionError>;
+    type SerializeMap = ser::Impossible<(), ConfigVersionError>;
+    type SerializeStruct = ser::Impossible<(), ConfigVersionError>;
+    type SerializeStructVariant = ser::Impossible<(), ConfigVersionError>;
 
-    fn serialize_bool(self, v: bool) -> Result<String> {
-        Ok(v.to_string())
+    fn serialize_bool(self, v: bool) -> Result<()> {
+        self.0.write(if v { b"true" } else { b"false" });
+        Ok(())
     }
 
-    fn serialize_i8(self, v: i8) -> Result<String> {
-        Ok(v.to_string())
+    fn serialize_i8(self, v: i8) -> Result<()> {
+        write_i64(self.0, i64::from(v));
+        Ok(())
     }
 
-    fn serialize_i16(self, v: i16) -> Result<String> {
-        Ok(v.to_string())
+    fn serialize_i16(self, v: i16) -> Result<()> {
+        write_i64(self.0, i64::from(v));
+        Ok(())
     }
 
-    fn serialize_i32(self, v: i32) -> Result<String> {
-        Ok(v.to_string())
+    fn serialize_i32(self, v: i32) -> Result<()> {
+        write_i64(self.0, i64::from(v));
+        Ok(())
     }
 
-    fn serialize_i64(self, v: i64) -> Result<String> {
-        Ok(v.to_string())
+    fn serialize_i64(self, v: i64) -> Result<()> {
+        write_i64(self.0, v);
+        Ok(())
     }
 
-    fn serialize_i128(self, v: i128) -> Result<String> {
-        Ok(v.to_string())
+    fn serialize_i128(self, v: i128) -> Result<()> {
+        write_i128(self.0, v);
+        Ok(())
     }
 
-    fn serialize_u8(self, v: u8) -> Result<String> {
-        Ok(v.to_string())
+    fn serialize_u8(self, v: u8) -> Result<()> {
+        write_u64(self.0, u64::from(v));
+        Ok(())
     }
 
-    fn serialize_u16(self, v: u16) -> Result<String> {
-        Ok(v.to_string())
+    fn serialize_u16(self, v: u16) -> Result<()> {
+        write_u64(self.0, u64::from(v));
+        Ok(())
     }
 
-    fn serialize_u32(self, v: u32) -> Result<String> {
-        Ok(v.to_string())
+    fn serialize_u32(self, v: u32) -> Result<()> {
+        write_u64(self.0, u64::from(v));
+        Ok(())
     }
 
-    fn serialize_u64(self, v: u64) -> Result<String> {
-        Ok(v.to_string())
+    fn serialize_u64(self, v: u64) -> Result<()> {
+        write_u64(self.0, v);
+        Ok(())
     }
 
-    fn serialize_u128(self, v: u128) -> Result<String> {
-        Ok(v.to_string())
+    fn serialize_u128(self, v: u128) -> Result<()> {
+        write_u128(self.0, v);
+        Ok(())
     }
 
-    fn serialize_f32(self, _v: f32) -> Result<String> {
+    fn serialize_f32(self, _v: f32) -> Result<()> {
         Err(bad_key("f32"))
     }
 
-    fn serialize_f64(self, _v: f64) -> Result<String> {
+    fn serialize_f64(self, _v: f64) -> Result<()> {
         Err(bad_key("f64"))
     }
 
-    fn serialize_char(self, v: char) -> Result<String> {
-        Ok(v.to_string())
+    fn serialize_char(self, v: char) -> Result<()> {
+        self.0.write(v.encode_utf8(&mut [0; 4]).as_bytes());
+        Ok(())
     }
 
-    fn serialize_str(self, v: &str) -> Result<String> {
-        Ok(v.to_owned())
+    fn serialize_str(self, v: &str) -> Result<()> {
+        self.0.write(v.as_bytes());
+        Ok(())
     }
 
-    fn serialize_bytes(self, _v: &[u8]) -> Result<String> {
+    fn serialize_bytes(self, _v: &[u8]) -> Result<()> {
         Err(bad_key("bytes"))
     }
 
-    fn serialize_none(self) -> Result<String> {
+    fn serialize_none(self) -> Result<()> {
         Err(bad_key("none"))
     }
 
-    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<String> {
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<()> {
         value.serialize(self)
     }
 
-    fn serialize_unit(self) -> Result<String> {
+    fn serialize_unit(self) -> Result<()> {
         Err(bad_key("unit"))
     }
 
-    fn serialize_unit_struct(self, _name: &'static str) -> Result<String> {
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<()> {
         Err(bad_key("unit struct"))
     }
 
@@ -547,15 +591,16 @@ impl ser::Serializer for KeySerializer {
         _name: &'static str,
         _index: u32,
         variant: &'static str,
-    ) -> Result<String> {
-        Ok(variant.to_owned())
+    ) -> Result<()> {
+        self.0.write(variant.as_bytes());
+        Ok(())
     }
 
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
         self,
         _name: &'static str,
         value: &T,
-    ) -> Result<String> {
+    ) -> Result<()> {
         value.serialize(self)
     }
 
@@ -565,7 +610,7 @@ impl ser::Serializer for KeySerializer {
         _index: u32,
         _variant: &'static str,
         _value: &T,
-    ) -> Result<String> {
+    ) -> Result<()> {
         Err(bad_key("newtype variant"))
     }
 
@@ -613,7 +658,8 @@ impl ser::Serializer for KeySerializer {
         Err(bad_key("struct variant"))
     }
 
-    fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<String> {
-        Ok(value.to_string())
+    fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<()> {
+        let _ = std::fmt::Write::write_fmt(&mut FmtSink(self.0), format_args!("{value}"));
+        Ok(())
     }
 }

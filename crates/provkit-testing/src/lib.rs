@@ -9,3 +9,14 @@ pub mod scripted;
 #[cfg(feature = "machines")]
 #[cfg_attr(docsrs, doc(cfg(feature = "machines")))]
 pub mod machines;
+
+/// The mockall mocks of provkit's provider traits, in one place (feature `mock`).
+#[cfg(feature = "mock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
+pub mod mocks {
+    pub use provkit_lifecycle::MockProvisioningProvider;
+    #[cfg(feature = "machines")]
+    pub use provkit_machines::cloud::MockCloudProvider;
+    #[cfg(feature = "machines")]
+    pub use provkit_machines::set::MockMachineSetProvider;
+}

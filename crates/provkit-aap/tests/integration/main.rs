@@ -18,4 +18,3 @@ mod client_tls;
 mod conformance;
 mod provider;
 mod provider_mock;
-mod tracing_spans;

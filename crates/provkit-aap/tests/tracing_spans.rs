@@ -1,13 +1,20 @@
 //! Every request runs in a span with method, path, status and request id; no secret appears.
+//!
+//! This test is its own test binary on purpose: it installs a thread-local tracing subscriber,
+//! and tracing caches callsite interest process-wide, so a concurrently running test that hits
+//! the same callsites first (with no subscriber) could disable them for this one.
+#![allow(clippy::unwrap_used)]
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use provkit_aap::AapClient;
-use provkit_testing::fake_aap::Mode;
+use provkit_testing::fake_aap::{FakeAap, FakeAapServer, Mode};
 use tracing_subscriber::fmt::format::FmtSpan;
 
-use crate::support::server;
+async fn server(mode: Mode) -> FakeAapServer {
+    FakeAap::builder().mode(mode).start().await.unwrap()
+}
 
 #[derive(Clone, Default)]
 struct Buffer(Arc<Mutex<Vec<u8>>>);

@@ -257,4 +257,21 @@ impl AapApi for CountingApi {
             .record(Op::ListJobs, None, r.as_ref().err().map(short));
         r
     }
+
+    async fn newest_job_with_key(
+        &self,
+        kind: JobKind,
+        template_kind: TemplateKind,
+        template_id: u64,
+        since: DateTime<Utc>,
+        key: &str,
+    ) -> provkit_aap::Result<Option<Job>> {
+        let r = self
+            .inner
+            .newest_job_with_key(kind, template_kind, template_id, since, key)
+            .await;
+        self.stats
+            .record(Op::ListJobs, None, r.as_ref().err().map(short));
+        r
+    }
 }

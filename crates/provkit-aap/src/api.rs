@@ -30,6 +30,17 @@ pub trait AapApi: Send + Sync {
         template_id: u64,
         since: DateTime<Utc>,
     ) -> Result<Vec<Job>>;
+    /// The newest job of `kind` created by template `template_id` after `since` whose
+    /// `extra_vars` carry the idempotency key `key`; pages newest first and stops at the first
+    /// match (see [`AapClient::newest_job_with_key`]).
+    async fn newest_job_with_key(
+        &self,
+        kind: JobKind,
+        template_kind: TemplateKind,
+        template_id: u64,
+        since: DateTime<Utc>,
+        key: &str,
+    ) -> Result<Option<Job>>;
 }
 
 #[async_trait::async_trait]
@@ -57,5 +68,15 @@ impl AapApi for AapClient {
         since: DateTime<Utc>,
     ) -> Result<Vec<Job>> {
         AapClient::jobs_created_since(self, kind, template_kind, template_id, since).await
+    }
+    async fn newest_job_with_key(
+        &self,
+        kind: JobKind,
+        template_kind: TemplateKind,
+        template_id: u64,
+        since: DateTime<Utc>,
+        key: &str,
+    ) -> Result<Option<Job>> {
+        AapClient::newest_job_with_key(self, kind, template_kind, template_id, since, key).await
     }
 }

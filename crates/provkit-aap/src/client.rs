@@ -568,20 +568,58 @@ impl AapClient {
     ) -> Result<Vec<Job>> {
         let id_text = template_id.to_string();
         let since_text = since.to_rfc3339_opts(SecondsFormat::Micros, true);
-        let filter = match template_kind {
-            TemplateKind::JobTemplate => "job_template",
-            TemplateKind::WorkflowJobTemplate => "workflow_job_template",
-        };
-        let query = [
-            (filter, id_text.as_str()),
-            ("created__gt", since_text.as_str()),
-            ("order_by", "-id"),
-            ("page_size", "50"),
-        ];
+        let query = jobs_since_query(template_kind, &id_text, &since_text);
         let items = self.list(kind.endpoint(), &query).await?;
         Ok(items
             .iter()
             .filter_map(|v| Job::from_value(v, kind))
             .collect())
     }
+
+    /// The newest job of `kind` created from template `template_id` after `since` whose
+    /// `extra_vars` carry `key` under [`IDEMPOTENCY_KEY_VAR`](crate::provider::IDEMPOTENCY_KEY_VAR).
+    ///
+    /// Same query as [`jobs_created_since`](Self::jobs_created_since) — newest first
+    /// (`order_by=-id`: ids grow with creation, so the first match is the newest one) with the
+    /// largest page AWX serves (`page_size=200`) — but it stops paging at the first match instead
+    /// of listing every job of the window.
+    ///
+    /// # Errors
+    /// HTTP/decoding errors.
+    pub async fn newest_job_with_key(
+        &self,
+        kind: JobKind,
+        template_kind: TemplateKind,
+        template_id: u64,
+        since: DateTime<Utc>,
+        key: &str,
+    ) -> Result<Option<Job>> {
+        let id_text = template_id.to_string();
+        let since_text = since.to_rfc3339_opts(SecondsFormat::Micros, true);
+        let query = jobs_since_query(template_kind, &id_text, &since_text);
+        let first = self.path(&[kind.endpoint()], &query).await?;
+        let found = crate::pagination::find_first(self, first, |v| {
+            Job::from_value(v, kind).is_some_and(|job| crate::provider::carries_key(&job, key))
+        })
+        .await?;
+        Ok(found.as_ref().and_then(|v| Job::from_value(v, kind)))
+    }
+}
+
+/// `jobs/` query for a template's jobs created after `since`, newest first, 200 a page.
+fn jobs_since_query<'a>(
+    template_kind: TemplateKind,
+    id_text: &'a str,
+    since_text: &'a str,
+) -> [(&'a str, &'a str); 4] {
+    let filter = match template_kind {
+        TemplateKind::JobTemplate => "job_template",
+        TemplateKind::WorkflowJobTemplate => "workflow_job_template",
+    };
+    [
+        (filter, id_text),
+        ("created__gt", since_text),
+        ("order_by", "-id"),
+        ("page_size", "200"),
+    ]
 }

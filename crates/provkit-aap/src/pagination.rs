@@ -7,17 +7,55 @@ use crate::error::{Error, Result};
 
 /// Collects every item starting at `first` (a root-relative path).
 pub(crate) async fn collect(client: &AapClient, first: String) -> Result<Vec<Value>> {
-    let cap = client.max_list_items();
     let mut items = Vec::new();
+    walk(client, first, |page| {
+        items.extend(page);
+        false
+    })
+    .await?;
+    Ok(items)
+}
+
+/// Pages from `first` until `hit` accepts an item (returned) or the pages run out (`None`).
+/// Stops at the configured item cap like [`collect`].
+pub(crate) async fn find_first(
+    client: &AapClient,
+    first: String,
+    mut hit: impl FnMut(&Value) -> bool,
+) -> Result<Option<Value>> {
+    let mut found = None;
+    walk(client, first, |page| {
+        found = page.into_iter().find(|v| hit(v));
+        found.is_some()
+    })
+    .await?;
+    Ok(found)
+}
+
+/// Follows `next` links from `first`, handing each page to `take` until it answers `true`.
+async fn walk(
+    client: &AapClient,
+    first: String,
+    mut take: impl FnMut(Vec<Value>) -> bool,
+) -> Result<()> {
+    let cap = client.max_list_items();
+    let mut seen = 0usize;
     let mut next = Some(first);
     while let Some(path) = next.take() {
         match client.page(path.clone()).await {
-            Ok((results, following)) => {
+            Ok((mut results, following)) => {
                 let empty = results.is_empty();
-                items.extend(results);
-                if items.len() >= cap {
+                let room = cap.saturating_sub(seen);
+                let capped = results.len() >= room;
+                if capped {
+                    results.truncate(room);
+                }
+                seen += results.len();
+                if take(results) {
+                    break;
+                }
+                if capped {
                     tracing::warn!(cap, "list truncated at the configured item cap");
-                    items.truncate(cap);
                     break;
                 }
                 // An empty page with a `next` link would loop forever on a broken server.
@@ -37,5 +75,5 @@ pub(crate) async fn collect(client: &AapClient, first: String) -> Result<Vec<Val
             Err(err) => return Err(err),
         }
     }
-    Ok(items)
+    Ok(())
 }

@@ -94,6 +94,11 @@ pub fn display_name<K: Resource>(obj: &K) -> String {
 /// The lifecycle's [`StaleCacheCheck`] backed by an **uncached** GET of the object from the
 /// API server. A 404 reads as "no jobs"; other errors are returned, and the lifecycle policy
 /// (`stale_check_fail_open`, default true like Go) decides whether to launch anyway.
+///
+/// It answers with the fresh object's **whole** job history (provision and deprovision jobs),
+/// so one check serves both hooks: the provisioning lifecycle looks at the fresh latest
+/// provision job (non-terminal, or newer than the cached one), the deprovisioning lifecycle at
+/// the fresh latest deprovision job (one with an id that differs from the cached latest).
 #[derive(Debug)]
 pub struct ApiServerJobs<K: ProvisionedResource> {
     api: Api<K>,

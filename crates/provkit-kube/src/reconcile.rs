@@ -173,8 +173,11 @@ impl<K: ProvisionedResource> Provisioner<K> {
     ///    the provisioning lifecycle with the uncached stale-cache check and the status flush,
     ///    apply `on_failed` / `on_succeeded`, publish events, write the status if it changed.
     ///    The lifecycle's outcome becomes the `Action` (e.g. requeue after the poll interval).
-    /// 4. Cleanup (deletion): `on_deleting`, run the deprovisioning lifecycle (the provider
-    ///    cancels a running provision job first), flush and write the status, then:
+    /// 4. Cleanup (deletion): `on_deleting`, run the deprovisioning lifecycle with the same
+    ///    uncached stale-cache check (before a deprovision launch: when the API server's latest
+    ///    deprovision job differs from the cached one, requeue without launching and without a
+    ///    status write) and the status flush (the provider cancels a running provision job
+    ///    first), write the status, then:
     ///    - the outcome allows removal → `Ok`, and kube-runtime removes the finalizer;
     ///    - otherwise → [`ReconcileError::KeepFinalizer`] with the delay, so the finalizer
     ///      stays; use [`error_policy`](crate::error_policy) to honour the delay.
@@ -335,16 +338,24 @@ impl<K: ProvisionedResource> Provisioner<K> {
             .unwrap_or_default();
         let session = self.session(api, obj, &object)?;
         let (view, ctx, mut jobs) = lifecycle_inputs(&mut working, &object, callbacks)?;
+        let stale = ApiServerJobs::new(api.clone(), obj.name_any());
         let flush = SessionFlush::new(&session, desired.clone());
         let result = {
-            let hooks = DeprovisionHooks::new().status_flush(&flush);
+            let hooks = DeprovisionHooks::new()
+                .stale_check(&stale)
+                .status_flush(&flush);
             self.lifecycle
                 .run_deprovisioning_lifecycle(&view, &mut jobs, &ctx, &hooks)
                 .await
         };
         working.provisioning_status_mut().provisioning_jobs = jobs;
-        self.write_if_changed(&session, obj, &working, &object)
-            .await?;
+        // As on apply: no status write when the cache proved stale (the API server already
+        // holds a newer deprovision job); the next reconcile works on the fresh object.
+        let stale_cache = matches!(&result, Ok(o) if o.step == DeprovisionStep::StaleCache);
+        if !stale_cache {
+            self.write_if_changed(&session, obj, &working, &object)
+                .await?;
+        }
         let outcome = result.map_err(|source| lifecycle_error(&object, source))?;
 
         let regarding = obj.object_ref(&());

@@ -19,11 +19,14 @@ use crate::types::Job;
 /// ```
 pub fn find_marked_job<'a>(jobs: &'a [Job], key: &str) -> Option<&'a Job> {
     jobs.iter()
-        .filter(|job| {
-            job.extra_vars
-                .get(IDEMPOTENCY_KEY_VAR)
-                .and_then(Value::as_str)
-                == Some(key)
-        })
+        .filter(|job| carries_key(job, key))
         .max_by_key(|job| job.id)
+}
+
+/// Whether `job`'s extra_vars carry `key` under [`IDEMPOTENCY_KEY_VAR`].
+pub(crate) fn carries_key(job: &Job, key: &str) -> bool {
+    job.extra_vars
+        .get(IDEMPOTENCY_KEY_VAR)
+        .and_then(Value::as_str)
+        == Some(key)
 }

@@ -29,6 +29,7 @@ use provkit_lifecycle::{
 };
 
 pub use extra_vars::{ExtraVarsError, IDEMPOTENCY_KEY_VAR, build_extra_vars, payload};
+pub(crate) use idempotency::carries_key;
 pub use idempotency::find_marked_job;
 pub use naming::{NamingError, TemplateAction, TemplateNames, kebab_case};
 pub use status::{map_status, provision_status};
@@ -504,9 +505,11 @@ impl ProvisioningProvider for AapProvider {
             .await
             .map_err(|e| ProviderError::other_with_source("idempotency lookup", e))?;
         let since = self.since(resource, key).await;
-        let list = |kind: JobKind| async move {
+        // Newest first, stopping at the first page holding the key (see
+        // `AapApi::newest_job_with_key`): one request in the usual case.
+        let find = |kind: JobKind| async move {
             self.api
-                .jobs_created_since(kind, template.kind, template.id, since)
+                .newest_job_with_key(kind, template.kind, template.id, since, key.as_str())
                 .await
                 .map_err(|e| {
                     query_error(
@@ -516,8 +519,7 @@ impl ProvisioningProvider for AapProvider {
                     )
                 })
         };
-        let jobs = list(template.kind.job_kind()).await?;
-        let Some(job) = find_marked_job(&jobs, key.as_str()) else {
+        let Some(job) = find(template.kind.job_kind()).await? else {
             return Ok(None);
         };
         // A sliced job template's children carry the key too; the launch created their workflow job.
@@ -525,13 +527,9 @@ impl ProvisioningProvider for AapProvider {
             && template.kind == TemplateKind::JobTemplate
             && job.launch_type.as_deref() == Some("workflow")
         {
-            let parents = list(JobKind::WorkflowJob).await?;
-            match find_marked_job(&parents, key.as_str()) {
-                Some(parent) => parent.clone(),
-                None => job.clone(),
-            }
+            find(JobKind::WorkflowJob).await?.unwrap_or(job)
         } else {
-            job.clone()
+            job
         };
         self.remember_kind(job.id, job.kind);
         Ok(Some(FoundJob::new(

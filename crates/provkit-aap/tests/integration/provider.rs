@@ -764,3 +764,51 @@ async fn launch_429_becomes_a_provider_rate_limit() {
         0
     );
 }
+
+#[tokio::test]
+async fn idempotency_lookup_pages_newest_first_and_stops_at_the_first_match() {
+    let server = server(Mode::Awx).await;
+    let p = explicit(&server);
+    let r = resource("Subnet", "paged");
+    let key = |i: usize| IdempotencyKey::new(format!("pk1-uid-paged-p-{i:016x}"));
+    // 205 jobs: the first launched (oldest) sits on the second page of 200.
+    let mut ids = Vec::new();
+    for i in 0..205 {
+        let ctx = LaunchContext::new().with_idempotency_key(key(i));
+        ids.push(p.trigger_provision(&r, &ctx).await.unwrap().job_id);
+    }
+    let lists = |server: &FakeAapServer| {
+        requests_to(server, "/jobs/")
+            .into_iter()
+            .filter(|q| q.method == "GET" && q.query.contains("job_template="))
+            .collect::<Vec<_>>()
+    };
+    // Newest key: found on the first page, one request.
+    let found = p
+        .find_job_by_idempotency_key(&r, &JobType::Provision, &key(204))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.job_id, ids[204]);
+    let first = lists(&server);
+    assert_eq!(first.len(), 1, "stopped at the first page");
+    assert!(first[0].query.contains("order_by=-id"), "{}", first[0].query);
+    assert!(first[0].query.contains("page_size=200"), "{}", first[0].query);
+    // Oldest key: on page two, two requests.
+    let found = p
+        .find_job_by_idempotency_key(&r, &JobType::Provision, &key(0))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.job_id, ids[0]);
+    assert_eq!(lists(&server).len(), 3);
+    // Unknown key: every page, then none.
+    let missing = IdempotencyKey::new("pk1-uid-paged-p-ffffffffffffffff");
+    assert_eq!(
+        p.find_job_by_idempotency_key(&r, &JobType::Provision, &missing)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(lists(&server).len(), 5);
+}

@@ -350,6 +350,102 @@ async fn s4_stale_cache_requeues_without_launching() {
     assert_eq!(h.launches(), 0);
 }
 
+/// Scenario 4 on deletion: the cached copy shows no deprovision job while the API server
+/// already holds the running one a previous reconcile launched and flushed → the uncached GET,
+/// no provider call (no second deprovision launch), no status write, the finalizer kept, and a
+/// requeue after the poll interval.
+#[tokio::test]
+async fn s4_deletion_on_stale_cache_keeps_finalizer_without_launching() {
+    let h = Harness::new();
+    // Were the check missing, this launch would happen (and its flush would fail the script).
+    h.provider
+        .push_deprovision(UID, DeprovisionScript::triggered());
+    let base = Network::test().finalized().needs_delete();
+    let v = "v1";
+    let done = job_json("100", "provision", "Succeeded", 0, "succeeded", v);
+    let running = job_json("job-1", "deprovision", "Running", 1, "running", "");
+    let cached = stored(
+        &base,
+        "40",
+        &json!({"phase": "Ready", "provisioningJobs": [done], "desiredConfigVersion": v}),
+    );
+    let fresh = stored(
+        &base,
+        "41",
+        &json!({"phase": "Deleting", "provisioningJobs": [done, running], "desiredConfigVersion": v}),
+    );
+    let (r, log) = h.reconcile(cached, vec![get_object(&fresh)], true).await;
+    let err = r.unwrap_err();
+    assert!(err.is_keep_finalizer(), "{err}");
+    assert!(err.to_string().contains("StaleCache"), "{err}");
+    assert_eq!(
+        error_action(&err, Duration::from_secs(5)),
+        Action::requeue(POLL)
+    );
+    assert_eq!(log, [format!("GET {}", obj_uri())]);
+    assert_eq!(h.provider_calls(), 0, "{:?}", h.provider.calls());
+}
+
+/// On deletion the stale-cache check follows the same fail-open/closed policy as on apply:
+/// closed → the failed read keeps the finalizer with no launch and no write; open → the
+/// deprovision job is launched and flushed.
+#[tokio::test]
+async fn deletion_stale_check_error_fails_open_or_closed_per_policy() {
+    let base = Network::test().finalized().needs_delete();
+    let cached = stored(&base, "50", &json!({"phase": "Deleting"}));
+    let get_fails = || Exchange::get(obj_uri(), Value::Null).fails(500, "InternalError");
+
+    let mut closed = Harness::new();
+    closed
+        .provider
+        .push_deprovision(UID, DeprovisionScript::triggered());
+    let mut policy = closed.lifecycle.policy().clone();
+    policy.stale_check_fail_open = false;
+    closed.lifecycle = closed.lifecycle.clone().with_policy(policy);
+    let (r, log) = closed
+        .reconcile(cached.clone(), vec![get_fails()], false)
+        .await;
+    let err = r.unwrap_err();
+    assert!(err.is_keep_finalizer(), "{err}");
+    assert_eq!(err.requeue_after(), Some(POLL));
+    assert_eq!(log.len(), 1);
+    assert_eq!(closed.provider_calls(), 0);
+
+    let open = Harness::new();
+    open.provider
+        .push_deprovision(UID, DeprovisionScript::triggered());
+    let deprov = job_json(
+        "job-1",
+        "deprovision",
+        "Pending",
+        0,
+        "Deprovision job triggered",
+        "",
+    );
+    let flushed = json!({"provisioningJobs": [deprov], "desiredConfigVersion": null});
+    let (r, log) = open
+        .reconcile(
+            cached,
+            vec![
+                get_fails(),
+                patch_status(
+                    "50",
+                    flushed,
+                    &stored(
+                        &base,
+                        "51",
+                        &json!({"phase": "Deleting", "provisioningJobs": [deprov]}),
+                    ),
+                ),
+            ],
+            false,
+        )
+        .await;
+    assert!(r.unwrap_err().is_keep_finalizer());
+    assert_eq!(log.len(), 2);
+    assert_eq!(open.provider_calls(), 1);
+}
+
 /// Scenario 5: the flush hits 409 → re-read, merge by jobID, retry → the other writer's
 /// change (a condition and a job it recorded) and our job id are both persisted.
 #[tokio::test]
@@ -439,12 +535,16 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
         [StatusStep::State(JobState::Succeeded)],
     );
 
-    // 1. waiting for the cancel: phase Deleting written, finalizer kept, poll interval
+    // 1. uncached read (the API server agrees with the cache), waiting for the cancel:
+    //    phase Deleting written, finalizer kept, poll interval
     let s1 = json!({"phase": "Deleting", "provisioningJobs": [running], "desiredConfigVersion": v});
     let (r, log) = h
         .reconcile(
             cached.clone(),
-            vec![patch_status("20", s1.clone(), &stored(&base, "21", &s1))],
+            vec![
+                get_object(&cached),
+                patch_status("20", s1.clone(), &stored(&base, "21", &s1)),
+            ],
             false,
         )
         .await;
@@ -454,7 +554,7 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
         error_action(&err, Duration::from_secs(5)),
         Action::requeue(POLL)
     );
-    assert_eq!(log.len(), 1);
+    assert_eq!(log.len(), 2);
 
     // 2. provision job canceled → deprovision job launched and flushed; finalizer kept
     let canceled = job_json("100", "provision", "Canceled", 0, "canceled", v);
@@ -472,6 +572,7 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
         .reconcile(
             stored(&base, "21", &s1),
             vec![
+                get_object(&stored(&base, "21", &s1)),
                 patch_status("21", s2, &stored(&base, "22", &s2_stored)),
                 event("DeprovisionJobTriggered", "job-1"),
             ],
@@ -479,7 +580,7 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
         )
         .await;
     assert!(r.unwrap_err().is_keep_finalizer());
-    assert_eq!(log.len(), 2);
+    assert_eq!(log.len(), 3);
 
     // 3. deprovision succeeded → status written, finalizer removed (kube-runtime's JSON patch)
     let deprov_ok = job_json("job-1", "deprovision", "Succeeded", 0, "succeeded", "");
@@ -526,12 +627,15 @@ async fn s6_blocking_deprovision_failure_keeps_finalizer_with_backoff() {
     let s1_stored = json!({"phase": "Deleting", "provisioningJobs": [deprov]});
     let (r, _) = h
         .reconcile(
-            cached,
-            vec![patch_status(
-                "30",
-                json!({"provisioningJobs": [deprov], "desiredConfigVersion": null}),
-                &stored(&base, "31", &s1_stored),
-            )],
+            cached.clone(),
+            vec![
+                get_object(&cached),
+                patch_status(
+                    "30",
+                    json!({"provisioningJobs": [deprov], "desiredConfigVersion": null}),
+                    &stored(&base, "31", &s1_stored),
+                ),
+            ],
             false,
         )
         .await;

@@ -19,7 +19,9 @@ pub const DEFAULT_ERROR_REQUEUE: Duration = Duration::from_secs(30);
 /// cleanup returns `Ok`. "Deprovisioning is not finished, keep the finalizer and come back in
 /// d" therefore travels as [`ReconcileError::KeepFinalizer`], an error that carries its delay;
 /// [`error_policy`] turns it into `Action::requeue(d)`. The job history (with a new
-/// deprovision job, if one was launched) has already been written when it is returned.
+/// deprovision job, if one was launched) has already been written when it is returned —
+/// except after a stale-cache requeue (step `StaleCache`), where the API server already holds
+/// a newer history than the cached copy and nothing is written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReconcileError {

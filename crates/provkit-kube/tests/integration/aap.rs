@@ -223,7 +223,8 @@ async fn aap_deletion_cancels_running_job_then_deprovisions_and_removes_finalize
     let pid = h.aap().jobs()[0].id.to_string();
     h.clock.advance(Duration::from_secs(30)); // running now
 
-    // 1. deletion: AAP says running → cancel POST → Waiting; finalizer kept
+    // 1. deletion: uncached read (no deprovision job on the server either), AAP says
+    //    running → cancel POST → Waiting; finalizer kept
     let deleting = base.clone().needs_delete();
     let cached = status_with(
         &deleting,
@@ -233,12 +234,11 @@ async fn aap_deletion_cancels_running_job_then_deprovisions_and_removes_finalize
     let s1 = json!({"phase": "Deleting", "provisioningJobs": [job_json(&pid, "provision", "Running", 0, "running", &v)], "desiredConfigVersion": v});
     let err = h
         .reconcile(
-            cached,
-            vec![patch_status(
-                "4",
-                s1.clone(),
-                &status_with(&deleting, "5", s1.clone()),
-            )],
+            cached.clone(),
+            vec![
+                get_object(&cached),
+                patch_status("4", s1.clone(), &status_with(&deleting, "5", s1.clone())),
+            ],
         )
         .await
         .unwrap_err();
@@ -274,8 +274,11 @@ async fn aap_deletion_cancels_running_job_then_deprovisions_and_removes_finalize
     let after = status_with(&deleting, "6", json!({}));
     let err = h
         .reconcile(
-            status_with(&deleting, "5", s1),
-            vec![patch_status_with_ids(h.aap(), "5", flushed, &after)],
+            status_with(&deleting, "5", s1.clone()),
+            vec![
+                get_object(&status_with(&deleting, "5", s1)),
+                patch_status_with_ids(h.aap(), "5", flushed, &after),
+            ],
         )
         .await
         .unwrap_err();

@@ -90,6 +90,14 @@ impl Harness {
             .count()
     }
 
+    pub fn deprovision_launches(&self) -> usize {
+        self.provider
+            .calls()
+            .iter()
+            .filter(|c| matches!(c, ProviderCall::TriggerDeprovision { .. }))
+            .count()
+    }
+
     pub fn provider_calls(&self) -> usize {
         self.provider.calls().len()
     }
@@ -443,7 +451,7 @@ async fn deletion_stale_check_error_fails_open_or_closed_per_policy() {
         .await;
     assert!(r.unwrap_err().is_keep_finalizer());
     assert_eq!(log.len(), 2);
-    assert_eq!(open.provider_calls(), 1);
+    assert_eq!(open.deprovision_launches(), 1);
 }
 
 /// Scenario 5: the flush hits 409 → re-read, merge by jobID, retry → the other writer's

@@ -279,13 +279,16 @@ async fn create_provision_ready_then_delete() {
         .await;
     assert_eq!(r.unwrap(), Action::await_change());
 
-    // delete: the provision job is terminal → delete template launched at once
+    // delete: the provision job is terminal → uncached read (stale-cache check before a
+    // deprovision launch) → delete template launched at once
     let deleting = vnet("6", done.clone(), true, true);
+    let fresh_deleting = serde_json::to_value(&deleting).unwrap();
     let (id2, v3) = (id.clone(), v.clone());
     let err = w
         .reconcile(
             deleting,
             vec![
+                Step(Method::GET, BASE.into(), Box::new(|b, _| assert!(b.is_null())), fresh_deleting),
                 Step(
                     Method::PATCH,
                     format!("{BASE}/status?"),

@@ -38,6 +38,8 @@ pub(crate) struct Inner {
     pub(crate) max_list_items: usize,
     pub(crate) organization: Option<String>,
     templates: RwLock<HashMap<TemplateKey, Template>>,
+    /// Single-flight for cold template lookups: one async lock per key being fetched.
+    template_fetches: std::sync::Mutex<HashMap<TemplateKey, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Inner {
@@ -68,6 +70,7 @@ impl Inner {
             max_list_items,
             organization,
             templates: RwLock::new(HashMap::new()),
+            template_fetches: std::sync::Mutex::new(HashMap::new()),
         }
     }
 }
@@ -227,15 +230,49 @@ impl AapClient {
         organization: Option<&str>,
     ) -> Result<Template> {
         let key = (name.to_owned(), organization.map(str::to_owned));
-        if let Some(hit) = self
-            .inner
+        if let Some(hit) = self.cached_template(&key) {
+            return Ok(hit);
+        }
+        // Single flight: concurrent cold lookups of one key wait for the first one's answer
+        // instead of each sending a request. A failed lookup is not shared (errors are not
+        // cached): the next waiter then tries on its own.
+        let flight = Arc::clone(
+            self.inner
+                .template_fetches
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(key.clone())
+                .or_default(),
+        );
+        let _turn = flight.lock().await;
+        if let Some(hit) = self.cached_template(&key) {
+            return Ok(hit);
+        }
+        let result = self.fetch_template(name, organization, &key).await;
+        self.inner
+            .template_fetches
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&key);
+        result
+    }
+
+    fn cached_template(&self, key: &TemplateKey) -> Option<Template> {
+        self.inner
             .templates
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&key)
-        {
-            return Ok(hit.clone());
-        }
+            .get(key)
+            .cloned()
+    }
+
+    /// The one request behind [`get_template_in`](Self::get_template_in); caches a unique match.
+    async fn fetch_template(
+        &self,
+        name: &str,
+        organization: Option<&str>,
+        key: &TemplateKey,
+    ) -> Result<Template> {
         let mut query = vec![
             ("name", name),
             ("type", "job_template,workflow_job_template"),
@@ -269,7 +306,7 @@ impl AapClient {
                     .templates
                     .write()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .insert(key, template.clone());
+                    .insert(key.clone(), template.clone());
                 Ok(template)
             }
             _ => Err(Error::AmbiguousTemplate {

@@ -11,6 +11,7 @@
 //!   lists the template's jobs created since the attempt began and matches the key client-side.
 //! - Deprovision: cancel a running provision job first (spec §4.5).
 
+mod attempts;
 mod extra_vars;
 mod idempotency;
 mod naming;
@@ -28,6 +29,7 @@ use provkit_lifecycle::{
     ProvisionResult, ProvisionStatus, ProvisioningProvider, ResourceView,
 };
 
+use attempts::Attempts;
 pub use extra_vars::{ExtraVarsError, IDEMPOTENCY_KEY_VAR, build_extra_vars, payload};
 pub(crate) use idempotency::carries_key;
 pub use idempotency::find_marked_job;
@@ -127,7 +129,7 @@ impl AapProviderBuilder {
             lookup_window: self.lookup_window,
             clock_skew: self.clock_skew,
             kinds: RwLock::new(HashMap::new()),
-            attempts: Mutex::new(HashMap::new()),
+            attempts: Mutex::new(Attempts::default()),
         }
     }
 }
@@ -154,7 +156,7 @@ pub struct AapProvider {
     lookup_window: Duration,
     clock_skew: Duration,
     kinds: RwLock<HashMap<u64, JobKind>>,
-    attempts: Mutex<HashMap<String, DateTime<Utc>>>,
+    attempts: Mutex<Attempts>,
 }
 
 impl fmt::Debug for AapProvider {
@@ -269,6 +271,11 @@ impl AapProvider {
         })
     }
 
+    /// Attempts made at or before this instant are forgotten (`now - lookup_window`).
+    fn horizon(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        now - chrono::Duration::from_std(self.lookup_window).unwrap_or(chrono::Duration::days(1))
+    }
+
     fn remember_kind(&self, id: u64, kind: JobKind) {
         self.kinds
             .write()
@@ -309,11 +316,7 @@ impl AapProvider {
                 .attempts
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let horizon = now
-                - chrono::Duration::from_std(self.lookup_window)
-                    .unwrap_or(chrono::Duration::days(1));
-            attempts.retain(|_, at| *at > horizon);
-            attempts.entry(key.as_str().to_owned()).or_insert(now);
+            attempts.record(key.as_str(), now, self.horizon(now));
         }
         let launched = self
             .api
@@ -372,12 +375,12 @@ impl AapProvider {
     async fn since(&self, resource: &ResourceView, key: &IdempotencyKey) -> DateTime<Utc> {
         let skew =
             chrono::Duration::from_std(self.clock_skew).unwrap_or(chrono::Duration::minutes(5));
+        let horizon = self.horizon(self.clock.now());
         let remembered = self
             .attempts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(key.as_str())
-            .copied();
+            .get(key.as_str(), horizon);
         if let Some(at) = remembered {
             return at - skew;
         }

@@ -167,3 +167,31 @@ async fn lookup_errors_are_not_reported_as_not_found() {
     assert!(matches!(err, Error::Server { .. }), "{err:?}");
     assert!(!err.is_not_found());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_cold_lookups_of_one_template_make_one_request() {
+    let server = server(Mode::Awx).await;
+    let client = client(&server);
+    // Warm discovery and auth so only template lookups remain to be counted.
+    client.get_template("provision-workflow").await.unwrap();
+    let before = requests_to(&server, "unified_job_templates").len();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let client = client.clone();
+        tasks.spawn(async move { client.get_template("provision-job").await });
+    }
+    let mut ids = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        ids.push(done.unwrap().unwrap().id);
+    }
+    assert_eq!(ids.len(), 16);
+    assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+    assert_eq!(
+        requests_to(&server, "unified_job_templates").len() - before,
+        1,
+        "one request for 16 concurrent cold lookups"
+    );
+    // A failed lookup is not shared: each later caller still gets its own answer.
+    let err = client.get_template("missing").await.unwrap_err();
+    assert!(err.is_not_found(), "{err:?}");
+}

@@ -792,8 +792,16 @@ async fn idempotency_lookup_pages_newest_first_and_stops_at_the_first_match() {
     assert_eq!(found.job_id, ids[204]);
     let first = lists(&server);
     assert_eq!(first.len(), 1, "stopped at the first page");
-    assert!(first[0].query.contains("order_by=-id"), "{}", first[0].query);
-    assert!(first[0].query.contains("page_size=200"), "{}", first[0].query);
+    assert!(
+        first[0].query.contains("order_by=-id"),
+        "{}",
+        first[0].query
+    );
+    assert!(
+        first[0].query.contains("page_size=200"),
+        "{}",
+        first[0].query
+    );
     // Oldest key: on page two, two requests.
     let found = p
         .find_job_by_idempotency_key(&r, &JobType::Provision, &key(0))

@@ -238,6 +238,8 @@ pub(crate) fn term_matches(term: &Term, value: &FVal, kind: &FVal) -> Result<boo
             let want = convert(&term.field, sample, &term.raw)?;
             if *value == FVal::Null {
                 false
+            } else if let Some(hit) = ordered_lookup(lookup, value, &want) {
+                hit
             } else {
                 let text = |v: &FVal| match v {
                     FVal::Str(s) => s.clone(),
@@ -249,7 +251,6 @@ pub(crate) fn term_matches(term: &Term, value: &FVal, kind: &FVal) -> Result<boo
                 let (a, b) = (text(value), text(&want));
                 let (al, bl) = (a.to_lowercase(), b.to_lowercase());
                 match lookup {
-                    "exact" => *value == want,
                     "iexact" => al == bl,
                     "contains" => a.contains(&b),
                     "icontains" => al.contains(&bl),
@@ -257,16 +258,37 @@ pub(crate) fn term_matches(term: &Term, value: &FVal, kind: &FVal) -> Result<boo
                     "istartswith" => al.starts_with(&bl),
                     "endswith" => a.ends_with(&b),
                     "iendswith" => al.ends_with(&bl),
-                    "gt" => value.cmp_key(&want) == Ordering::Greater,
-                    "gte" => value.cmp_key(&want) != Ordering::Less,
-                    "lt" => value.cmp_key(&want) == Ordering::Less,
-                    "lte" => value.cmp_key(&want) != Ordering::Greater,
                     _ => false,
                 }
             }
         }
     };
     Ok(hit != term.negate)
+}
+
+/// The lookups that compare typed values (`exact`, `gt`, `gte`, `lt`, `lte`), answered without
+/// rendering either side as text; `None` for the text lookups.
+fn ordered_lookup(lookup: &str, value: &FVal, want: &FVal) -> Option<bool> {
+    Some(match lookup {
+        "exact" => value == want,
+        "gt" => value.cmp_key(want) == Ordering::Greater,
+        "gte" => value.cmp_key(want) != Ordering::Less,
+        "lt" => value.cmp_key(want) == Ordering::Less,
+        "lte" => value.cmp_key(want) != Ordering::Greater,
+        _ => return None,
+    })
+}
+
+impl Term {
+    /// The integer a leading plain `field=<int>` term asks for: set only for an AND term without
+    /// `not__` whose lookup is `exact` and whose value parses as an integer. A list may use it to
+    /// skip, before evaluating anything else, the rows this term would reject first anyway.
+    pub(crate) fn plain_int_exact(&self) -> Option<i64> {
+        if self.negate || self.or || self.lookup != "exact" {
+            return None;
+        }
+        self.raw.trim().parse::<i64>().ok()
+    }
 }
 
 /// Applies all terms to one object: every AND term must match; if OR terms exist, one must.

@@ -1127,4 +1127,25 @@ async fn filters_on_lists() {
     assert_eq!(get("jobs/?not__id=1").await.json["count"], 1);
     assert_eq!(get("workflow_jobs/").await.json["count"], 0);
     assert_eq!(get("job_templates/9/jobs/").await.json["count"], 2);
+    // A leading `id=` / `job_template=` term is answered from the index; results and errors
+    // are those of evaluating every term in order.
+    let by_id = get("unified_jobs/?id=2").await.json;
+    assert_eq!(by_id["count"], 1);
+    assert_eq!(by_id["results"][0]["id"], 2);
+    assert_eq!(get("jobs/?id=99").await.json["count"], 0);
+    assert_eq!(get("jobs/?id=abc").await.status, 400);
+    assert_eq!(
+        get("jobs/?id=2&not__status=successful").await.json["count"],
+        1
+    );
+    assert_eq!(get("jobs/?job_template=9&id=1").await.json["count"], 1);
+    let rejected_first = get("jobs/?job_template=9999&created__gt=garbage").await;
+    assert_eq!(rejected_first.status, 200);
+    assert_eq!(rejected_first.json["count"], 0);
+    assert_eq!(
+        get("jobs/?created__gt=garbage&job_template=9999")
+            .await
+            .status,
+        400
+    );
 }

@@ -223,8 +223,10 @@ fn job_field(st: &mut State, id: u64, field: &str, now: DateTime<Utc>) -> (FVal,
     };
     let c = u.common();
     let opt = |v: Option<u64>| v.map_or(FVal::Null, |x| FVal::Int(x as i64));
+    if let Some(v) = job_id_field(u, field) {
+        return (opt(v), i0);
+    }
     match field {
-        "id" => (FVal::Int(id as i64), i0),
         "name" => (FVal::Str(c.name.clone()), s),
         "description" => (FVal::Str(c.description.clone()), s),
         "type" => (
@@ -240,18 +242,6 @@ fn job_field(st: &mut State, id: u64, field: &str, now: DateTime<Utc>) -> (FVal,
         ),
         "created" => (FVal::Time(c.created), t0),
         "launch_type" => (FVal::Str(c.launch_type.to_owned()), s),
-        "organization" => (opt(c.org_id), i0),
-        "inventory" => (opt(c.inventory), i0),
-        "unified_job_template" => (opt(c.template), i0),
-        "unified_job_node__workflow_job" => (opt(c.parent_workflow), i0),
-        "job_template" => match u {
-            Unified::Job(_) => (opt(c.template), i0),
-            Unified::Workflow(w) => (opt(w.job_template), i0),
-        },
-        "workflow_job_template" => match u {
-            Unified::Workflow(w) => (opt(w.wfjt), i0),
-            Unified::Job(_) => (FVal::Null, i0),
-        },
         "job_template__name" => match u {
             Unified::Job(_) => (FVal::Str(c.name.clone()), s),
             Unified::Workflow(_) => (FVal::Null, s),
@@ -288,6 +278,48 @@ fn job_field(st: &mut State, id: u64, field: &str, now: DateTime<Utc>) -> (FVal,
     }
 }
 
+/// The id-valued fields of a unified job (`Some(None)` for a null one); `None` for other fields.
+fn job_id_field(u: &Unified, field: &str) -> Option<Option<u64>> {
+    let c = u.common();
+    Some(match field {
+        "id" => Some(c.id),
+        "organization" => c.org_id,
+        "inventory" => c.inventory,
+        "unified_job_template" => c.template,
+        "unified_job_node__workflow_job" => c.parent_workflow,
+        "job_template" => match u {
+            Unified::Job(_) => c.template,
+            Unified::Workflow(w) => w.job_template,
+        },
+        "workflow_job_template" => match u {
+            Unified::Workflow(w) => w.wfjt,
+            Unified::Job(_) => None,
+        },
+        _ => return None,
+    })
+}
+
+/// A cheap pre-filter from the query's **first** term when it is a plain `<id field>=<int>`:
+/// [`row_matches`] evaluates terms in order and rejects a row at its first failing AND term, so
+/// skipping the rows this term rejects changes neither the result nor which errors can surface.
+/// `id=<n>` also turns the scan into one index lookup.
+fn leading_id_term(q: &ListQuery) -> Option<(&str, i64)> {
+    let term = q.terms.first()?;
+    let want = term.plain_int_exact()?;
+    const ID_FIELDS: &[&str] = &[
+        "id",
+        "organization",
+        "inventory",
+        "unified_job_template",
+        "unified_job_node__workflow_job",
+        "job_template",
+        "workflow_job_template",
+    ];
+    ID_FIELDS
+        .contains(&term.field.as_str())
+        .then_some((term.field.as_str(), want))
+}
+
 /// `jobs/`, `workflow_jobs/`, `unified_jobs/` (and a template's jobs when `template` is set).
 pub(crate) fn jobs(
     app: &App,
@@ -310,10 +342,25 @@ pub(crate) fn jobs(
     };
     let mut st = app.lock();
     st.sync(ctx.now);
-    let candidates: Vec<u64> = st
-        .jobs
-        .iter()
-        .flatten()
+    let lead = leading_id_term(&q);
+    let by_id: Vec<&Unified> = match lead {
+        Some(("id", want)) => u64::try_from(want)
+            .ok()
+            .and_then(|id| st.unified(id))
+            .into_iter()
+            .collect(),
+        _ => Vec::new(),
+    };
+    let scan: Box<dyn Iterator<Item = &Unified>> = match lead {
+        Some(("id", _)) => Box::new(by_id.into_iter()),
+        _ => Box::new(st.jobs.iter().flatten()),
+    };
+    let candidates: Vec<u64> = scan
+        .filter(|u| {
+            lead.is_none_or(|(field, want)| {
+                job_id_field(u, field).is_some_and(|v| v.map(|x| x as i64) == Some(want))
+            })
+        })
         .filter(|u| match kind {
             Some(JobKind::Job) => matches!(u, Unified::Job(_)),
             Some(JobKind::Workflow) => matches!(u, Unified::Workflow(_)),

@@ -11,11 +11,12 @@ use crate::config::{AapClientBuilder, ApiRoot, builder_from_lookup};
 use crate::endpoints::{api_path, root_relative};
 use crate::error::{Error, Result, TemplateCandidate};
 use crate::rate_limit::RateLimiter;
+use crate::response::RawResponse;
 use crate::retry::RetryConfig;
 use crate::transport::Call;
 use crate::types::{
-    AapJobStatus, CancelOutcome, Job, JobKind, JobWire, LaunchRequest, Launched, Page, Template,
-    TemplateKind,
+    AapJobStatus, CancelOutcome, Job, JobKind, JobWire, LaunchRequest, Launched, ListedJob, Page,
+    Template, TemplateKind,
 };
 
 /// The "too large to display" notice AWX returns instead of stdout above 1 MiB.
@@ -564,12 +565,17 @@ impl AapClient {
         crate::pagination::collect(self, first).await
     }
 
-    pub(crate) async fn page(&self, path: String) -> Result<(Vec<Value>, Option<String>)> {
+    /// One page of a list endpoint, items decoded by `decode`; the body is dropped on return.
+    pub(crate) async fn page<T>(
+        &self,
+        path: String,
+        decode: fn(&RawResponse) -> Result<Page<T>>,
+    ) -> Result<(Vec<T>, Option<String>)> {
         let resp = self
             .inner
             .execute(&Call::get(path, self.inner.max_body_bytes))
             .await?;
-        let page: Page = resp.json()?;
+        let page = decode(&resp)?;
         let next = match page.next.as_deref() {
             None | Some("") => None,
             Some(link) => {
@@ -635,11 +641,37 @@ impl AapClient {
         let since_text = since.to_rfc3339_opts(SecondsFormat::Micros, true);
         let query = jobs_since_query(template_kind, &id_text, &since_text);
         let first = self.path(&[kind.endpoint()], &query).await?;
-        let found = crate::pagination::find_first(self, first, |v| {
-            Job::from_value(v, kind).is_some_and(|job| crate::provider::carries_key(&job, key))
+        // Each page is decoded into slim `JobWire`s (a list item is mostly `related` and
+        // `summary_fields`) and dropped before the next one is fetched.
+        crate::pagination::find_first(self, first, decode_job_page, |item| {
+            Job::from_value(&item.into_value(), kind)
+                .filter(|job| crate::provider::carries_key(job, key))
         })
-        .await?;
-        Ok(found.as_ref().and_then(|v| Job::from_value(v, kind)))
+        .await
+    }
+}
+
+/// A list page as JSON trees.
+pub(crate) fn decode_value_page(resp: &RawResponse) -> Result<Page> {
+    resp.json()
+}
+
+/// A jobs list page: slim [`JobWire`] items in the usual case; anything unusual (HTML, a
+/// non-object item, a field of an unexpected shape, duplicate keys) goes through the tolerant
+/// JSON-tree path, so the outcome matches decoding the page as [`Value`]s.
+fn decode_job_page(resp: &RawResponse) -> Result<Page<ListedJob>> {
+    match serde_json::from_slice::<Page<JobWire>>(&resp.body) {
+        Ok(page) if !resp.is_html() => Ok(Page {
+            next: page.next,
+            results: page.results.into_iter().map(ListedJob::Wire).collect(),
+        }),
+        _ => {
+            let page: Page = resp.json()?;
+            Ok(Page {
+                next: page.next,
+                results: page.results.into_iter().map(ListedJob::Full).collect(),
+            })
+        }
     }
 }
 
@@ -659,4 +691,91 @@ fn jobs_since_query<'a>(
         ("order_by", "-id"),
         ("page_size", "200"),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::RequestContext;
+
+    fn resp(content_type: &str, body: &str) -> RawResponse {
+        RawResponse {
+            status: reqwest::StatusCode::OK,
+            content_type: Some(content_type.into()),
+            location: None,
+            retry_after: None,
+            body: body.as_bytes().to_vec(),
+            ctx: RequestContext::new(http::Method::GET, "/api/v2/jobs/"),
+        }
+    }
+
+    /// What the tolerant JSON-tree path reads from the same page.
+    fn via_values(resp: &RawResponse) -> (Option<String>, Vec<Option<Job>>) {
+        let page = decode_value_page(resp).unwrap();
+        let jobs = page
+            .results
+            .iter()
+            .map(|v| Job::from_value(v, JobKind::Job))
+            .collect();
+        (page.next, jobs)
+    }
+
+    fn via_slim(resp: &RawResponse) -> (Option<String>, Vec<Option<Job>>) {
+        let page = decode_job_page(resp).unwrap();
+        let jobs = page
+            .results
+            .into_iter()
+            .map(|item| Job::from_value(&item.into_value(), JobKind::Job))
+            .collect();
+        (page.next, jobs)
+    }
+
+    #[test]
+    fn slim_job_pages_decode_like_json_trees() {
+        let big = r#""related": {"stdout": "/api/v2/jobs/7/stdout/"}, "summary_fields": {"inventory": {"id": 1}, "source_workflow_job": {"id": 3}}"#;
+        let cases = [
+            // extra_vars as a JSON string and as an object; unknown fields skipped.
+            format!(
+                r#"{{"next": "/api/v2/jobs/?page=2", "results": [
+                    {{"id": 7, "type": "job", "status": "running", "created": "2026-01-01T00:00:00Z",
+                      "extra_vars": "{{\"provkit_idempotency_key\": \"k1\"}}", {big}}},
+                    {{"id": 6, "status": "successful", "extra_vars": {{"provkit_idempotency_key": "k2"}}}},
+                    {{"id": "5", "extra_vars": "not json"}},
+                    {{"type": "job"}}
+                ]}}"#
+            ),
+            // A non-object item: the tolerant path skips it.
+            r#"{"next": null, "results": [3, {"id": 2, "extra_vars": "{}"}]}"#.to_owned(),
+            // Duplicate keys: the last one wins, as in a JSON tree.
+            r#"{"results": [{"id": 1, "status": "failed", "status": "successful"}]}"#.to_owned(),
+            // `summary_fields` of an unexpected shape.
+            r#"{"results": [{"id": 1, "summary_fields": "x"}]}"#.to_owned(),
+            r#"{"results": []}"#.to_owned(),
+        ];
+        for body in &cases {
+            let resp = resp("application/json", body);
+            assert_eq!(via_slim(&resp), via_values(&resp), "{body}");
+        }
+        let (next, jobs) = via_slim(&resp("application/json", &cases[0]));
+        assert_eq!(next.as_deref(), Some("/api/v2/jobs/?page=2"));
+        assert_eq!(jobs.len(), 4);
+        assert!(jobs[0].as_ref().is_some_and(|j| j.id == 7
+            && crate::provider::carries_key(j, "k1")
+            && j.source_workflow_job == Some(3)));
+        assert!(
+            jobs[1]
+                .as_ref()
+                .is_some_and(|j| crate::provider::carries_key(j, "k2"))
+        );
+    }
+
+    #[test]
+    fn html_job_pages_are_decode_errors_like_json_pages() {
+        let resp = resp("text/html", "<html><body>login</body></html>");
+        assert!(matches!(decode_job_page(&resp), Err(Error::Decode { .. })));
+        assert!(matches!(
+            decode_value_page(&resp),
+            Err(Error::Decode { .. })
+        ));
+    }
 }

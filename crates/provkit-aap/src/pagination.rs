@@ -4,11 +4,13 @@ use serde_json::Value;
 
 use crate::client::AapClient;
 use crate::error::{Error, Result};
+use crate::response::RawResponse;
+use crate::types::Page;
 
 /// Collects every item starting at `first` (a root-relative path).
 pub(crate) async fn collect(client: &AapClient, first: String) -> Result<Vec<Value>> {
     let mut items = Vec::new();
-    walk(client, first, |page| {
+    walk(client, first, crate::client::decode_value_page, |page| {
         items.extend(page);
         false
     })
@@ -16,16 +18,18 @@ pub(crate) async fn collect(client: &AapClient, first: String) -> Result<Vec<Val
     Ok(items)
 }
 
-/// Pages from `first` until `hit` accepts an item (returned) or the pages run out (`None`).
+/// Pages from `first` (each page decoded by `decode`) until `hit` maps an item to `Some`
+/// (returned) or the pages run out (`None`). Each page is dropped before the next is fetched.
 /// Stops at the configured item cap like [`collect`].
-pub(crate) async fn find_first(
+pub(crate) async fn find_first<T, R>(
     client: &AapClient,
     first: String,
-    mut hit: impl FnMut(&Value) -> bool,
-) -> Result<Option<Value>> {
+    decode: fn(&RawResponse) -> Result<Page<T>>,
+    mut hit: impl FnMut(T) -> Option<R>,
+) -> Result<Option<R>> {
     let mut found = None;
-    walk(client, first, |page| {
-        found = page.into_iter().find(|v| hit(v));
+    walk(client, first, decode, |page| {
+        found = page.into_iter().find_map(&mut hit);
         found.is_some()
     })
     .await?;
@@ -33,16 +37,17 @@ pub(crate) async fn find_first(
 }
 
 /// Follows `next` links from `first`, handing each page to `take` until it answers `true`.
-async fn walk(
+async fn walk<T>(
     client: &AapClient,
     first: String,
-    mut take: impl FnMut(Vec<Value>) -> bool,
+    decode: fn(&RawResponse) -> Result<Page<T>>,
+    mut take: impl FnMut(Vec<T>) -> bool,
 ) -> Result<()> {
     let cap = client.max_list_items();
     let mut seen = 0usize;
     let mut next = Some(first);
     while let Some(path) = next.take() {
-        match client.page(path.clone()).await {
+        match client.page(path.clone(), decode).await {
             Ok((mut results, following)) => {
                 let empty = results.is_empty();
                 let room = cap.saturating_sub(seen);

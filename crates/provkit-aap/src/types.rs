@@ -595,13 +595,36 @@ pub enum CancelOutcome {
     AlreadyFinished,
 }
 
-/// One page of a list endpoint.
+/// One page of a list endpoint (items as JSON trees, or as a slim typed `T`).
 #[derive(Clone, Debug, Deserialize)]
-pub(crate) struct Page {
+pub(crate) struct Page<T = Value> {
     #[serde(default)]
     pub(crate) next: Option<String>,
-    #[serde(default)]
-    pub(crate) results: Vec<Value>,
+    #[serde(default = "Vec::new")]
+    pub(crate) results: Vec<T>,
+}
+
+/// A job of a list page: the slim [`JobWire`] in the usual case, the whole JSON tree when the
+/// page did not fit the slim shape (the tolerant path).
+#[allow(
+    clippy::large_enum_variant,
+    reason = "`Wire` is the usual variant; boxing it would cost one allocation per listed job"
+)]
+pub(crate) enum ListedJob {
+    /// Decoded through [`JobWire`]; the rest of the item was skipped without being built.
+    Wire(JobWire),
+    /// Decoded as a plain JSON tree.
+    Full(Value),
+}
+
+impl ListedJob {
+    /// The object [`Job::from_value`] reads.
+    pub(crate) fn into_value(self) -> Value {
+        match self {
+            Self::Wire(wire) => wire.into_value(),
+            Self::Full(value) => value,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use provkit_aap::RetryConfig;
+use provkit_aap::{JobKind, RetryConfig};
 use provkit_core::{JobType, find_latest_job_by_type};
 use provkit_lifecycle::{Jitter, LifecyclePolicy};
 use provkit_testing::fake_aap::{Endpoint, JobTemplateSpec};
@@ -472,10 +472,40 @@ fn typical_resource() -> Value {
     obj.to_json()
 }
 
+/// What the plain loop polls: the job ids of a finished run, or (empty) the probe's own job.
+fn run_jobs(backend: &Backend, probe_template: Option<u64>) -> Vec<(JobKind, u64)> {
+    backend
+        .aap()
+        .jobs()
+        .into_iter()
+        .filter(|j| j.template.is_some() && j.template != probe_template)
+        .map(|j| {
+            let kind = if j.kind == "workflow_job" {
+                JobKind::WorkflowJob
+            } else {
+                JobKind::Job
+            };
+            (kind, j.id)
+        })
+        .collect()
+}
+
+/// Windows the plain loop is split into; its figure is the median window's rate, so a burst of
+/// load from outside the process in one window does not move the bound.
+const PROBE_WINDOWS: usize = 3;
+
 /// Measures requests/s of a plain loop with `workers` concurrent tasks for `wall` time: each request
-/// is a `POST launch` with probability `launch_fraction`, else a `GET job detail`, both with the same
-/// payload as the simulation's jobs.
-async fn probe(backend: &Backend, workers: usize, wall: Duration, launch_fraction: f64) -> f64 {
+/// is a `POST launch` with probability `launch_fraction`, else a `GET job detail` of a job picked at
+/// random from `jobs` (the run's own jobs, so the fake serves the same population of jobs as in the
+/// run; the probe's own job when `jobs` is empty), launches with the same payload as the
+/// simulation's jobs. Returns the median of [`PROBE_WINDOWS`] windows' rates.
+async fn probe(
+    backend: &Backend,
+    workers: usize,
+    wall: Duration,
+    launch_fraction: f64,
+    jobs: Vec<(JobKind, u64)>,
+) -> f64 {
     let Ok(template) = backend.client.get_template("probe-template").await else {
         return 0.0;
     };
@@ -492,35 +522,54 @@ async fn probe(backend: &Backend, workers: usize, wall: Duration, launch_fractio
     let Ok(launched) = backend.client.launch(&template, &request).await else {
         return 0.0;
     };
+    let jobs: std::sync::Arc<[(JobKind, u64)]> = if jobs.is_empty() {
+        vec![(launched.kind, launched.id)].into()
+    } else {
+        jobs.into()
+    };
     // Warm the connection pool first.
     for _ in 0..workers.max(1) {
         let _ = backend.client.get_unified(launched.kind, launched.id).await;
     }
+    let window = wall / PROBE_WINDOWS as u32;
     let start = tokio::time::Instant::now();
     let cpu0 = process_cpu();
     let mut tasks = Vec::new();
     for worker in 0..workers.max(1) {
-        let (client, template, request) =
-            (backend.client.clone(), template.clone(), request.clone());
+        let (client, template, request, jobs) = (
+            backend.client.clone(),
+            template.clone(),
+            request.clone(),
+            jobs.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             let mut rng = fastrand::Rng::with_seed(worker as u64);
-            let mut n = 0u64;
-            while start.elapsed() < wall {
+            let mut done = [0u64; PROBE_WINDOWS];
+            loop {
+                let elapsed = start.elapsed();
+                if elapsed >= wall {
+                    break;
+                }
                 let ok = if rng.f64() < launch_fraction {
                     client.launch(&template, &request).await.is_ok()
                 } else {
-                    client.get_unified(launched.kind, launched.id).await.is_ok()
+                    let (kind, id) = jobs[rng.usize(..jobs.len())];
+                    client.get_unified(kind, id).await.is_ok()
                 };
-                if ok {
-                    n += 1;
+                let at = (start.elapsed().as_nanos() / window.as_nanos().max(1)) as usize;
+                if ok && at < PROBE_WINDOWS {
+                    done[at] += 1;
                 }
             }
-            n
+            done
         }));
     }
-    let mut total = 0u64;
+    let mut per_window = [0u64; PROBE_WINDOWS];
     for t in tasks {
-        total += t.await.unwrap_or(0);
+        let done = t.await.unwrap_or_default();
+        for (sum, n) in per_window.iter_mut().zip(done) {
+            *sum += n;
+        }
     }
     let secs = start.elapsed().as_secs_f64();
     let used = match (cpu0, process_cpu()) {
@@ -528,14 +577,21 @@ async fn probe(backend: &Backend, workers: usize, wall: Duration, launch_fractio
         _ => 0.0,
     };
     #[allow(clippy::cast_precision_loss)]
-    let rps = total as f64 / secs;
+    let mut rates: Vec<f64> = per_window
+        .iter()
+        .map(|n| *n as f64 / window.as_secs_f64().max(1e-9))
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    let median = rates[PROBE_WINDOWS / 2];
     if std::env::var_os("FLEET_DEBUG").is_some() {
+        let total: u64 = per_window.iter().sum();
         eprintln!(
-            "probe: {total} requests in {secs:.2} s, process CPU {used:.2} s ({:.0} % of one core)",
+            "probe: {total} requests in {secs:.2} s over {} jobs, windows {rates:.0?} req/s, process CPU {used:.2} s ({:.0} % of one core)",
+            jobs.len(),
             used / secs * 100.0
         );
     }
-    rps
+    median
 }
 
 /// Runs the fleet.
@@ -569,7 +625,7 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         ..JobTemplateSpec::new("probe-template", crate::backend::ORGANIZATION)
     });
     let backend = Backend::start(&bc, &clock, n).await?;
-    let probe_get_rps = probe(&backend, config.concurrency, config.probe, 0.0).await;
+    let probe_get_rps = probe(&backend, config.concurrency, config.probe, 0.0, Vec::new()).await;
     let baseline = EndpointCounts::read(backend.aap());
 
     let mut policy = LifecyclePolicy::default().with_poll_interval(config.poll_interval);
@@ -699,7 +755,16 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     // The plain loop with the simulation's own request mix (launch share), after the run, faults off.
     #[allow(clippy::cast_precision_loss)]
     let launch_fraction = requests.get(Endpoint::Launch) as f64 / requests.total().max(1) as f64;
-    let probe_rps = probe(&backend, config.concurrency, config.probe, launch_fraction).await;
+    let probe_template = backend.aap().template_id("probe-template", None);
+    let jobs = run_jobs(&backend, probe_template);
+    let probe_rps = probe(
+        &backend,
+        config.concurrency,
+        config.probe,
+        launch_fraction,
+        jobs,
+    )
+    .await;
     let audit = Audit::run(backend.aap(), &sim.store, &purged, n);
 
     // Convergence: every resource deleted, after its two provisions.

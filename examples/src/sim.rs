@@ -268,7 +268,7 @@ pub fn is_converged(o: &Object) -> bool {
         return false;
     };
     latest.state == JobState::Succeeded
-        && compute_desired_config_version(&o.spec)
+        && compute_desired_config_version(&*o.spec)
             .is_ok_and(|desired| latest.config_version == desired)
 }
 
@@ -512,7 +512,7 @@ impl Sim {
             }
             return (EngineResult::Deprovision(Ok(out)), requeue, released);
         }
-        let desired = compute_desired_config_version(&copy.spec).unwrap_or_default();
+        let desired = compute_desired_config_version(&*copy.spec).unwrap_or_default();
         let store = self.store.clone();
         let check = stale_check_fn(move || {
             let store = store.clone();

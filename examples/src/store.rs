@@ -51,8 +51,8 @@ pub struct Object {
     pub deleting: Option<DateTime<Utc>>,
     /// Whether the controller's finalizer is present.
     pub finalizer: bool,
-    /// `spec`.
-    pub spec: Value,
+    /// `spec` (shared: status writes copy the object, not the spec).
+    pub spec: Arc<Value>,
     /// `status.provisioningJobs`.
     pub jobs: Vec<JobStatus>,
 }
@@ -83,19 +83,21 @@ impl Object {
             "apiVersion": API_VERSION,
             "kind": self.kind,
             "metadata": meta,
-            "spec": self.spec,
+            "spec": &*self.spec,
             "status": {"provisioningJobs": self.jobs},
         })
     }
 
-    /// The kube-free view the lifecycle engine and the provider take.
-    pub fn view(&self) -> ResourceView {
-        ResourceView::new(
+    /// The kube-free view the lifecycle engine and the provider take. Its JSON is rendered only
+    /// when a provider asks for it (a launch), as a controller holding the informer's `Arc` would.
+    pub fn view(self: &Arc<Self>) -> ResourceView {
+        let object = self.clone();
+        ResourceView::lazy(
             self.kind.clone(),
             self.name.clone(),
             Some(self.namespace.clone()),
             self.uid.clone(),
-            self.to_json(),
+            move || Ok(object.to_json()),
         )
         .with_api_version(API_VERSION)
     }
@@ -219,7 +221,7 @@ impl ApiServer {
             resource_version: 1,
             deleting: None,
             finalizer: true,
-            spec,
+            spec: Arc::new(spec),
             jobs: Vec::new(),
         });
         slot.api = Some(obj.clone());
@@ -245,7 +247,7 @@ impl ApiServer {
     /// Replaces the spec (a watch event: the cache sees it at once).
     pub fn update_spec(&self, index: usize, spec: Value) -> Option<Arc<Object>> {
         self.event(index, |o| {
-            o.spec = spec;
+            o.spec = Arc::new(spec);
             o.generation += 1;
         })
     }

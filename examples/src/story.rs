@@ -573,7 +573,7 @@ impl Observer for Story {
 }
 
 fn spec_is(report: &ReconcileReport, spec: &Value) -> bool {
-    report.after.as_ref().is_some_and(|o| &o.spec == spec)
+    report.after.as_ref().is_some_and(|o| *o.spec == *spec)
 }
 
 /// Runs the whole story (used by the demo and the tests).

@@ -30,7 +30,7 @@ use crate::resource::ProvisionedResource;
 /// assert_eq!((view.kind.as_str(), view.api_version.as_str()), ("ConfigMap", "v1"));
 /// assert_eq!(view.display_name(), "ns/c");
 /// assert_eq!(view.uid, "u-1");
-/// assert_eq!(view.json["metadata"]["name"], "c");
+/// assert_eq!(view.json().unwrap()["metadata"]["name"], "c");
 /// ```
 pub fn resource_view<K>(obj: &K) -> Result<ResourceView, serde_json::Error>
 where

@@ -290,16 +290,20 @@ impl AapProvider {
         ctx: &LaunchContext,
     ) -> Result<Launched, ProviderError> {
         let template = self.template(name).await?;
-        let vars = build_extra_vars(&resource.json, ctx).map_err(|e| {
+        let json = resource.json().map_err(|e| {
+            ProviderError::launch_not_made(
+                format!("failed to extract extra vars: {e}"),
+                Some(Box::new(e)),
+            )
+        })?;
+        let vars = build_extra_vars(json, ctx).map_err(|e| {
             ProviderError::launch_not_made(
                 format!("failed to extract extra vars: {e}"),
                 Some(Box::new(e)),
             )
         })?;
         let request = LaunchRequest::new(vars);
-        let size = serde_json::to_vec(&request)
-            .map(|b| b.len())
-            .unwrap_or(usize::MAX);
+        let size = encoded_len(&request);
         if size > self.max_payload_bytes {
             return Err(ProviderError::launch_not_made(
                 format!(
@@ -388,8 +392,9 @@ impl AapProvider {
             chrono::Duration::from_std(self.lookup_window).unwrap_or(chrono::Duration::days(1));
         let mut since = self.clock.now() - window;
         let created = resource
-            .json
-            .pointer("/metadata/creationTimestamp")
+            .json()
+            .ok()
+            .and_then(|json| json.pointer("/metadata/creationTimestamp"))
             .and_then(serde_json::Value::as_str)
             .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
             .map(|t| t.with_timezone(&Utc));
@@ -540,5 +545,40 @@ impl ProvisioningProvider for AapProvider {
             map_status(job.status.as_str()),
             job.status.as_str(),
         )))
+    }
+}
+
+/// The length of `value`'s JSON encoding, counted without building it (`usize::MAX` if it does not
+/// serialise).
+fn encoded_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::encoded_len;
+
+    #[test]
+    fn encoded_len_counts_the_bytes_serde_json_would_write() {
+        let value = serde_json::json!({"extra_vars": {"name": "net-<a>", "n": [1, 2.5, null]}});
+        let bytes = serde_json::to_vec(&value).unwrap_or_default();
+        assert_eq!(encoded_len(&value), bytes.len());
+        // A map with non-string keys does not serialise.
+        let bad = std::collections::HashMap::from([((1u8, 2u8), 3u8)]);
+        assert_eq!(encoded_len(&bad), usize::MAX);
     }
 }

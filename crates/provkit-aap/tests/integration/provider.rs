@@ -31,6 +31,13 @@ fn resource(kind: &str, name: &str) -> ResourceView {
     )
 }
 
+/// `view` with its JSON changed by `edit`.
+fn edited(view: ResourceView, edit: impl FnOnce(&mut serde_json::Value)) -> ResourceView {
+    let mut json = view.json().unwrap().clone();
+    edit(&mut json);
+    ResourceView::new(view.kind, view.name, view.namespace, view.uid, json)
+}
+
 fn explicit(server: &FakeAapServer) -> AapProvider {
     AapProvider::with_templates(client(server), "provision-job", "deprovision-job")
 }
@@ -593,8 +600,9 @@ async fn oversized_payload_is_refused_before_any_request() {
         .provision_template("provision-job")
         .max_payload_bytes(2048)
         .build();
-    let mut r = resource("Subnet", "big");
-    r.json["spec"]["blob"] = serde_json::Value::String("x".repeat(4096));
+    let r = edited(resource("Subnet", "big"), |json| {
+        json["spec"]["blob"] = serde_json::Value::String("x".repeat(4096));
+    });
     let err = p
         .trigger_provision(&r, &LaunchContext::new())
         .await
@@ -603,11 +611,55 @@ async fn oversized_payload_is_refused_before_any_request() {
     assert_eq!(err.launch_certainty(), LaunchCertainty::NotMade);
     assert!(requests_to(&server, "/launch/").is_empty());
     // managedFields do not count: a resource that is only big because of them fits.
-    let mut noisy = resource("Subnet", "noisy");
-    noisy.json["metadata"]["managedFields"] = serde_json::json!([{"fieldsV1": "y".repeat(8192)}]);
+    let noisy = edited(resource("Subnet", "noisy"), |json| {
+        json["metadata"]["managedFields"] = serde_json::json!([{"fieldsV1": "y".repeat(8192)}]);
+    });
     p.trigger_provision(&noisy, &LaunchContext::new())
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn the_resource_json_is_rendered_for_a_launch_only_and_a_view_that_cannot_render_launches_nothing()
+ {
+    let server = server(Mode::Awx).await;
+    let p = explicit(&server);
+    let renders = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = renders.clone();
+    let lazy = ResourceView::lazy(
+        "Subnet",
+        "lazy",
+        Some("default".into()),
+        "uid-lazy",
+        move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(serde_json::json!({"kind": "Subnet", "metadata": {"name": "lazy"}, "spec": {}}))
+        },
+    );
+    let launched = p
+        .trigger_provision(&lazy, &LaunchContext::new())
+        .await
+        .unwrap();
+    assert_eq!(renders.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(
+        launch_body(&server)["extra_vars"]["ansible_eda"]["event"]["payload"]["metadata"]["name"],
+        "lazy"
+    );
+    // A poll needs only the job id: a fresh lazy view is never rendered.
+    let fresh = ResourceView::lazy("Subnet", "lazy", None, "uid-lazy", || {
+        Err(serde::ser::Error::custom("must not be rendered"))
+    });
+    p.provision_status(&fresh, &launched.job_id).await.unwrap();
+    assert!(!fresh.is_rendered());
+    // A view that cannot render: the launch is refused before any request, as certainly not made.
+    let launches_before = requests_to(&server, "/launch/").len();
+    let err = p
+        .trigger_provision(&fresh, &LaunchContext::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.launch_certainty(), LaunchCertainty::NotMade);
+    assert!(err.to_string().contains("must not be rendered"), "{err}");
+    assert_eq!(requests_to(&server, "/launch/").len(), launches_before);
 }
 
 #[tokio::test]
@@ -623,7 +675,8 @@ async fn secrets_in_extra_vars_are_sent_but_never_in_debug_output() {
         "apiVersion: v1\ntoken: sup3r-secret"
     );
     let req = LaunchRequest::new(
-        provkit_aap::provider::build_extra_vars(&resource("Subnet", "s").json, &ctx).unwrap(),
+        provkit_aap::provider::build_extra_vars(resource("Subnet", "s").json().unwrap(), &ctx)
+            .unwrap(),
     );
     assert!(!format!("{req:?} {ctx:?} {p:?}").contains("sup3r-secret"));
 }

@@ -154,8 +154,8 @@ pub(crate) struct Common {
     pub description: String,
     pub created: DateTime<Utc>,
     pub launch_type: &'static str,
+    /// The launch's `extra_vars` as AAP stores them (text; parsed only where needed).
     pub extra_vars: String,
-    pub extra_vars_map: OMap,
     pub launched_by: Option<(u64, String)>,
     pub org_id: Option<u64>,
     pub template: Option<u64>,
@@ -200,6 +200,8 @@ pub(crate) struct WfNode {
 #[derive(Debug, Clone)]
 pub(crate) struct WorkflowJob {
     pub c: Common,
+    /// The workflow's `extra_vars`, parsed (handed to every node's job).
+    pub extra_vars_map: OMap,
     pub wfjt: Option<u64>,
     pub job_template: Option<u64>,
     pub is_sliced: bool,
@@ -586,7 +588,7 @@ impl State {
             return;
         };
         let mut vars = jt.extra_vars.clone();
-        for (k, v) in &wf.c.extra_vars_map {
+        for (k, v) in &wf.extra_vars_map {
             omap_insert(&mut vars, k.clone(), v.clone());
         }
         let slice = if wf.is_sliced {
@@ -672,8 +674,8 @@ impl State {
             description: jt.spec.description.clone(),
             created: now,
             launch_type: new.launch_type,
-            extra_vars: OValue::Object(new.extra_vars.clone()).py_dumps(),
-            extra_vars_map: new.extra_vars,
+            // Only the text is kept: 30,000 parsed maps would dominate a fleet run's memory.
+            extra_vars: OValue::Object(new.extra_vars).py_dumps(),
             launched_by: new.launched_by,
             org_id: Some(jt.org_id),
             template: Some(jt.id),

@@ -576,14 +576,14 @@ fn launch_job_template(
             })
             .collect();
         let wf = WorkflowJob {
+            extra_vars_map: vars.clone(),
             c: Common {
                 id: 0,
                 name,
                 description,
                 created: ctx.now,
                 launch_type: "manual",
-                extra_vars: OValue::Object(vars.clone()).py_dumps(),
-                extra_vars_map: vars,
+                extra_vars: OValue::Object(vars).py_dumps(),
                 launched_by,
                 org_id: Some(org_id),
                 template: Some(id),
@@ -729,14 +729,14 @@ fn launch_workflow_template(
         })
         .collect();
     let wf = WorkflowJob {
+        extra_vars_map: vars.clone(),
         c: Common {
             id: 0,
             name: s.name.clone(),
             description: s.description.clone(),
             created: ctx.now,
             launch_type: "manual",
-            extra_vars: OValue::Object(vars.clone()).py_dumps(),
-            extra_vars_map: vars,
+            extra_vars: OValue::Object(vars).py_dumps(),
             launched_by,
             org_id: Some(wt.org_id),
             template: Some(id),

@@ -178,9 +178,11 @@ pub struct FleetReport {
     /// Server-side requests of the simulation, by endpoint.
     pub requests: EndpointCounts,
     /// Plain-loop throughput of the same client against the same fake with the simulation's request
-    /// mix (requests/s, measured after the run): the bound's divisor.
+    /// mix, polling the run's own jobs (requests/s, measured after the run, median of
+    /// three windows): the bound's divisor.
     pub probe_rps: f64,
-    /// Plain-loop throughput of `GET job detail` alone (requests/s, measured before the run).
+    /// Plain-loop throughput of `GET job detail` of one job alone (requests/s, measured before the
+    /// run, when the fake holds no other job).
     pub probe_get_rps: f64,
     /// Resources not deleted at the end.
     pub not_converged: usize,
@@ -362,7 +364,7 @@ impl FleetReport {
         let get_bound = self.requests.total() as f64 / self.probe_get_rps.max(1e-9);
         let _ = writeln!(
             out,
-            "plain loop, same client, same fake, {} workers: {:.0} requests/s with the run's mix ({:.0} % launches) → bound {:.2} s for {} requests; GET job detail alone {:.0} requests/s → {:.2} s (wall ÷ that: {:.2})",
+            "plain loop, same client, same fake, {} workers (median of {PROBE_WINDOWS} windows): {:.0} requests/s with the run's mix ({:.0} % launches, polls over the run's jobs) → bound {:.2} s for {} requests; before the run, GET of one job alone {:.0} requests/s → {:.2} s (wall ÷ that: {:.2})",
             c.concurrency,
             self.probe_rps,
             launch_share * 100.0,

@@ -55,6 +55,10 @@ pub(crate) struct Resp {
 
 impl Resp {
     pub(crate) fn json(status: u16, v: &Value) -> Resp {
+        Resp::json_of(status, v)
+    }
+    /// A JSON body serialised straight from `v` (no intermediate [`Value`] tree).
+    pub(crate) fn json_of(status: u16, v: &impl serde::Serialize) -> Resp {
         Resp {
             status,
             body: serde_json::to_vec(v).unwrap_or_default(),

@@ -1,7 +1,7 @@
 //! AWX page-number pagination: `page`/`page_size` (default 25, cap 200), `count_disabled`,
 //! root-relative `next`/`previous` links with sorted query parameters.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::http::Resp;
 use super::query::{encode_sorted, parse_query};
@@ -94,15 +94,32 @@ pub(crate) fn envelope(
     count: usize,
     results: &[Value],
 ) -> Resp {
+    // Serialised from borrowed parts: a page of 200 rendered jobs is not copied into a second tree.
+    #[derive(serde::Serialize)]
+    struct Envelope<'a> {
+        count: usize,
+        next: Option<String>,
+        previous: Option<String>,
+        results: &'a [Value],
+    }
+    #[derive(serde::Serialize)]
+    struct Results<'a> {
+        results: &'a [Value],
+    }
     if req.count_disabled {
-        return Resp::json(200, &json!({ "results": results }));
+        return Resp::json_of(200, &Results { results });
     }
     let pages = count.div_ceil(req.size).max(1);
     let next = (req.page < pages).then(|| link(path, query, req.page + 1, req));
     let previous = (req.page > 1).then(|| link(path, query, req.page - 1, req));
-    Resp::json(
+    Resp::json_of(
         200,
-        &json!({"count": count, "next": next, "previous": previous, "results": results}),
+        &Envelope {
+            count,
+            next,
+            previous,
+            results,
+        },
     )
 }
 

@@ -17,8 +17,8 @@ use clap::Parser;
 
 use provkit_examples::fleet::{FleetConfig, run_fleet};
 
-/// mimalloc unless built with `-p provkit-examples --no-default-features` (docs/performance.md
-/// has the figures for both allocators).
+/// mimalloc unless built with `--no-default-features` (docs/performance.md has the figures for
+/// both allocators).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

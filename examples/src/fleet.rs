@@ -547,11 +547,7 @@ async fn probe(
         tasks.push(tokio::spawn(async move {
             let mut rng = fastrand::Rng::with_seed(worker as u64);
             let mut done = [0u64; PROBE_WINDOWS];
-            loop {
-                let elapsed = start.elapsed();
-                if elapsed >= wall {
-                    break;
-                }
+            while start.elapsed() < wall {
                 let ok = if rng.f64() < launch_fraction {
                     client.launch(&template, &request).await.is_ok()
                 } else {

@@ -25,8 +25,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use provkit_core::{Clock, JobState, JobStatus, JobType, SystemClock, find_latest_job_by_type};
 use provkit_lifecycle::{
-    DeprovisionResult, FoundJob, IdempotencyKey, IdempotencySupport, LaunchContext, ProviderError,
-    ProvisionResult, ProvisionStatus, ProvisioningProvider, ResourceView,
+    BoxError, DeprovisionResult, FoundJob, IdempotencyKey, IdempotencySupport, LaunchContext,
+    ProviderError, ProvisionResult, ProvisionStatus, ProvisioningProvider, ResourceView,
 };
 
 use attempts::Attempts;
@@ -290,18 +290,16 @@ impl AapProvider {
         ctx: &LaunchContext,
     ) -> Result<Launched, ProviderError> {
         let template = self.template(name).await?;
-        let json = resource.json().map_err(|e| {
-            ProviderError::launch_not_made(
-                format!("failed to extract extra vars: {e}"),
-                Some(Box::new(e)),
-            )
-        })?;
-        let vars = build_extra_vars(json, ctx).map_err(|e| {
-            ProviderError::launch_not_made(
-                format!("failed to extract extra vars: {e}"),
-                Some(Box::new(e)),
-            )
-        })?;
+        let vars = resource
+            .json()
+            .map_err(BoxError::from)
+            .and_then(|json| build_extra_vars(json, ctx).map_err(BoxError::from))
+            .map_err(|e| {
+                ProviderError::launch_not_made(
+                    format!("failed to extract extra vars: {e}"),
+                    Some(e),
+                )
+            })?;
         let request = LaunchRequest::new(vars);
         let size = encoded_len(&request);
         if size > self.max_payload_bytes {

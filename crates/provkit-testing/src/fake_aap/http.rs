@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use axum::body::Body;
 use chrono::{DateTime, Utc};
 use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::clock::OffsetClock;
 use super::faults::{FaultAction, Installed, Strike};
@@ -54,11 +54,8 @@ pub(crate) struct Resp {
 }
 
 impl Resp {
-    pub(crate) fn json(status: u16, v: &Value) -> Resp {
-        Resp::json_of(status, v)
-    }
-    /// A JSON body serialised straight from `v` (no intermediate [`Value`] tree).
-    pub(crate) fn json_of(status: u16, v: &impl serde::Serialize) -> Resp {
+    /// A JSON body serialised straight from `v` (a `serde_json::Value` or any borrowed structure).
+    pub(crate) fn json(status: u16, v: &impl serde::Serialize) -> Resp {
         Resp {
             status,
             body: serde_json::to_vec(v).unwrap_or_default(),

@@ -107,12 +107,12 @@ pub(crate) fn envelope(
         results: &'a [Value],
     }
     if req.count_disabled {
-        return Resp::json_of(200, &Results { results });
+        return Resp::json(200, &Results { results });
     }
     let pages = count.div_ceil(req.size).max(1);
     let next = (req.page < pages).then(|| link(path, query, req.page + 1, req));
     let previous = (req.page > 1).then(|| link(path, query, req.page - 1, req));
-    Resp::json_of(
+    Resp::json(
         200,
         &Envelope {
             count,

@@ -15,7 +15,7 @@ use provkit_core::{
 };
 use provkit_lifecycle::decide::{LegacyJobs, evaluate_action};
 use provkit_lifecycle::{
-    LaunchContext, Lifecycle, ProvisionHooks, ProvisioningProvider, ResourceView,
+    LaunchContext, Lifecycle, ProvisionHooks, ProvisioningProvider, ResourceMeta, ResourceView,
 };
 use provkit_testing::scripted::{ScriptedProvider, StatusStep};
 
@@ -96,10 +96,13 @@ fn reconcile(c: &mut Criterion) {
         .build()
         .unwrap();
     let resource = ResourceView::new(
-        "Subnet",
-        "subnet-a",
-        Some("tenant-a".into()),
-        "uid-1",
+        ResourceMeta {
+            kind: "Subnet".into(),
+            name: "subnet-a".into(),
+            namespace: Some("tenant-a".into()),
+            uid: "uid-1".into(),
+            ..Default::default()
+        },
         serde_json::json!({
             "apiVersion": "osac.openshift.io/v1alpha1",
             "kind": "Subnet",

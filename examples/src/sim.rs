@@ -464,12 +464,12 @@ impl Sim {
                         .unwrap_or_default())
                 }
             });
-            let hooks = DeprovisionHooks::new()
+            let mut hooks = DeprovisionHooks::new()
                 .status_flush(&flush)
                 .stale_check(&check);
             let out = self
                 .engine
-                .run_deprovisioning_lifecycle(&view, &mut jobs, &ctx, &hooks)
+                .run_deprovisioning_lifecycle(&view, &mut jobs, &ctx, &mut hooks)
                 .await;
             let out = match out {
                 Ok(o) => o,

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use provkit_core::{Clock, JobStatus, append_job};
-use provkit_lifecycle::ResourceView;
+use provkit_lifecycle::{ResourceMeta, ResourceView};
 use serde_json::{Value, json};
 
 use crate::clock::VirtualClock;
@@ -93,10 +93,13 @@ impl Object {
     pub fn view(self: &Arc<Self>) -> ResourceView {
         let object = self.clone();
         ResourceView::lazy(
-            self.kind.clone(),
-            self.name.clone(),
-            Some(self.namespace.clone()),
-            self.uid.clone(),
+            ResourceMeta {
+                kind: self.kind.clone(),
+                name: self.name.clone(),
+                namespace: Some(self.namespace.clone()),
+                uid: self.uid.clone(),
+                ..Default::default()
+            },
             move || Ok(object.to_json()),
         )
         .with_api_version(API_VERSION)

@@ -5,7 +5,7 @@
 use kube::{Api, Resource, ResourceExt};
 use provkit_core::JobStatus;
 use provkit_core::k8s::{GroupVersionResource, ObjectRef};
-use provkit_lifecycle::{BoxError, ResourceView, StaleCacheCheck, StatusFlush};
+use provkit_lifecycle::{BoxError, ResourceMeta, ResourceView, StaleCacheCheck, StatusFlush};
 use serde::Serialize;
 
 use crate::flush::StatusSession;
@@ -46,10 +46,13 @@ where
             .or_insert_with(|| K::kind(&()).into_owned().into());
     }
     Ok(ResourceView::new(
-        K::kind(&()).into_owned(),
-        meta.name.clone().unwrap_or_default(),
-        meta.namespace.clone(),
-        meta.uid.clone().unwrap_or_default(),
+        ResourceMeta {
+            kind: K::kind(&()).into_owned(),
+            name: meta.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone(),
+            uid: meta.uid.clone().unwrap_or_default(),
+            ..Default::default()
+        },
         json,
     )
     .with_api_version(K::api_version(&()).into_owned()))

@@ -341,11 +341,11 @@ impl<K: ProvisionedResource> Provisioner<K> {
         let stale = ApiServerJobs::new(api.clone(), obj.name_any());
         let flush = SessionFlush::new(&session, desired.clone());
         let result = {
-            let hooks = DeprovisionHooks::new()
+            let mut hooks = DeprovisionHooks::new()
                 .stale_check(&stale)
                 .status_flush(&flush);
             self.lifecycle
-                .run_deprovisioning_lifecycle(&view, &mut jobs, &ctx, &hooks)
+                .run_deprovisioning_lifecycle(&view, &mut jobs, &ctx, &mut hooks)
                 .await
         };
         working.provisioning_status_mut().provisioning_jobs = jobs;

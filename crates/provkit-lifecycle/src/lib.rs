@@ -52,4 +52,4 @@ pub use provider::{
     DeprovisionAction, DeprovisionResult, ProvisionResult, ProvisionStatus, ProvisioningProvider,
 };
 #[doc(inline)]
-pub use resource::{ResourceView, ViewError};
+pub use resource::{ResourceMeta, ResourceView, ViewError};

@@ -9,6 +9,35 @@ use serde_json::Value;
 /// Renders a view's JSON on first use (see [`ResourceView::lazy`]).
 type Render = dyn Fn() -> Result<Value, serde_json::Error> + Send + Sync;
 
+/// The identity of the object a [`ResourceView`] describes, given by name so that swapping two of
+/// its strings cannot compile silently.
+///
+/// ```
+/// use provkit_lifecycle::ResourceMeta;
+///
+/// let meta = ResourceMeta {
+///     kind: "VirtualNetwork".into(),
+///     name: "net-a".into(),
+///     namespace: Some("tenant-1".into()),
+///     uid: "8c7f0e4e-0000-4000-8000-000000000001".into(),
+///     ..ResourceMeta::default()
+/// };
+/// assert_eq!(meta.api_version, "");
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ResourceMeta {
+    /// The object's kind, for example `"VirtualNetwork"` (may be empty when unknown).
+    pub kind: String,
+    /// The object's `apiVersion`, for example `"osac.openshift.io/v1alpha1"` (may be empty).
+    pub api_version: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`; `None` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    /// `metadata.uid`. The engine derives idempotency keys from it, so it should be non-empty.
+    pub uid: String,
+}
+
 /// The resource a [`ProvisioningProvider`](crate::ProvisioningProvider) receives: its identity and its
 /// full JSON serialisation, independent of any Kubernetes client library.
 ///
@@ -16,24 +45,26 @@ type Render = dyn Fn() -> Result<Value, serde_json::Error> + Send + Sync;
 /// reconciles never need it (they skip, poll or back off), so a view can carry a *recipe* instead of
 /// the tree: [`ResourceView::lazy`] and [`ResourceView::from_shared`] serialise on the first call to
 /// [`ResourceView::json`] and never again (clones share the result). [`ResourceView::new`] takes a
-/// ready tree.
+/// ready tree. Every constructor takes the identity as a [`ResourceMeta`].
 ///
 /// provkit-kube builds one from any `kube::Resource + Serialize`; tests and non-kube callers use
 /// [`ResourceView::new`], [`ResourceView::from_serialize`], [`ResourceView::from_shared`] or
 /// [`ResourceView::lazy`].
 ///
 /// ```
-/// use provkit_lifecycle::ResourceView;
+/// use provkit_lifecycle::{ResourceMeta, ResourceView};
 /// use serde_json::json;
 ///
 /// let r = ResourceView::new(
-///     "VirtualNetwork",
-///     "net-a",
-///     Some("tenant-1".to_owned()),
-///     "8c7f0e4e-0000-4000-8000-000000000001",
+///     ResourceMeta {
+///         kind: "VirtualNetwork".into(),
+///         api_version: "osac.openshift.io/v1alpha1".into(),
+///         name: "net-a".into(),
+///         namespace: Some("tenant-1".into()),
+///         uid: "8c7f0e4e-0000-4000-8000-000000000001".into(),
+///     },
 ///     json!({"kind": "VirtualNetwork", "metadata": {"name": "net-a"}, "spec": {}}),
-/// )
-/// .with_api_version("osac.openshift.io/v1alpha1");
+/// );
 /// assert_eq!(r.kind, "VirtualNetwork");
 /// assert_eq!(r.json()?["metadata"]["name"], "net-a");
 /// # Ok::<(), provkit_lifecycle::ViewError>(())
@@ -73,33 +104,31 @@ pub struct ViewError {
 
 impl ResourceView {
     fn with_json(
-        kind: impl Into<String>,
-        name: impl Into<String>,
-        namespace: Option<String>,
-        uid: impl Into<String>,
+        meta: ResourceMeta,
         json: OnceLock<Result<Value, String>>,
         render: Option<Arc<Render>>,
     ) -> Self {
-        Self {
-            kind: kind.into(),
-            api_version: String::new(),
-            name: name.into(),
+        let ResourceMeta {
+            kind,
+            api_version,
+            name,
             namespace,
-            uid: uid.into(),
+            uid,
+        } = meta;
+        Self {
+            kind,
+            api_version,
+            name,
+            namespace,
+            uid,
             json: Arc::new(json),
             render,
         }
     }
 
-    /// Builds a view from its parts, with the JSON ready.
-    pub fn new(
-        kind: impl Into<String>,
-        name: impl Into<String>,
-        namespace: Option<String>,
-        uid: impl Into<String>,
-        json: Value,
-    ) -> Self {
-        Self::with_json(kind, name, namespace, uid, OnceLock::from(Ok(json)), None)
+    /// Builds a view from its identity, with the JSON ready.
+    pub fn new(meta: ResourceMeta, json: Value) -> Self {
+        Self::with_json(meta, OnceLock::from(Ok(json)), None)
     }
 
     /// Builds a view by serialising `object` to JSON now.
@@ -107,19 +136,10 @@ impl ResourceView {
     /// # Errors
     /// The serialisation error of `serde_json`.
     pub fn from_serialize<T: Serialize + ?Sized>(
-        kind: impl Into<String>,
-        name: impl Into<String>,
-        namespace: Option<String>,
-        uid: impl Into<String>,
+        meta: ResourceMeta,
         object: &T,
     ) -> Result<Self, serde_json::Error> {
-        Ok(Self::new(
-            kind,
-            name,
-            namespace,
-            uid,
-            serde_json::to_value(object)?,
-        ))
+        Ok(Self::new(meta, serde_json::to_value(object)?))
     }
 
     /// Builds a view whose JSON is `render()`, called on the first [`json`](Self::json) call only.
@@ -127,11 +147,12 @@ impl ResourceView {
     /// ```
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// use provkit_lifecycle::ResourceView;
+    /// use provkit_lifecycle::{ResourceMeta, ResourceView};
     ///
     /// let calls = Arc::new(AtomicUsize::new(0));
     /// let counted = calls.clone();
-    /// let view = ResourceView::lazy("Subnet", "s", None, "uid-1", move || {
+    /// let meta = ResourceMeta { kind: "Subnet".into(), name: "s".into(), uid: "uid-1".into(), ..Default::default() };
+    /// let view = ResourceView::lazy(meta, move || {
     ///     counted.fetch_add(1, Ordering::Relaxed);
     ///     Ok(serde_json::json!({"spec": {"cidr": "10.0.0.0/24"}}))
     /// });
@@ -143,20 +164,10 @@ impl ResourceView {
     /// # Ok::<(), provkit_lifecycle::ViewError>(())
     /// ```
     pub fn lazy(
-        kind: impl Into<String>,
-        name: impl Into<String>,
-        namespace: Option<String>,
-        uid: impl Into<String>,
+        meta: ResourceMeta,
         render: impl Fn() -> Result<Value, serde_json::Error> + Send + Sync + 'static,
     ) -> Self {
-        Self::with_json(
-            kind,
-            name,
-            namespace,
-            uid,
-            OnceLock::new(),
-            Some(Arc::new(render)),
-        )
+        Self::with_json(meta, OnceLock::new(), Some(Arc::new(render)))
     }
 
     /// Builds a view over a shared object (for example the `Arc<K>` a kube-runtime reconciler
@@ -164,26 +175,33 @@ impl ResourceView {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use provkit_lifecycle::ResourceView;
+    /// use provkit_lifecycle::{ResourceMeta, ResourceView};
     ///
     /// #[derive(serde::Serialize)]
     /// struct Subnet { spec: std::collections::BTreeMap<String, String> }
     ///
     /// let object = Arc::new(Subnet { spec: [("cidr".to_owned(), "10.0.0.0/24".to_owned())].into() });
-    /// let view = ResourceView::from_shared("Subnet", "s", None, "uid-1", object);
+    /// let meta = ResourceMeta { kind: "Subnet".into(), name: "s".into(), uid: "uid-1".into(), ..Default::default() };
+    /// let view = ResourceView::from_shared(meta, object);
     /// assert_eq!(view.json()?["spec"]["cidr"], "10.0.0.0/24");
     /// # Ok::<(), provkit_lifecycle::ViewError>(())
     /// ```
     pub fn from_shared<T: Serialize + Send + Sync + 'static>(
-        kind: impl Into<String>,
-        name: impl Into<String>,
-        namespace: Option<String>,
-        uid: impl Into<String>,
+        meta: ResourceMeta,
         object: Arc<T>,
     ) -> Self {
-        Self::lazy(kind, name, namespace, uid, move || {
-            serde_json::to_value(&*object)
-        })
+        Self::lazy(meta, move || serde_json::to_value(&*object))
+    }
+
+    /// The view's identity.
+    pub fn meta(&self) -> ResourceMeta {
+        ResourceMeta {
+            kind: self.kind.clone(),
+            api_version: self.api_version.clone(),
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            uid: self.uid.clone(),
+        }
     }
 
     /// Sets the `apiVersion`.
@@ -261,11 +279,20 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
+    fn meta() -> ResourceMeta {
+        ResourceMeta {
+            kind: "Subnet".into(),
+            name: "s".into(),
+            uid: "u".into(),
+            ..ResourceMeta::default()
+        }
+    }
+
     #[test]
     fn a_lazy_view_that_fails_to_render_reports_the_same_error_every_time() {
         // A map with non-string keys does not serialise to JSON.
         let bad = Arc::new(HashMap::from([((1u8, 2u8), "x")]));
-        let view = ResourceView::from_shared("Subnet", "s", None, "u", bad);
+        let view = ResourceView::from_shared(meta(), bad);
         let first = view.json().unwrap_err();
         assert_eq!(first, view.json().unwrap_err());
         assert!(
@@ -279,13 +306,13 @@ mod tests {
 
     #[test]
     fn debug_never_renders_and_equality_compares_the_json() {
-        let a = ResourceView::lazy("Subnet", "s", None, "u", || Ok(serde_json::json!({"a": 1})));
+        let a = ResourceView::lazy(meta(), || Ok(serde_json::json!({"a": 1})));
         assert!(format!("{a:?}").contains("<not rendered>"));
         assert!(!a.is_rendered());
-        let b = ResourceView::new("Subnet", "s", None, "u", serde_json::json!({"a": 1}));
+        let b = ResourceView::new(meta(), serde_json::json!({"a": 1}));
         assert_eq!(a, b);
         assert!(a.is_rendered());
-        let c = ResourceView::new("Subnet", "s", None, "u", serde_json::json!({"a": 2}));
+        let c = ResourceView::new(meta(), serde_json::json!({"a": 2}));
         assert_ne!(b, c);
     }
 }

@@ -31,7 +31,7 @@
 //! use std::sync::Arc;
 //! use provkit::aap::{AapClient, AapProvider};
 //! use provkit::core::{JobStatus, SystemClock, compute_desired_config_version};
-//! use provkit::lifecycle::{LaunchContext, Lifecycle, ProvisionHooks, ResourceView};
+//! use provkit::lifecycle::{LaunchContext, Lifecycle, ProvisionHooks, ResourceMeta, ResourceView};
 //!
 //! // Once per controller: client (token, TLS and URL from OSAC_AAP_* variables), provider, engine.
 //! let client = AapClient::from_env()?;
@@ -45,7 +45,7 @@
 //!     "metadata": { "name": "subnet-a", "namespace": "tenant-a", "uid": "0b1c…" },
 //!     "spec": spec,
 //! });
-//! let resource = ResourceView::new("Subnet", "subnet-a", Some("tenant-a".into()), "0b1c…", object);
+//! let resource = ResourceView::new(ResourceMeta { kind: "Subnet".into(), name: "subnet-a".into(), namespace: Some("tenant-a".into()), uid: "0b1c…".into(), ..Default::default() }, object);
 //! let desired = compute_desired_config_version(&spec)?;
 //! let mut jobs: Vec<JobStatus> = Vec::new();
 //!
@@ -116,7 +116,8 @@ pub use provkit_core::{
 #[cfg(feature = "lifecycle")]
 #[doc(inline)]
 pub use provkit_lifecycle::{
-    Action, Lifecycle, LifecyclePolicy, Outcome, ProviderError, ProvisioningProvider, ResourceView,
+    Action, Lifecycle, LifecyclePolicy, Outcome, ProviderError, ProvisioningProvider, ResourceMeta,
+    ResourceView,
 };
 
 #[cfg(feature = "aap")]

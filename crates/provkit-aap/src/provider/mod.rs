@@ -139,10 +139,10 @@ impl AapProviderBuilder {
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// use provkit_aap::{AapClient, AapProvider};
-/// use provkit_lifecycle::{LaunchContext, ProvisioningProvider, ResourceView};
+/// use provkit_lifecycle::{LaunchContext, ProvisioningProvider, ResourceMeta, ResourceView};
 /// let client = AapClient::builder("https://aap.example.com").token("t").build()?;
 /// let provider = AapProvider::builder(client).template_prefix("osac").build();
-/// let resource = ResourceView::new("VirtualNetwork", "net-a", Some("tenant".into()), "uid-1",
+/// let resource = ResourceView::new(ResourceMeta { kind: "VirtualNetwork".into(), name: "net-a".into(), namespace: Some("tenant".into()), uid: "uid-1".into(), ..Default::default() },
 ///     serde_json::json!({"kind": "VirtualNetwork", "metadata": {"name": "net-a"}, "spec": {}}));
 /// let result = provider.trigger_provision(&resource, &LaunchContext::new()).await?; // osac-create-virtual-network
 /// println!("launched job {}", result.job_id);

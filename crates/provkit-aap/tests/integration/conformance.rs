@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use provkit_aap::AapProvider;
-use provkit_lifecycle::ResourceView;
+use provkit_lifecycle::{ResourceMeta, ResourceView};
 use provkit_testing::conformance::{self, Capabilities};
 use provkit_testing::fake_aap::Mode;
 
@@ -16,10 +16,13 @@ async fn conformance_suite_passes_in_both_api_modes() {
         let provider = AapProvider::with_prefix(client(&server), "osac");
         let resource = |uid: &str| {
             ResourceView::new(
-                "VirtualNetwork",
-                uid,
-                Some("ns".into()),
-                uid,
+                ResourceMeta {
+                    kind: "VirtualNetwork".into(),
+                    name: uid.into(),
+                    namespace: Some("ns".into()),
+                    uid: uid.into(),
+                    ..Default::default()
+                },
                 serde_json::json!({"kind": "VirtualNetwork", "metadata": {"name": uid, "namespace": "ns", "uid": uid}, "spec": {}}),
             )
         };

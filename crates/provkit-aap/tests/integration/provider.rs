@@ -8,7 +8,7 @@ use provkit_aap::{AapProvider, LaunchRequest};
 use provkit_core::{JobState, JobStatus, JobType};
 use provkit_lifecycle::{
     DeprovisionAction, IdempotencyKey, LaunchCertainty, LaunchContext, ProvisioningProvider,
-    ResolvedStorageClass, ResourceView,
+    ResolvedStorageClass, ResourceMeta, ResourceView,
 };
 use provkit_testing::fake_aap::{
     FakeAapServer, Fault, FaultAction, JobScript, JobTemplateSpec, Mode, WorkflowJobTemplateSpec,
@@ -18,10 +18,13 @@ use crate::support::{client, quick, requests_to, server, server_with, template_i
 
 fn resource(kind: &str, name: &str) -> ResourceView {
     ResourceView::new(
-        kind,
-        name,
-        Some("default".into()),
-        format!("uid-{name}"),
+        ResourceMeta {
+            kind: kind.into(),
+            name: name.into(),
+            namespace: Some("default".into()),
+            uid: format!("uid-{name}"),
+            ..Default::default()
+        },
         serde_json::json!({
             "apiVersion": "osac.openshift.io/v1alpha1", "kind": kind,
             "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"),
@@ -32,10 +35,10 @@ fn resource(kind: &str, name: &str) -> ResourceView {
 }
 
 /// `view` with its JSON changed by `edit`.
-fn edited(view: ResourceView, edit: impl FnOnce(&mut serde_json::Value)) -> ResourceView {
+fn edited(view: &ResourceView, edit: impl FnOnce(&mut serde_json::Value)) -> ResourceView {
     let mut json = view.json().unwrap().clone();
     edit(&mut json);
-    ResourceView::new(view.kind, view.name, view.namespace, view.uid, json)
+    ResourceView::new(view.meta(), json)
 }
 
 fn explicit(server: &FakeAapServer) -> AapProvider {
@@ -600,7 +603,7 @@ async fn oversized_payload_is_refused_before_any_request() {
         .provision_template("provision-job")
         .max_payload_bytes(2048)
         .build();
-    let r = edited(resource("Subnet", "big"), |json| {
+    let r = edited(&resource("Subnet", "big"), |json| {
         json["spec"]["blob"] = serde_json::Value::String("x".repeat(4096));
     });
     let err = p
@@ -611,7 +614,7 @@ async fn oversized_payload_is_refused_before_any_request() {
     assert_eq!(err.launch_certainty(), LaunchCertainty::NotMade);
     assert!(requests_to(&server, "/launch/").is_empty());
     // managedFields do not count: a resource that is only big because of them fits.
-    let noisy = edited(resource("Subnet", "noisy"), |json| {
+    let noisy = edited(&resource("Subnet", "noisy"), |json| {
         json["metadata"]["managedFields"] = serde_json::json!([{"fieldsV1": "y".repeat(8192)}]);
     });
     p.trigger_provision(&noisy, &LaunchContext::new())
@@ -627,10 +630,13 @@ async fn the_resource_json_is_rendered_for_a_launch_only_and_a_view_that_cannot_
     let renders = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = renders.clone();
     let lazy = ResourceView::lazy(
-        "Subnet",
-        "lazy",
-        Some("default".into()),
-        "uid-lazy",
+        ResourceMeta {
+            kind: "Subnet".into(),
+            name: "lazy".into(),
+            namespace: Some("default".into()),
+            uid: "uid-lazy".into(),
+            ..Default::default()
+        },
         move || {
             counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(serde_json::json!({"kind": "Subnet", "metadata": {"name": "lazy"}, "spec": {}}))
@@ -646,9 +652,16 @@ async fn the_resource_json_is_rendered_for_a_launch_only_and_a_view_that_cannot_
         "lazy"
     );
     // A poll needs only the job id: a fresh lazy view is never rendered.
-    let fresh = ResourceView::lazy("Subnet", "lazy", None, "uid-lazy", || {
-        Err(serde::ser::Error::custom("must not be rendered"))
-    });
+    let fresh = ResourceView::lazy(
+        ResourceMeta {
+            kind: "Subnet".into(),
+            name: "lazy".into(),
+            namespace: None,
+            uid: "uid-lazy".into(),
+            ..Default::default()
+        },
+        || Err(serde::ser::Error::custom("must not be rendered")),
+    );
     p.provision_status(&fresh, &launched.job_id).await.unwrap();
     assert!(!fresh.is_rendered());
     // A view that cannot render: the launch is refused before any request, as certainly not made.

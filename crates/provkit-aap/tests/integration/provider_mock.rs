@@ -5,14 +5,19 @@ use std::sync::Arc;
 use provkit_aap::{
     AapApi, AapJobStatus, AapProvider, Error, JobKind, Launched, MockAapApi, Template, TemplateKind,
 };
-use provkit_lifecycle::{LaunchCertainty, LaunchContext, ProvisioningProvider, ResourceView};
+use provkit_lifecycle::{
+    LaunchCertainty, LaunchContext, ProvisioningProvider, ResourceMeta, ResourceView,
+};
 
 fn resource() -> ResourceView {
     ResourceView::new(
-        "Subnet",
-        "s",
-        Some("ns".into()),
-        "uid-s",
+        ResourceMeta {
+            kind: "Subnet".into(),
+            name: "s".into(),
+            namespace: Some("ns".into()),
+            uid: "uid-s".into(),
+            ..Default::default()
+        },
         serde_json::json!({"kind": "Subnet", "metadata": {"name": "s"}}),
     )
 }

@@ -40,7 +40,7 @@ impl Lifecycle {
         resource: &ResourceView,
         jobs: &mut Vec<JobStatus>,
         ctx: &LaunchContext,
-        hooks: &DeprovisionHooks<'_>,
+        hooks: &mut DeprovisionHooks<'_>,
     ) -> Result<DeprovisionOutcome, LifecycleError> {
         let latest = find_latest_job_by_type(jobs, &JobType::Deprovision).cloned();
         match latest {
@@ -64,7 +64,7 @@ impl Lifecycle {
         resource: &ResourceView,
         jobs: &mut Vec<JobStatus>,
         ctx: &LaunchContext,
-        hooks: &DeprovisionHooks<'_>,
+        hooks: &mut DeprovisionHooks<'_>,
     ) -> Result<DeprovisionOutcome, LifecycleError> {
         if self.deprovision_cache_is_stale(jobs, hooks).await {
             return Ok(DeprovisionOutcome::keep(
@@ -197,7 +197,7 @@ impl Lifecycle {
         jobs: &mut Vec<JobStatus>,
         latest: JobStatus,
         ctx: &LaunchContext,
-        hooks: &DeprovisionHooks<'_>,
+        hooks: &mut DeprovisionHooks<'_>,
     ) -> Result<DeprovisionOutcome, LifecycleError> {
         if latest.state.is_terminal() {
             return self
@@ -272,7 +272,7 @@ impl Lifecycle {
         jobs: &mut Vec<JobStatus>,
         job: JobStatus,
         ctx: &LaunchContext,
-        hooks: &DeprovisionHooks<'_>,
+        hooks: &mut DeprovisionHooks<'_>,
         changed: bool,
     ) -> Result<DeprovisionOutcome, LifecycleError> {
         if job.state.is_successful() || !job.block_deletion_on_failure {

@@ -167,7 +167,7 @@ async fn empty_job_id_from_provider_is_not_recorded() {
             &r,
             &mut jobs,
             &LaunchContext::new(),
-            &DeprovisionHooks::new(),
+            &mut DeprovisionHooks::new(),
         )
         .await
         .unwrap_err();
@@ -251,7 +251,7 @@ async fn every_provider_error_kind_has_a_defined_outcome() {
                 &r,
                 &mut jobs,
                 &LaunchContext::new(),
-                &DeprovisionHooks::new(),
+                &mut DeprovisionHooks::new(),
             )
             .await
         {
@@ -263,7 +263,7 @@ async fn every_provider_error_kind_has_a_defined_outcome() {
                 &r,
                 &mut jobs,
                 &LaunchContext::new(),
-                &DeprovisionHooks::new(),
+                &mut DeprovisionHooks::new(),
             )
             .await
             .unwrap();

@@ -86,9 +86,9 @@ async fn change1_purged_deprovision_job_does_not_block_forever() {
     let (p, clock, engine) = table_engine(10);
     p.on_deprovision_status(|id| Err(ProviderError::not_found(format!("job {id}"))));
     let mut jobs = vec![djob("d1", JobState::Running, true, ago(10))];
-    let hooks = DeprovisionHooks::new();
+    let mut hooks = DeprovisionHooks::new();
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &mut hooks)
         .await
         .unwrap();
     assert_eq!(jobs[0].state, JobState::Failed);
@@ -105,7 +105,7 @@ async fn change1_purged_deprovision_job_does_not_block_forever() {
     p.on_deprovision(|_| Ok(DeprovisionResult::triggered("d2", true)));
     p.on_deprovision_status(|id| Ok(ProvisionStatus::new(id, JobState::Succeeded, "successful")));
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &mut hooks)
         .await
         .unwrap();
     assert_eq!(
@@ -115,7 +115,7 @@ async fn change1_purged_deprovision_job_does_not_block_forever() {
         }
     );
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &mut hooks)
         .await
         .unwrap();
     assert!(out.may_remove_finalizer());
@@ -124,7 +124,7 @@ async fn change1_purged_deprovision_job_does_not_block_forever() {
     p.on_deprovision_status(|id| Err(ProviderError::not_found(format!("job {id}"))));
     let mut jobs = vec![djob("d9", JobState::Running, false, ago(10))];
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &mut hooks)
         .await
         .unwrap();
     assert!(out.may_remove_finalizer());
@@ -262,10 +262,10 @@ async fn change3_legacy_job_adopted() {
 async fn change4_skipped_vs_zero_rate_limit() {
     let r = resource("c4");
     let (p, _c, engine) = table_engine(10);
-    let hooks = DeprovisionHooks::new();
+    let mut hooks = DeprovisionHooks::new();
     p.on_deprovision(|_| Ok(DeprovisionResult::skipped()));
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut vec![], &LaunchContext::new(), &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut vec![], &LaunchContext::new(), &mut hooks)
         .await
         .unwrap();
     assert!(out.may_remove_finalizer());
@@ -273,7 +273,7 @@ async fn change4_skipped_vs_zero_rate_limit() {
 
     p.on_deprovision(|_| Err(ProviderError::rate_limited(Duration::ZERO)));
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut vec![], &LaunchContext::new(), &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut vec![], &LaunchContext::new(), &mut hooks)
         .await
         .unwrap();
     assert!(
@@ -307,10 +307,10 @@ async fn change5_deprovision_cap_keeps_latest_provision_job() {
     });
     p.on_deprovision_status(|id| Ok(ProvisionStatus::new(id, JobState::Failed, "failed")));
     let mut jobs = vec![pjob("prov", JobState::Succeeded, "v1", ago(7200))];
-    let hooks = DeprovisionHooks::new();
+    let mut hooks = DeprovisionHooks::new();
     for _ in 0..60 {
         let out = engine
-            .run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &hooks)
+            .run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &mut hooks)
             .await
             .unwrap();
         assert!(!out.may_remove_finalizer());

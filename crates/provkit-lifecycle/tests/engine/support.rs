@@ -10,7 +10,7 @@ use provkit_core::{Clock, JobState, JobStatus, JobType, ManualClock};
 use provkit_lifecycle::{
     BoxError, DeprovisionResult, FoundJob, IdempotencyKey, IdempotencySupport, LaunchContext,
     Lifecycle, LifecyclePolicy, ProviderError, ProvisionResult, ProvisionStatus,
-    ProvisioningProvider, ResourceView, StaleCacheCheck, StatusFlush,
+    ProvisioningProvider, ResourceMeta, ResourceView, StaleCacheCheck, StatusFlush,
 };
 
 pub const POLL: Duration = Duration::from_secs(30);
@@ -45,10 +45,13 @@ pub fn djob(id: &str, state: JobState, block: bool, at: DateTime<Utc>) -> JobSta
 
 pub fn resource(uid: &str) -> ResourceView {
     ResourceView::new(
-        "VirtualNetwork",
-        format!("net-{uid}"),
-        Some("tenant".into()),
-        uid,
+        ResourceMeta {
+            kind: "VirtualNetwork".into(),
+            name: format!("net-{uid}"),
+            namespace: Some("tenant".into()),
+            uid: uid.into(),
+            ..Default::default()
+        },
         serde_json::json!({"kind": "VirtualNetwork", "metadata": {"name": uid, "uid": uid}, "spec": {}}),
     )
 }

@@ -15,14 +15,14 @@ use super::support::*;
 async fn trigger_deprovision_job_table() {
     let r = resource("tdj");
     let ctx = LaunchContext::new();
-    let hooks = DeprovisionHooks::new();
+    let mut hooks = DeprovisionHooks::new();
 
     // 1. skipped -> Result{}, jobs empty; finalizer may go
     let (p, _c, engine) = table_engine(5);
     p.on_deprovision(|_| Ok(DeprovisionResult::skipped()));
     let mut jobs = vec![];
     let out = engine
-        .trigger_deprovision_job(&r, &mut jobs, &ctx, &hooks)
+        .trigger_deprovision_job(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap();
     assert!(out.outcome.is_done());
@@ -42,7 +42,7 @@ async fn trigger_deprovision_job_table() {
     });
     let mut jobs = vec![pjob("p1", JobState::Running, "v1", ago(60))];
     let out = engine
-        .trigger_deprovision_job(&r, &mut jobs, &ctx, &hooks)
+        .trigger_deprovision_job(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap();
     assert_eq!(out.requeue_after(), Some(POLL));
@@ -57,7 +57,7 @@ async fn trigger_deprovision_job_table() {
     p.on_deprovision(|_| Ok(DeprovisionResult::triggered("deprov-1", true)));
     let mut jobs = vec![];
     let out = engine
-        .trigger_deprovision_job(&r, &mut jobs, &ctx, &hooks)
+        .trigger_deprovision_job(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap();
     assert_eq!(out.requeue_after(), Some(POLL));
@@ -80,7 +80,7 @@ async fn trigger_deprovision_job_table() {
     p.on_deprovision(|_| Err(ProviderError::rate_limited(Duration::from_secs(45))));
     let mut jobs = vec![];
     let out = engine
-        .trigger_deprovision_job(&r, &mut jobs, &ctx, &hooks)
+        .trigger_deprovision_job(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap();
     assert_eq!(out.requeue_after(), Some(Duration::from_secs(45)));
@@ -93,7 +93,7 @@ async fn trigger_deprovision_job_table() {
         ))
     });
     let err = engine
-        .trigger_deprovision_job(&r, &mut jobs, &ctx, &hooks)
+        .trigger_deprovision_job(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap_err();
     assert!(
@@ -108,13 +108,13 @@ async fn trigger_deprovision_job_table() {
 async fn poll_deprovision_job_table() {
     let r = resource("pdj");
     let ctx = LaunchContext::new();
-    let hooks = DeprovisionHooks::new();
+    let mut hooks = DeprovisionHooks::new();
     let (p, _c, engine) = table_engine(10);
 
     // 1. already succeeded -> done, no provider call
     let mut jobs = vec![djob("d1", JobState::Succeeded, true, ago(10))];
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap();
     assert!(out.may_remove_finalizer() && out.outcome.is_done());
@@ -127,7 +127,7 @@ async fn poll_deprovision_job_table() {
     // 2. already failed with block, triggered just now -> not done, requeue > 0
     let mut jobs = vec![djob("d1", JobState::Failed, true, t0())];
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap();
     assert!(!out.may_remove_finalizer());
@@ -138,7 +138,7 @@ async fn poll_deprovision_job_table() {
     p.on_deprovision(|_| Ok(DeprovisionResult::triggered("d2", true)));
     let mut jobs = vec![djob("d1", JobState::Failed, true, ago(121))];
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap();
     assert_eq!(p.deprovisions(), 1);
@@ -155,7 +155,7 @@ async fn poll_deprovision_job_table() {
     p.on_deprovision_status(|id| Ok(ProvisionStatus::new(id, JobState::Running, "in progress")));
     let mut jobs = vec![djob("d1", JobState::Pending, true, ago(10))];
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap();
     assert_eq!(out.requeue_after(), Some(POLL));
@@ -168,7 +168,7 @@ async fn poll_deprovision_job_table() {
     p.on_deprovision_status(|id| Ok(ProvisionStatus::new(id, JobState::Succeeded, "successful")));
     let mut jobs = vec![djob("d1", JobState::Running, true, ago(10))];
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap();
     assert!(out.may_remove_finalizer());
@@ -178,7 +178,7 @@ async fn poll_deprovision_job_table() {
     p.on_deprovision_status(|id| Ok(ProvisionStatus::new(id, JobState::Failed, "failed")));
     let mut jobs = vec![djob("d1", JobState::Running, true, ago(10))];
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap();
     assert!(!out.may_remove_finalizer());
@@ -190,7 +190,7 @@ async fn poll_deprovision_job_table() {
     p.on_deprovision_status(|_| Err(ProviderError::other("timeout")));
     let mut jobs = vec![djob("d1", JobState::Running, true, ago(10))];
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap();
     assert_eq!(out.requeue_after(), Some(POLL));
@@ -201,7 +201,7 @@ async fn poll_deprovision_job_table() {
     p.on_deprovision_status(|id| Ok(ProvisionStatus::new(id, JobState::Failed, "failed")));
     let mut jobs = vec![djob("d1", JobState::Running, false, ago(10))];
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap();
     assert!(out.may_remove_finalizer());
@@ -212,11 +212,11 @@ async fn poll_deprovision_job_table() {
 async fn canceled_blocking_deprovision_and_empty_id() {
     let r = resource("cx");
     let ctx = LaunchContext::new();
-    let hooks = DeprovisionHooks::new();
+    let mut hooks = DeprovisionHooks::new();
     let (p, _c, engine) = table_engine(10);
     let mut jobs = vec![djob("d1", JobState::Canceled, true, ago(30))];
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap();
     assert!(!out.may_remove_finalizer());
@@ -226,7 +226,7 @@ async fn canceled_blocking_deprovision_and_empty_id() {
     empty.job_id.clear();
     let mut jobs = vec![empty];
     let out = engine
-        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &hooks)
+        .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap();
     assert_eq!(p.deprovisions(), 1);

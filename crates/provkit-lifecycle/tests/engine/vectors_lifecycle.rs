@@ -345,7 +345,7 @@ fn futures_are_send() {
     assert_send(&fut);
     drop(fut);
     let mut jobs = vec![];
-    let dh = provkit_lifecycle::DeprovisionHooks::new();
-    let fut = engine.run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &dh);
+    let mut dh = provkit_lifecycle::DeprovisionHooks::new();
+    let fut = engine.run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &mut dh);
     assert_send(&fut);
 }

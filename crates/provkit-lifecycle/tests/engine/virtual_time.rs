@@ -110,7 +110,7 @@ async fn blocking_deprovision_failure_keeps_finalizer_until_success() {
                 &r,
                 &mut jobs,
                 &LaunchContext::new(),
-                &DeprovisionHooks::new(),
+                &mut DeprovisionHooks::new(),
             )
             .await
             .unwrap();

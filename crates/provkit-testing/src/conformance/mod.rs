@@ -5,13 +5,13 @@
 //! Not a stable part of the public API: new checks may be added in any release.
 //!
 //! ```
-//! use provkit_lifecycle::ResourceView;
+//! use provkit_lifecycle::{ResourceMeta, ResourceView};
 //! use provkit_testing::conformance::{self, Capabilities};
 //! use provkit_testing::scripted::ScriptedProvider;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 //! let provider = ScriptedProvider::new();
-//! let resource = |uid: &str| ResourceView::new("Subnet", uid, Some("ns".into()), uid, serde_json::json!({}));
+//! let resource = |uid: &str| ResourceView::new(ResourceMeta { kind: "Subnet".into(), name: uid.into(), namespace: Some("ns".into()), uid: uid.into(), ..Default::default() }, serde_json::json!({}));
 //! conformance::run_all(&provider, &resource, Capabilities::default()).await;
 //! # });
 //! ```

@@ -3,7 +3,7 @@
 //!
 //! ```
 //! use provkit_core::{JobState, JobType};
-//! use provkit_lifecycle::{LaunchContext, ProvisioningProvider, ResourceView};
+//! use provkit_lifecycle::{LaunchContext, ProvisioningProvider, ResourceMeta, ResourceView};
 //! use provkit_testing::scripted::{ScriptedProvider, StatusStep, TriggerStep};
 //!
 //! # tokio_test_block_on(async {
@@ -15,7 +15,7 @@
 //!     StatusStep::State(JobState::Succeeded),
 //! ]);
 //!
-//! let r = ResourceView::new("Subnet", "s", None, "uid-1", serde_json::json!({}));
+//! let r = ResourceView::new(ResourceMeta { kind: "Subnet".into(), name: "s".into(), namespace: None, uid: "uid-1".into(), ..Default::default() }, serde_json::json!({}));
 //! assert!(provider.trigger_provision(&r, &LaunchContext::new()).await.is_err());
 //! let job = provider.trigger_provision(&r, &LaunchContext::new()).await.unwrap();
 //! assert_eq!(provider.provision_status(&r, &job.job_id).await.unwrap().state, JobState::Running);

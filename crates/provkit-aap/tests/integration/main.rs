@@ -11,6 +11,7 @@ mod support;
 mod client_auth;
 mod client_discovery;
 mod client_faults;
+mod client_gateway_tokens;
 mod client_jobs;
 mod client_launch;
 mod client_lookup;

@@ -1,7 +1,7 @@
 //! `fake-aap`: a standalone fake AAP/AWX controller API server for laptops and CI.
 //!
 //! ```text
-//! fake-aap --listen 127.0.0.1:18013 --mode awx|gateway|both [--fixtures FILE] [--token T] [--https]
+//! fake-aap --listen 127.0.0.1:18013 --mode awx|gateway|both|aap27 [--fixtures FILE] [--token T] [--https]
 //! ```
 //! Prints the base URL and the bearer token, serves until Ctrl-C.
 #![allow(clippy::unwrap_used)]
@@ -121,6 +121,7 @@ async fn main() -> ExitCode {
                 scope: Scope::Write,
                 expires: None,
                 description: "--token".into(),
+                controller_issued: false,
             },
         );
     }

@@ -110,6 +110,7 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
             scope: Scope::Write,
             expires: None,
             description: "fake-aap default token".into(),
+            controller_issued: false,
         });
     }
     for t in &token_specs {
@@ -130,6 +131,7 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
                 expires: t.expires.unwrap_or(now + thousand_years),
                 description: t.description.clone(),
                 created: now,
+                controller_issued: t.controller_issued,
             },
         );
         next_token_id += 1;

@@ -119,18 +119,26 @@ impl App {
 
     pub(crate) fn product_name(&self) -> &'static str {
         match self.mode {
-            Mode::Gateway => "Red Hat Ansible Automation Platform",
+            Mode::Gateway | Mode::Aap27 => "Red Hat Ansible Automation Platform",
             Mode::Awx | Mode::Both => "AWX",
         }
     }
 
-    fn authenticate(&self, headers: &HeaderMap, now: DateTime<Utc>) -> Option<Caller> {
+    /// The caller, if the credentials are accepted; `component`: the request is for a component
+    /// API (`/api/v2/`, `/api/controller/v2/`), where AAP 2.7 accepts gateway tokens only.
+    fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        now: DateTime<Utc>,
+        component: bool,
+    ) -> Option<Caller> {
         let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
         let (scheme, cred) = value.split_once(' ')?;
+        let gateway_only = component && self.mode == Mode::Aap27;
         let st = self.lock();
         if scheme.eq_ignore_ascii_case("bearer") {
             let tok = st.tokens.get(cred.trim())?;
-            if tok.expires <= now {
+            if tok.expires <= now || (gateway_only && tok.controller_issued) {
                 return None;
             }
             let user = st.user(tok.user_id)?.clone();
@@ -138,7 +146,7 @@ impl App {
                 user,
                 scope: tok.scope,
             })
-        } else if scheme.eq_ignore_ascii_case("basic") {
+        } else if scheme.eq_ignore_ascii_case("basic") && !gateway_only {
             let raw = base64_decode(cred.trim())?;
             let text = String::from_utf8(raw).ok()?;
             let (u, p) = text.split_once(':')?;
@@ -334,7 +342,7 @@ impl App {
         if route == Route::NotFound {
             return (Resp::detail(404, NOT_FOUND), route, false);
         }
-        let caller = self.authenticate(headers, now);
+        let caller = self.authenticate(headers, now, matches!(route, Route::Api { .. }));
         let authed = caller.is_some();
         if caller.is_none() && !route.anonymous_ok() {
             return (Resp::detail(401, UNAUTHENTICATED), route, false);

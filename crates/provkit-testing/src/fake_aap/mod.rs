@@ -188,6 +188,7 @@ impl FakeAapBuilder {
             scope,
             expires: None,
             description: String::new(),
+            controller_issued: false,
         });
         self
     }
@@ -224,6 +225,13 @@ impl FakeAapBuilder {
     #[must_use]
     pub fn cancel_delay(mut self, delay: Duration) -> Self {
         self.fixtures.settings.cancel_delay = delay;
+        self
+    }
+
+    /// Lifetime of tokens minted at `POST /api/gateway/v1/tokens/` (default one year).
+    #[must_use]
+    pub fn gateway_token_lifetime(mut self, lifetime: Duration) -> Self {
+        self.fixtures.settings.gateway_token_lifetime = lifetime;
         self
     }
 
@@ -299,7 +307,7 @@ impl FakeAap {
     /// `/api/v2/` or `/api/controller/v2/` (gateway mode).
     pub fn api_prefix(&self) -> &'static str {
         match self.app.mode {
-            Mode::Gateway => routes::CONTROLLER_PREFIX,
+            Mode::Gateway | Mode::Aap27 => routes::CONTROLLER_PREFIX,
             Mode::Awx | Mode::Both => routes::AWX_PREFIX,
         }
     }

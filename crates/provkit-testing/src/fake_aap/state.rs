@@ -38,6 +38,8 @@ pub(crate) struct Token {
     pub expires: DateTime<Utc>,
     pub description: String,
     pub created: DateTime<Utc>,
+    /// Minted by the controller (not the gateway): refused at the component API in AAP 2.7 mode.
+    pub controller_issued: bool,
 }
 
 #[derive(Clone, Debug)]

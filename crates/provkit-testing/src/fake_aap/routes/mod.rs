@@ -173,8 +173,8 @@ pub(crate) fn route(mode: Mode, path: &str) -> Route {
         return Route::NotFound;
     }
     let awx = matches!(mode, Mode::Awx | Mode::Both);
-    let controller = matches!(mode, Mode::Gateway | Mode::Both);
-    let gateway = matches!(mode, Mode::Gateway | Mode::Both);
+    let controller = matches!(mode, Mode::Gateway | Mode::Both | Mode::Aap27);
+    let gateway = controller;
     match segs.as_slice() {
         [] => Route::ApiRoot,
         ["controller"] if controller => Route::ControllerRoot,

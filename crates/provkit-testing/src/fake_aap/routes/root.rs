@@ -85,7 +85,7 @@ fn controller_doc(prefix: &str, with_oauth2: bool) -> Value {
 pub(crate) fn api_root(app: &App) -> Resp {
     match app.mode {
         Mode::Awx | Mode::Both => Resp::json(200, &controller_doc(AWX_PREFIX, true)),
-        Mode::Gateway => Resp::json(
+        Mode::Gateway | Mode::Aap27 => Resp::json(
             200,
             &json!({"apis": {"gateway": "/api/gateway/", "controller": "/api/controller/", "eda": "/api/eda/", "galaxy": "/api/galaxy/"}}),
         ),

@@ -102,14 +102,22 @@ pub(crate) fn tokens(app: &App, ctx: &Ctx<'_>, prefix: &str, for_user: Option<&S
     let secret: String = (0..30).map(|_| st.rng.alphanumeric()).collect();
     let id = st.next_token_id;
     st.next_token_id += 1;
+    let gateway = prefix.starts_with("/api/gateway/");
+    let lifetime = if gateway {
+        chrono::TimeDelta::from_std(st.settings.gateway_token_lifetime)
+            .unwrap_or(chrono::TimeDelta::days(365_000))
+    } else {
+        chrono::TimeDelta::days(365_000)
+    };
     let token = Token {
         id,
         token: secret.clone(),
         user_id: caller.user.id,
         scope,
-        expires: ctx.now + chrono::TimeDelta::days(365_000),
+        expires: ctx.now + lifetime,
         description,
         created: ctx.now,
+        controller_issued: !gateway,
     };
     let v = token_json(&st, &token, prefix, true);
     st.tokens.insert(secret, token);

@@ -11,6 +11,8 @@
 mod common;
 #[path = "fake_aap/faults.rs"]
 mod faults;
+#[path = "fake_aap/fidelity.rs"]
+mod fidelity;
 #[path = "fake_aap/fuzz.rs"]
 mod fuzz;
 #[path = "fake_aap/fuzz_props.rs"]

@@ -39,6 +39,7 @@
 //! # Ok(()) }
 //! ```
 
+mod app;
 mod build_state;
 mod clock;
 mod error;
@@ -78,7 +79,7 @@ pub use spec::{
     SurveyQuestion, SurveySpec, TokenSpec, UserSpec, WorkflowJobTemplateSpec, WorkflowNodeSpec,
 };
 
-use self::http::App;
+use self::app::App;
 use self::state::{Template, Unified};
 
 /// A job as the inspection API reports it.
@@ -221,7 +222,8 @@ impl FakeAapBuilder {
         self
     }
 
-    /// Delay between `POST cancel/` on a started job and its `canceled` status (default 0).
+    /// Delay between `POST cancel/` on a started job and its `canceled` status (default 2 s, as
+    /// observed on real AWX).
     #[must_use]
     pub fn cancel_delay(mut self, delay: Duration) -> Self {
         self.fixtures.settings.cancel_delay = delay;

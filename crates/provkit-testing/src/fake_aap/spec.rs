@@ -455,7 +455,9 @@ pub struct Settings {
     pub version: String,
     /// Cluster node name (`X-API-Node`, `execution_node`, …).
     pub node: String,
-    /// Delay between `POST cancel/` on a started job and its `canceled` status.
+    /// Delay between `POST cancel/` on a started job and its `canceled` status (default 2 s, as
+    /// observed: until then `GET` shows `running` and a second cancel gets 202 again); a job's
+    /// script may override it ([`JobScript::cancel_delay`](super::JobScript)).
     #[serde(with = "super::script::secs")]
     pub cancel_delay: Duration,
     /// Lifetime of tokens minted at `POST /api/gateway/v1/tokens/` (default one year, the
@@ -476,7 +478,7 @@ impl Default for Settings {
             mode: Mode::Awx,
             version: "24.6.2.dev145+ge21dd0a093".into(),
             node: "awx-1".into(),
-            cancel_delay: Duration::ZERO,
+            cancel_delay: Duration::from_secs(2),
             gateway_token_lifetime: Duration::from_secs(31_536_000),
             request_log_capacity: 1000,
             seed: 0x5eed,

@@ -375,7 +375,11 @@ impl State {
         now: DateTime<Utc>,
     ) -> Option<Snapshot> {
         let job = self.job(id)?;
-        let cancel = job.c.cancel_at.map(|k| (k, self.settings.cancel_delay));
+        let delay = job
+            .script
+            .cancel_delay
+            .unwrap_or(self.settings.cancel_delay);
+        let cancel = job.c.cancel_at.map(|k| (k, delay));
         Some(snapshot(&job.script, job.c.created, release, cancel, now))
     }
 

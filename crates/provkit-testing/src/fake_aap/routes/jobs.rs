@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::super::http::{App, Ctx, Resp};
+use super::super::app::{App, Ctx, Resp};
 use super::super::query::parse_query;
 use super::super::render;
 use super::super::state::{State, Unified};

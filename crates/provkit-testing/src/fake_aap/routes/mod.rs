@@ -3,6 +3,7 @@
 pub(crate) mod jobs;
 pub(crate) mod launch;
 pub(crate) mod lists;
+pub(crate) mod options;
 pub(crate) mod root;
 pub(crate) mod templates;
 pub(crate) mod tokens;
@@ -206,7 +207,9 @@ impl Route {
             Route::GatewayToken(_) => "GET, DELETE, HEAD, OPTIONS",
             Route::NotFound => "",
             Route::Api { api, .. } => match api {
-                Api::Tokens | Api::PersonalTokens(_) => "GET, POST, HEAD, OPTIONS",
+                Api::Tokens | Api::PersonalTokens(_) | Api::Organizations => {
+                    "GET, POST, HEAD, OPTIONS"
+                }
                 Api::TokenDetail(_) => "GET, DELETE, HEAD, OPTIONS",
                 Api::Launch(..) | Api::Cancel(..) => "GET, POST, HEAD, OPTIONS",
                 Api::Job(..) => "GET, DELETE, HEAD, OPTIONS",

@@ -2,10 +2,11 @@
 
 use serde_json::{Map, Value, json};
 
-use super::super::http::{App, Ctx, Resp};
+use super::super::app::{App, Ctx, Resp};
+use super::super::ovalue::{OValue, omap_get};
 use super::super::render::ts;
 use super::super::spec::Mode;
-use super::super::state::User;
+use super::super::state::{Org, User};
 use super::{
     AWX_PREFIX, Api, CONTROLLER_PREFIX, JobKind, TplKind, jobs, launch, lists, templates, tokens,
 };
@@ -77,6 +78,7 @@ fn controller_doc(prefix: &str, with_oauth2: bool) -> Value {
     });
     if with_oauth2 {
         v["oauth2"] = json!("/api/o/");
+        v["swagger"] = json!("/api/swagger/");
     }
     v
 }
@@ -146,16 +148,16 @@ pub(crate) fn user_json(u: &User, prefix: &str, created: &str) -> Value {
                     "personal_tokens": format!("{prefix}users/{}/personal_tokens/", u.id),
                     "tokens": format!("{prefix}users/{}/tokens/", u.id)},
         "summary_fields": {"user_capabilities": {"edit": true, "delete": false}},
-        "created": created, "modified": created,
+        "created": created, "modified": Value::Null,
         "username": u.username, "first_name": "", "last_name": "", "email": "",
         "is_superuser": u.is_superuser, "is_system_auditor": false, "password": "$encrypted$",
-        "ldap_dn": "", "last_login": Value::Null, "external_account": Value::Null, "auth": [],
+        "last_login": Value::Null,
     })
 }
 
 fn me(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
     let Some(c) = &ctx.caller else {
-        return Resp::detail(401, super::super::http::UNAUTHENTICATED);
+        return Resp::detail(401, super::super::app::UNAUTHENTICATED);
     };
     let created = ts(app.lock().started_at);
     lists::paginate_values(ctx, vec![user_json(&c.user, prefix, &created)])
@@ -173,18 +175,51 @@ fn users(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
     lists::paginate_values(ctx, v)
 }
 
+fn org_json(o: &Org, prefix: &str, created: &str) -> Value {
+    json!({"id": o.id, "type": "organization", "url": format!("{prefix}organizations/{}/", o.id),
+           "related": {}, "summary_fields": {}, "created": created, "modified": created,
+           "name": o.name, "description": o.description, "max_hosts": 0, "custom_virtualenv": Value::Null,
+           "default_environment": Value::Null})
+}
+
+/// `GET organizations/`, and `POST` (create: 201, or 400 for a missing or taken name).
 fn organizations(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
+    if ctx.method == "POST" {
+        let body = match launch::parse_body(ctx) {
+            Ok(b) => b,
+            Err(e) => return e,
+        };
+        let name = match omap_get(&body, "name") {
+            Some(OValue::String(s)) if !s.trim().is_empty() => s.trim().to_owned(),
+            _ => return Resp::json(400, &json!({"name": ["This field is required."]})),
+        };
+        let description = match omap_get(&body, "description") {
+            Some(OValue::String(s)) => s.clone(),
+            _ => String::new(),
+        };
+        let mut st = app.lock();
+        if st.orgs.iter().any(|o| o.name == name) {
+            return Resp::json(
+                400,
+                &json!({"name": ["Organization with this Name already exists."]}),
+            );
+        }
+        let id = st.orgs.iter().map(|o| o.id).max().unwrap_or(0) + 1;
+        let org = Org {
+            id,
+            name,
+            description,
+        };
+        let v = org_json(&org, prefix, &ts(ctx.now));
+        st.orgs.push(org);
+        return Resp::json(201, &v).header("location", format!("{prefix}organizations/{id}/"));
+    }
     let st = app.lock();
     let created = ts(st.started_at);
     let v = st
         .orgs
         .iter()
-        .map(|o| {
-            json!({"id": o.id, "type": "organization", "url": format!("{prefix}organizations/{}/", o.id),
-                   "related": {}, "summary_fields": {}, "created": created, "modified": created,
-                   "name": o.name, "description": o.description, "max_hosts": 0, "custom_virtualenv": Value::Null,
-                   "default_environment": Value::Null})
-        })
+        .map(|o| org_json(o, prefix, &created))
         .collect();
     drop(st);
     lists::paginate_values(ctx, v)

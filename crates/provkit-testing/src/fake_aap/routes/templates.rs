@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::super::http::{App, Ctx, FORBIDDEN, Resp, UNAUTHENTICATED};
+use super::super::app::{App, Ctx, FORBIDDEN, Resp, UNAUTHENTICATED};
 use super::super::render;
 use super::super::spec::SurveySpec;
 use super::super::state::{State, Template, User};

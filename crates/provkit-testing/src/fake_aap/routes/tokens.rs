@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::super::http::{App, Ctx, Resp, UNAUTHENTICATED};
+use super::super::app::{App, Ctx, Resp, UNAUTHENTICATED};
 use super::super::ovalue::{OValue, omap_get};
 use super::super::render::ts;
 use super::super::spec::Scope;
@@ -56,7 +56,7 @@ pub(crate) fn tokens(app: &App, ctx: &Ctx<'_>, prefix: &str, for_user: Option<&S
             .map(|x| x.id);
         match target {
             Some(id) if id == caller.user.id || caller.user.is_superuser => {}
-            Some(_) => return Resp::detail(403, super::super::http::FORBIDDEN),
+            Some(_) => return Resp::detail(403, super::super::app::FORBIDDEN),
             None => return Resp::detail(404, "Not found."),
         }
     }

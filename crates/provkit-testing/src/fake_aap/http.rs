@@ -249,7 +249,7 @@ impl App {
             Route::GatewayToken(id) => {
                 routes::tokens::token_detail(self, &ctx, "/api/gateway/v1/", *id)
             }
-            Route::Api { prefix, api } => routes::root::api(self, &ctx, prefix, api),
+            Route::Api { prefix, api } => routes::api(self, &ctx, prefix, api),
             Route::NotFound => Resp::detail(404, NOT_FOUND),
         };
         (resp, route, authed)

@@ -11,9 +11,9 @@ use super::super::render;
 use super::super::spec::SurveySpec;
 use super::super::state::{Common, NewJob, State, Template, WfNode, WorkflowJob};
 use super::super::survey;
-use super::root::{no_match, tpl_model};
+use super::common::{no_match, tpl_model};
 use super::templates::{caller_user, resolve, survey_of};
-use super::{TplKind, TplRef};
+use super::paths::{TplKind, TplRef};
 
 /// Parses a JSON request body the way AWX's parser does (`{}` when empty).
 pub(crate) fn parse_body(ctx: &Ctx<'_>) -> Result<OMap, Resp> {

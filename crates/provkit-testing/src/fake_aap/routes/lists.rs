@@ -9,7 +9,7 @@ use super::super::pagination::{PageReq, envelope, page_request, window};
 use super::super::render;
 use super::super::state::{State, Template, Unified};
 use super::templates::resolve;
-use super::{JobKind, TplKind, TplRef};
+use super::paths::{JobKind, TplKind, TplRef};
 
 /// Paginates an in-memory list of already-rendered objects.
 pub(crate) fn paginate_values(ctx: &Ctx<'_>, all: Vec<Value>) -> Resp {

@@ -6,7 +6,7 @@
 use serde_json::{Map, Value, json};
 
 use super::lists::{JOB_FIELDS, TEMPLATE_FIELDS};
-use super::{Api, Route};
+use super::paths::{Api, Route};
 
 /// The DRF field type of a listed field (as the awx CLI understands them).
 fn field_type(field: &str) -> &'static str {

@@ -7,9 +7,9 @@ use super::super::ovalue::{OValue, omap_get};
 use super::super::render::ts;
 use super::super::spec::Mode;
 use super::super::state::{Org, User};
-use super::{
-    AWX_PREFIX, Api, CONTROLLER_PREFIX, JobKind, TplKind, jobs, launch, lists, templates, tokens,
-};
+use super::launch;
+use super::lists;
+use super::paths::{AWX_PREFIX, CONTROLLER_PREFIX};
 
 const VERSION_ROOT_KEYS: [(&str, &str); 53] = [
     ("ping", "ping"),
@@ -107,7 +107,7 @@ pub(crate) fn gateway_root() -> Resp {
     )
 }
 
-fn version_root(prefix: &str) -> Resp {
+pub(crate) fn version_root(prefix: &str) -> Resp {
     let mut m = Map::new();
     for (key, path) in VERSION_ROOT_KEYS {
         m.insert(key.to_owned(), json!(format!("{prefix}{path}/")));
@@ -115,13 +115,13 @@ fn version_root(prefix: &str) -> Resp {
     Resp::json(200, &Value::Object(m))
 }
 
-fn ping(app: &App) -> Resp {
+pub(crate) fn ping(app: &App) -> Resp {
     let st = app.lock();
     let heartbeat = ts(app.clock.now());
     let node = &app.node;
     let install = {
         let mut rng = fastrand::Rng::with_seed(st.settings.seed ^ 0x1);
-        super::super::build_state::uuid4(&mut rng)
+        super::super::state::uuid4(&mut rng)
     };
     Resp::json(
         200,
@@ -155,7 +155,7 @@ pub(crate) fn user_json(u: &User, prefix: &str, created: &str) -> Value {
     })
 }
 
-fn me(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
+pub(crate) fn me(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
     let Some(c) = &ctx.caller else {
         return Resp::detail(401, super::super::app::UNAUTHENTICATED);
     };
@@ -163,7 +163,7 @@ fn me(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
     lists::paginate_values(ctx, vec![user_json(&c.user, prefix, &created)])
 }
 
-fn users(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
+pub(crate) fn users(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
     let st = app.lock();
     let created = ts(st.started_at);
     let v = st
@@ -183,7 +183,7 @@ fn org_json(o: &Org, prefix: &str, created: &str) -> Value {
 }
 
 /// `GET organizations/`, and `POST` (create: 201, or 400 for a missing or taken name).
-fn organizations(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
+pub(crate) fn organizations(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
     if ctx.method == "POST" {
         let body = match launch::parse_body(ctx) {
             Ok(b) => b,
@@ -225,7 +225,7 @@ fn organizations(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
     lists::paginate_values(ctx, v)
 }
 
-fn config(app: &App) -> Resp {
+pub(crate) fn config(app: &App) -> Resp {
     Resp::json(
         200,
         &json!({"time_zone": "UTC", "license_info": {"license_type": "open", "valid_key": true},
@@ -233,49 +233,3 @@ fn config(app: &App) -> Resp {
     )
 }
 
-/// Dispatches a resource under a version root.
-pub(crate) fn api(app: &App, ctx: &Ctx<'_>, prefix: &str, api: &Api) -> Resp {
-    match api {
-        Api::VersionRoot => version_root(prefix),
-        Api::Ping => ping(app),
-        Api::Me => me(app, ctx, prefix),
-        Api::Config => config(app),
-        Api::Users => users(app, ctx, prefix),
-        Api::Organizations => organizations(app, ctx, prefix),
-        Api::Tokens => tokens::tokens(app, ctx, prefix, None),
-        Api::PersonalTokens(user) => tokens::tokens(app, ctx, prefix, Some(user)),
-        Api::TokenDetail(id) => tokens::token_detail(app, ctx, prefix, *id),
-        Api::Templates(kind) => lists::templates(app, ctx, prefix, Some(*kind)),
-        Api::UnifiedJobTemplates => lists::templates(app, ctx, prefix, None),
-        Api::Template(kind, r) => templates::detail(app, ctx, prefix, *kind, r),
-        Api::SurveySpec(kind, r) => templates::survey_spec(app, ctx, *kind, r),
-        Api::Launch(kind, r) if ctx.method == "POST" => launch::launch(app, ctx, prefix, *kind, r),
-        Api::Launch(kind, r) => templates::launch_info(app, ctx, *kind, r),
-        Api::TemplateJobs(kind, r) => lists::template_jobs(app, ctx, prefix, *kind, r),
-        Api::Jobs(kind) => lists::jobs(app, ctx, prefix, Some(*kind), None),
-        Api::UnifiedJobs => lists::jobs(app, ctx, prefix, None, None),
-        Api::Job(kind, id) => jobs::detail(app, ctx, prefix, *kind, *id),
-        Api::Cancel(kind, id) => jobs::cancel(app, ctx, *kind, *id),
-        Api::Stdout(id) => jobs::stdout(app, ctx, *id),
-        Api::WorkflowNodes(id) => jobs::workflow_nodes(app, ctx, prefix, *id),
-    }
-}
-
-/// AWX's 404 text for an unknown object of a kind.
-pub(crate) fn no_match(kind: &str) -> Resp {
-    Resp::detail(404, &format!("No {kind} matches the given query."))
-}
-
-pub(crate) fn tpl_model(kind: TplKind) -> &'static str {
-    match kind {
-        TplKind::Job => "JobTemplate",
-        TplKind::Workflow => "WorkflowJobTemplate",
-    }
-}
-
-pub(crate) fn job_model(kind: JobKind) -> &'static str {
-    match kind {
-        JobKind::Job => "Job",
-        JobKind::Workflow => "WorkflowJob",
-    }
-}

@@ -149,13 +149,12 @@ impl AapClient {
     /// ```no_run
     /// # async fn run() -> Result<(), provkit_aap::Error> {
     /// use provkit_aap::{AapClient, GatewayTokenOptions};
-    /// use secrecy::ExposeSecret as _;
     /// let login = AapClient::builder("https://aap.example.com").build()?;
     /// let token = login
     ///     .mint_gateway_token("admin", "password", &GatewayTokenOptions::new("osac-installer"))
     ///     .await?;
     /// let client = AapClient::builder("https://aap.example.com")
-    ///     .token(token.secret().expose_secret())
+    ///     .gateway_token(&token)
     ///     .build()?;
     /// # let _ = client; Ok(()) }
     /// ```

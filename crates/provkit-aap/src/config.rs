@@ -11,7 +11,7 @@ use provkit_core::{Clock, SystemClock};
 
 use crate::auth::{Authenticator, Credentials};
 use crate::error::{Error, Result};
-use crate::gateway_token::{GatewayMinter, GatewayTokenOptions};
+use crate::gateway_token::{GatewayMinter, GatewayToken, GatewayTokenOptions};
 use crate::inner::{ApiRoot, Inner, Limits, Parts};
 use crate::rate_limit::{RateLimit, RateLimiter};
 use crate::retry::RetryConfig;
@@ -136,6 +136,13 @@ impl AapClientBuilder {
     /// Bearer token (`Authorization: Bearer …`).
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.credentials = Credentials::Token(SecretString::from(token.into()));
+        self
+    }
+
+    /// Authenticate with a gateway token minted by
+    /// [`AapClient::mint_gateway_token`](crate::AapClient::mint_gateway_token) (bearer).
+    pub fn gateway_token(mut self, token: &GatewayToken) -> Self {
+        self.credentials = Credentials::Token(token.secret().clone());
         self
     }
 

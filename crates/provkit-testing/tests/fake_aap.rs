@@ -7,6 +7,8 @@
     unreachable_pub
 )]
 
+#[path = "fake_aap/aap27.rs"]
+mod aap27;
 #[path = "fake_aap/common.rs"]
 mod common;
 #[path = "fake_aap/faults.rs"]

@@ -22,7 +22,8 @@ struct Args {
     /// Address to listen on (must be a loopback address).
     #[arg(long, default_value = "127.0.0.1:18013")]
     listen: SocketAddr,
-    /// API layout: awx (/api/v2/), gateway (/api/controller/v2/, /api/v2/ is 404) or both.
+    /// API layout: awx (/api/v2/), gateway (/api/controller/v2/, /api/v2/ is 404), both, or
+    /// aap27 (gateway layout; the controller refuses basic auth and controller-issued tokens).
     #[arg(long, default_value = "awx")]
     mode: Mode,
     /// Fixture file (JSON or YAML): organizations, users, tokens, templates, scripts, settings.

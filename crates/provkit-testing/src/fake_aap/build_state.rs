@@ -235,7 +235,10 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
                     .ok_or_else(|| invalid(format!("workflow node: unknown job template {:?}", n.job_template)))?;
                 Some(jt.id())
             };
-            let identifier = n.identifier.clone().unwrap_or_else(|| super::state::uuid4(&mut rng));
+            let identifier = n
+                .identifier
+                .clone()
+                .unwrap_or_else(|| super::state::uuid4(&mut rng));
             nodes.push(WfTemplateNode {
                 ujt,
                 identifier,

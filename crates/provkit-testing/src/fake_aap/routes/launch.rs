@@ -12,8 +12,8 @@ use super::super::spec::SurveySpec;
 use super::super::state::{Common, NewJob, State, Template, WfNode, WorkflowJob};
 use super::super::survey;
 use super::common::{no_match, tpl_model};
-use super::templates::{caller_user, resolve, survey_of};
 use super::paths::{TplKind, TplRef};
+use super::templates::{caller_user, resolve, survey_of};
 
 /// Parses a JSON request body the way AWX's parser does (`{}` when empty).
 pub(crate) fn parse_body(ctx: &Ctx<'_>) -> Result<OMap, Resp> {

@@ -8,8 +8,8 @@ use super::super::filter::{FVal, ListQuery, compare, parse_list_query, row_match
 use super::super::pagination::{PageReq, envelope, page_request, window};
 use super::super::render;
 use super::super::state::{State, Template, Unified};
-use super::templates::resolve;
 use super::paths::{JobKind, TplKind, TplRef};
+use super::templates::resolve;
 
 /// Paginates an in-memory list of already-rendered objects.
 pub(crate) fn paginate_values(ctx: &Ctx<'_>, all: Vec<Value>) -> Resp {

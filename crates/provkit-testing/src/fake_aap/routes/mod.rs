@@ -40,4 +40,3 @@ pub(crate) fn api(app: &App, ctx: &Ctx<'_>, prefix: &str, api: &Api) -> Resp {
         Api::WorkflowNodes(id) => jobs::workflow_nodes(app, ctx, prefix, *id),
     }
 }
-

@@ -232,4 +232,3 @@ pub(crate) fn config(app: &App) -> Resp {
                 "version": app.version, "eula": "", "analytics_status": "off", "become_methods": []}),
     )
 }
-

@@ -68,7 +68,7 @@ pub(crate) fn split_url(url: &Url) -> Result<(String, ApiRoot)> {
     Ok((origin, root))
 }
 
-/// Builds an [`AapClient`].
+/// Builds an [`AapClient`](crate::AapClient).
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), provkit_aap::Error> {

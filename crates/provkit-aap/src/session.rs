@@ -91,12 +91,14 @@ impl Inner {
         tracing::info!(token_id = next.token.id(), expires = ?next.token.expires(), "minted an AAP gateway token");
         if let Some(old) = current.replace(next) {
             match self.revoke_with(&gateway, old.token.id(), basic).await {
-                Ok(()) => tracing::info!(
-                    token_id = old.token.id(),
-                    "revoked the replaced AAP gateway token"
-                ),
+                Ok(()) => {
+                    tracing::info!(
+                        token_id = old.token.id(),
+                        "revoked the replaced AAP gateway token"
+                    );
+                }
                 Err(err) => {
-                    tracing::warn!(token_id = old.token.id(), error = %err, "could not revoke the replaced AAP gateway token")
+                    tracing::warn!(token_id = old.token.id(), error = %err, "could not revoke the replaced AAP gateway token");
                 }
             }
         }

@@ -18,4 +18,5 @@ mod client_lookup;
 mod client_tls;
 mod conformance;
 mod provider;
+#[cfg(feature = "mock")]
 mod provider_mock;

@@ -90,7 +90,7 @@ impl Resp {
         self
     }
     /// Marks a response as Django's own (see [`Resp::django`]).
-    pub(crate) fn from_django(mut self) -> Resp {
+    pub(crate) fn django_level(mut self) -> Resp {
         self.django = true;
         self
     }

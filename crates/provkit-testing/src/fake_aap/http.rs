@@ -197,20 +197,20 @@ impl App {
                 return (
                     Resp::text(301, String::new(), "text/html; charset=utf-8")
                         .header("location", location)
-                        .from_django(),
+                        .django_level(),
                     Route::NotFound,
                     false,
                 );
             }
             return (
-                Resp::detail(404, NOT_FOUND).from_django(),
+                Resp::detail(404, NOT_FOUND).django_level(),
                 Route::NotFound,
                 false,
             );
         }
         let route = routes::route(self.mode, path);
         if route == Route::NotFound {
-            return (Resp::detail(404, NOT_FOUND).from_django(), route, false);
+            return (Resp::detail(404, NOT_FOUND).django_level(), route, false);
         }
         let caller = self.authenticate(headers, now, matches!(route, Route::Api { .. }));
         let authed = caller.is_some();

@@ -1,19 +1,17 @@
 //! [`AapClient`]: the operations.
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
-use crate::auth::Authenticator;
-use crate::config::{AapClientBuilder, ApiRoot, builder_from_lookup};
-use crate::endpoints::{api_path, root_relative};
+use crate::config::{AapClientBuilder, builder_from_lookup};
+use crate::endpoints::api_path;
 use crate::error::{Error, Result, TemplateCandidate};
-use crate::rate_limit::RateLimiter;
+use crate::gateway_token::{GatewayToken, GatewayTokenOptions};
+use crate::inner::{Inner, TemplateKey};
 use crate::response::RawResponse;
-use crate::retry::RetryConfig;
-use crate::transport::Call;
+use crate::transport::{Call, CallAuth};
 use crate::types::{
     AapJobStatus, CancelOutcome, Job, JobKind, JobWire, LaunchRequest, Launched, ListedJob, Page,
     Template, TemplateKind,
@@ -22,57 +20,14 @@ use crate::types::{
 /// The "too large to display" notice AWX returns instead of stdout above 1 MiB.
 const STDOUT_TOO_LARGE: &str = "Standard Output too large to display";
 
-type TemplateKey = (String, Option<String>);
-
-#[derive(Debug)]
-pub(crate) struct Inner {
-    pub(crate) http: reqwest::Client,
-    pub(crate) origin: String,
-    pub(crate) root: ApiRoot,
-    pub(crate) base: tokio::sync::OnceCell<String>,
-    pub(crate) gateway: tokio::sync::OnceCell<Option<String>>,
-    pub(crate) auth: Authenticator,
-    pub(crate) retry: RetryConfig,
-    pub(crate) limiter: Option<RateLimiter>,
-    pub(crate) max_body_bytes: usize,
-    pub(crate) max_stdout_bytes: usize,
-    pub(crate) max_list_items: usize,
-    pub(crate) organization: Option<String>,
-    templates: RwLock<HashMap<TemplateKey, Template>>,
-    /// Single-flight for cold template lookups: one async lock per key being fetched.
-    template_fetches: std::sync::Mutex<HashMap<TemplateKey, Arc<tokio::sync::Mutex<()>>>>,
-}
-
-impl Inner {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        http: reqwest::Client,
-        origin: String,
-        root: ApiRoot,
-        auth: Authenticator,
-        retry: RetryConfig,
-        limiter: Option<RateLimiter>,
-        max_body_bytes: usize,
-        max_stdout_bytes: usize,
-        max_list_items: usize,
-        organization: Option<String>,
-    ) -> Self {
-        Self {
-            http,
-            origin,
-            root,
-            base: tokio::sync::OnceCell::new(),
-            gateway: tokio::sync::OnceCell::new(),
-            auth,
-            retry,
-            limiter,
-            max_body_bytes,
-            max_stdout_bytes,
-            max_list_items,
-            organization,
-            templates: RwLock::new(HashMap::new()),
-            template_fetches: std::sync::Mutex::new(HashMap::new()),
-        }
+impl AapClientBuilder {
+    /// Builds the client. No request is made; the API root is discovered on first use.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for an invalid URL, proxy, CA PEM or header value, or gateway token
+    /// minting without username/password.
+    pub fn build(self) -> Result<AapClient> {
+        Ok(AapClient::from_inner(Arc::new(self.into_inner()?)))
     }
 }
 
@@ -179,9 +134,54 @@ impl AapClient {
 
     async fn get_value(&self, path: String) -> Result<Value> {
         self.inner
-            .execute(&Call::get(path, self.inner.max_body_bytes))
+            .send(&Call::get(path, self.inner.max_body_bytes))
             .await?
             .json()
+    }
+
+    /// Mints an AAP 2.5+ platform gateway token from a username and password
+    /// (`POST /api/gateway/v1/tokens/` with Basic auth and `{"description", "application": null,
+    /// "scope"}`). Use the returned token's [`secret`](GatewayToken::secret) as the bearer token of
+    /// a client (AAP 2.7 accepts nothing else at the controller), and
+    /// [`revoke_gateway_token`](Self::revoke_gateway_token) it when done. Never retried (a retry
+    /// could mint twice).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), provkit_aap::Error> {
+    /// use provkit_aap::{AapClient, GatewayTokenOptions};
+    /// let login = AapClient::builder("https://aap.example.com").build()?;
+    /// let token = login
+    ///     .mint_gateway_token("admin", "password", &GatewayTokenOptions::new("osac-installer"))
+    ///     .await?;
+    /// let client = AapClient::builder("https://aap.example.com")
+    ///     .gateway_token(&token)
+    ///     .build()?;
+    /// # let _ = client; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Unauthorized`] for a wrong username/password; [`Error::NotFound`] when the host
+    /// has no gateway (plain AWX); HTTP/decoding errors.
+    pub async fn mint_gateway_token(
+        &self,
+        username: &str,
+        password: &str,
+        options: &GatewayTokenOptions,
+    ) -> Result<GatewayToken> {
+        let gateway = self.inner.gateway_root().await?;
+        let basic = crate::auth::basic_header(username, password)?;
+        self.inner.mint_at(&gateway, basic, options).await
+    }
+
+    /// Revokes gateway token `id` (`DELETE /api/gateway/v1/tokens/<id>/`) with this client's
+    /// credentials.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] for an unknown (or already revoked) token; HTTP errors.
+    pub async fn revoke_gateway_token(&self, id: u64) -> Result<()> {
+        let gateway = self.inner.gateway_root().await?;
+        let call = Call::delete(format!("{gateway}v1/tokens/{id}/"), CallAuth::Configured);
+        self.inner.send(&call).await.map(drop)
     }
 
     /// `GET ping/` (no authentication needed): version and instance health.
@@ -384,7 +384,7 @@ impl AapClient {
             source: Some(Box::new(e)),
         })?;
         let call = Call::post(path, body, false, self.inner.max_body_bytes);
-        let resp = match self.inner.execute(&call).await {
+        let resp = match self.inner.send(&call).await {
             Ok(resp) => resp,
             Err(err) => {
                 if err.is_not_found() {
@@ -442,7 +442,7 @@ impl AapClient {
         let path = self.path(&[kind.endpoint(), &id.to_string()], &[]).await?;
         let resp = self
             .inner
-            .execute(&Call::get(path, self.inner.max_body_bytes))
+            .send(&Call::get(path, self.inner.max_body_bytes))
             .await?;
         // Fast path: read only the fields we use; anything unusual goes through the tolerant path.
         let value = match serde_json::from_slice::<JobWire>(&resp.body) {
@@ -509,7 +509,7 @@ impl AapClient {
             .path(&[kind.endpoint(), &id.to_string(), "cancel"], &[])
             .await?;
         let call = Call::post(path, b"{}".to_vec(), true, self.inner.max_body_bytes);
-        match self.inner.execute(&call).await {
+        match self.inner.send(&call).await {
             Ok(_) => Ok(CancelOutcome::Accepted),
             Err(err) if err.is_method_not_allowed() => Ok(CancelOutcome::AlreadyFinished),
             Err(err) => Err(err),
@@ -551,7 +551,7 @@ impl AapClient {
             .await?;
         let mut call = Call::get(path, self.inner.max_stdout_bytes);
         call.accept = "text/plain, */*";
-        let resp = self.inner.execute(&call).await?;
+        let resp = self.inner.send(&call).await?;
         Ok(String::from_utf8_lossy(&resp.body).into_owned())
     }
 
@@ -562,37 +562,7 @@ impl AapClient {
     /// HTTP/decoding errors of the first page; a later "Invalid page." ends the walk quietly.
     pub async fn list(&self, endpoint: &str, query: &[(&str, &str)]) -> Result<Vec<Value>> {
         let first = self.path(&[endpoint], query).await?;
-        crate::pagination::collect(self, first).await
-    }
-
-    /// One page of a list endpoint, items decoded by `decode`; the body is dropped on return.
-    pub(crate) async fn page<T>(
-        &self,
-        path: String,
-        decode: fn(&RawResponse) -> Result<Page<T>>,
-    ) -> Result<(Vec<T>, Option<String>)> {
-        let resp = self
-            .inner
-            .execute(&Call::get(path, self.inner.max_body_bytes))
-            .await?;
-        let page = decode(&resp)?;
-        let next = match page.next.as_deref() {
-            None | Some("") => None,
-            Some(link) => {
-                Some(
-                    root_relative(&self.inner.origin, link).ok_or_else(|| Error::Decode {
-                        ctx: Box::new(resp.ctx.clone()),
-                        message: format!("`next` link {link:?} leaves this host; not followed"),
-                        source: None,
-                    })?,
-                )
-            }
-        };
-        Ok((page.results, next))
-    }
-
-    pub(crate) fn max_list_items(&self) -> usize {
-        self.inner.max_list_items
+        crate::pagination::collect(&self.inner, first).await
     }
 
     /// Jobs of `kind` created from template `template_id` after `since`, newest first
@@ -643,17 +613,12 @@ impl AapClient {
         let first = self.path(&[kind.endpoint()], &query).await?;
         // Each page is decoded into slim `JobWire`s (a list item is mostly `related` and
         // `summary_fields`) and dropped before the next one is fetched.
-        crate::pagination::find_first(self, first, decode_job_page, |item| {
+        crate::pagination::find_first(&self.inner, first, decode_job_page, |item| {
             Job::from_value(&item.into_value(), kind)
-                .filter(|job| crate::provider::carries_key(job, key))
+                .filter(|job| crate::marker::carries_key(job, key))
         })
         .await
     }
-}
-
-/// A list page as JSON trees.
-pub(crate) fn decode_value_page(resp: &RawResponse) -> Result<Page> {
-    resp.json()
 }
 
 /// A jobs list page: slim [`JobWire`] items in the usual case; anything unusual (HTML, a
@@ -697,6 +662,7 @@ fn jobs_since_query<'a>(
 mod tests {
     use super::*;
     use crate::error::RequestContext;
+    use crate::pagination::decode_value_page;
 
     fn resp(content_type: &str, body: &str) -> RawResponse {
         RawResponse {
@@ -760,12 +726,12 @@ mod tests {
         assert_eq!(next.as_deref(), Some("/api/v2/jobs/?page=2"));
         assert_eq!(jobs.len(), 4);
         assert!(jobs[0].as_ref().is_some_and(|j| j.id == 7
-            && crate::provider::carries_key(j, "k1")
+            && crate::marker::carries_key(j, "k1")
             && j.source_workflow_job == Some(3)));
         assert!(
             jobs[1]
                 .as_ref()
-                .is_some_and(|j| crate::provider::carries_key(j, "k2"))
+                .is_some_and(|j| crate::marker::carries_key(j, "k2"))
         );
     }
 

@@ -7,21 +7,15 @@ use std::time::Duration;
 use secrecy::SecretString;
 use url::Url;
 
+use provkit_core::{Clock, SystemClock};
+
 use crate::auth::{Authenticator, Credentials};
-use crate::client::{AapClient, Inner};
 use crate::error::{Error, Result};
+use crate::gateway_token::{GatewayMinter, GatewayToken, GatewayTokenOptions};
+use crate::inner::{ApiRoot, Inner, Limits, Parts};
 use crate::rate_limit::{RateLimit, RateLimiter};
 use crate::retry::RetryConfig;
 use crate::tls::{TlsSettings, client_config};
-
-/// Where the controller API lives under the host.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum ApiRoot {
-    /// A known base path such as `/api/v2/` or `/api/controller/v2/`.
-    Fixed(String),
-    /// Discover from this API index path (normally `/api/`).
-    Discover(String),
-}
 
 fn normalize_base(path: &str) -> String {
     let trimmed = path.trim_matches('/');
@@ -74,7 +68,7 @@ pub(crate) fn split_url(url: &Url) -> Result<(String, ApiRoot)> {
     Ok((origin, root))
 }
 
-/// Builds an [`AapClient`].
+/// Builds an [`AapClient`](crate::AapClient).
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), provkit_aap::Error> {
@@ -108,6 +102,8 @@ pub struct AapClientBuilder {
     max_stdout_bytes: usize,
     max_list_items: usize,
     organization: Option<String>,
+    gateway_minting: Option<GatewayTokenOptions>,
+    clock: Option<Arc<dyn Clock>>,
 }
 
 impl AapClientBuilder {
@@ -132,12 +128,21 @@ impl AapClientBuilder {
             max_stdout_bytes: 64 * 1024 * 1024,
             max_list_items: 10_000,
             organization: None,
+            gateway_minting: None,
+            clock: None,
         }
     }
 
     /// Bearer token (`Authorization: Bearer …`).
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.credentials = Credentials::Token(SecretString::from(token.into()));
+        self
+    }
+
+    /// Authenticate with a gateway token minted by
+    /// [`AapClient::mint_gateway_token`](crate::AapClient::mint_gateway_token) (bearer).
+    pub fn gateway_token(mut self, token: &GatewayToken) -> Self {
+        self.credentials = Credentials::Token(token.secret().clone());
         self
     }
 
@@ -259,11 +264,33 @@ impl AapClientBuilder {
         self
     }
 
-    /// Builds the client. No request is made; the API root is discovered on first use.
+    /// With [`basic_auth`](Self::basic_auth) credentials: on an AAP 2.5+ deployment (the
+    /// controller behind the platform gateway, as discovered or configured) mint a gateway token
+    /// with these options on first use and authenticate with it instead of Basic auth (AAP 2.7
+    /// accepts nothing else at the controller); renew it before it expires (mint the new one,
+    /// then revoke the old one) and re-mint once after a 401. Plain AWX keeps Basic auth.
     ///
-    /// # Errors
-    /// [`Error::Config`] for an invalid URL, proxy, CA PEM or header value.
-    pub fn build(self) -> Result<AapClient> {
+    /// ```
+    /// use provkit_aap::{AapClient, GatewayTokenOptions};
+    /// let client = AapClient::builder("https://aap.example.com")
+    ///     .basic_auth("admin", "password")
+    ///     .mint_gateway_token(GatewayTokenOptions::new("osac-operator"))
+    ///     .build()?;
+    /// # let _ = client; Ok::<(), provkit_aap::Error>(())
+    /// ```
+    pub fn mint_gateway_token(mut self, options: GatewayTokenOptions) -> Self {
+        self.gateway_minting = Some(options);
+        self
+    }
+
+    /// The clock gateway token renewal is decided by (default: the system clock).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The shared client state (see `AapClientBuilder::build` in `client`).
+    pub(crate) fn into_inner(self) -> Result<Inner> {
         let url = Url::parse(self.url.trim()).map_err(|e| Error::Config {
             message: format!("invalid AAP URL {:?}", self.url),
             source: Some(Box::new(e)),
@@ -273,6 +300,20 @@ impl AapClientBuilder {
             root = ApiRoot::Fixed(base);
         }
         let auth = Authenticator::new(&self.credentials, self.token_reload_interval)?;
+        let minter = match (self.gateway_minting, &self.credentials) {
+            (None, _) => None,
+            (Some(options), Credentials::Basic { username, password }) => Some(GatewayMinter::new(
+                username.clone(),
+                password.clone(),
+                options,
+            )),
+            (Some(_), _) => {
+                return Err(Error::Config {
+                    message: "gateway token minting needs basic_auth(username, password)".into(),
+                    source: None,
+                });
+            }
+        };
         let tls = client_config(&self.tls)?;
         let mut http = reqwest::Client::builder()
             .use_preconfigured_tls(tls)
@@ -295,18 +336,24 @@ impl AapClientBuilder {
             message: "cannot build the HTTP client".into(),
             source: Some(Box::new(e)),
         })?;
-        Ok(AapClient::from_inner(Arc::new(Inner::new(
+        Ok(Inner::new(
             http,
-            origin,
-            root,
-            auth,
-            self.retry,
-            self.rate_limit.map(RateLimiter::new),
-            self.max_body_bytes,
-            self.max_stdout_bytes,
-            self.max_list_items,
-            self.organization,
-        ))))
+            Parts {
+                origin,
+                root,
+                auth,
+                minter,
+                clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+                retry: self.retry,
+                limiter: self.rate_limit.map(RateLimiter::new),
+                limits: Limits {
+                    max_body_bytes: self.max_body_bytes,
+                    max_stdout_bytes: self.max_stdout_bytes,
+                    max_list_items: self.max_list_items,
+                },
+                organization: self.organization,
+            },
+        ))
     }
 }
 
@@ -345,6 +392,11 @@ pub(crate) fn builder_from_lookup(
         builder = builder.token_file(path);
     } else if let Some(user) = get("AAP_USERNAME") {
         builder = builder.basic_auth(user, get("AAP_PASSWORD").unwrap_or_default());
+        if let Some(v) = get("AAP_MINT_GATEWAY_TOKEN")
+            && parse_bool("AAP_MINT_GATEWAY_TOKEN", &v)?
+        {
+            builder = builder.mint_gateway_token(GatewayTokenOptions::default());
+        }
     }
     let mut insecure = false;
     if let Some(v) = get("AAP_VALIDATE_CERTS") {

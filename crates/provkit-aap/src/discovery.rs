@@ -2,15 +2,15 @@
 //!
 //! `GET /api/` (no authentication needed): a gateway answers `{"apis": {"controller":
 //! "/api/controller/", …}}`, whose own index gives `current_version`; plain AWX answers with
-//! `current_version` directly. The discovered base is cached for the client's lifetime.
+//! `current_version` directly. The discovered base is cached for the client's lifetime, with
+//! the gateway's root (`apis.gateway`, else `<index>gateway/`) when the controller sits behind one.
 
 use serde_json::Value;
 
-use crate::client::Inner;
-use crate::config::ApiRoot;
 use crate::endpoints::root_relative;
 use crate::error::{Error, Result};
-use crate::transport::Call;
+use crate::inner::{ApiRoot, Inner, Layout};
+use crate::transport::{Call, CallAuth};
 
 const INDEX_CAP: usize = 1024 * 1024;
 
@@ -52,23 +52,37 @@ pub(crate) fn interpret_index(
     }))
 }
 
+/// The gateway root implied by a configured base: `<p>/api/controller/v2/` → `<p>/api/gateway/`.
+fn gateway_of_fixed(base: &str) -> Option<String> {
+    let at = base.find("/controller/")?;
+    Some(format!("{}/gateway/", &base[..at]))
+}
+
 impl Inner {
+    /// The API layout, discovering it on first use.
+    pub(crate) async fn layout(&self) -> Result<&Layout> {
+        self.layout
+            .get_or_try_init(|| async {
+                match &self.root {
+                    ApiRoot::Fixed(base) => Ok(Layout {
+                        base: base.clone(),
+                        gateway: gateway_of_fixed(base),
+                    }),
+                    ApiRoot::Discover(index) => self.discover(index).await,
+                }
+            })
+            .await
+    }
+
     /// The API base path, discovering it on first use.
     pub(crate) async fn base(&self) -> Result<&str> {
-        match &self.root {
-            ApiRoot::Fixed(base) => Ok(base),
-            ApiRoot::Discover(index) => self
-                .base
-                .get_or_try_init(|| self.discover(index))
-                .await
-                .map(String::as_str),
-        }
+        Ok(&self.layout().await?.base)
     }
 
     async fn index(&self, path: &str) -> Result<Value> {
         let url = format!("{}{path}", self.origin);
         let mut call = Call::get(path.to_owned(), INDEX_CAP);
-        call.authenticated = false;
+        call.auth = CallAuth::Anonymous;
         let resp = self.execute(&call).await.map_err(|e| Error::Discovery {
             url: url.clone(),
             message: if e.is_not_found() {
@@ -85,16 +99,26 @@ impl Inner {
         })
     }
 
-    async fn discover(&self, index: &str) -> Result<String> {
+    async fn discover(&self, index: &str) -> Result<Layout> {
         let mut path = index.to_owned();
+        let mut gateway = None;
         for allow_follow in [true, false] {
             let doc = self.index(&path).await?;
             match interpret_index(&self.origin, &doc, allow_follow) {
                 Ok(Step::Base(base)) => {
-                    tracing::info!(base = %base, "discovered the AAP controller API base");
-                    return Ok(base);
+                    tracing::info!(base = %base, gateway = gateway.as_deref(), "discovered the AAP controller API base");
+                    return Ok(Layout { base, gateway });
                 }
-                Ok(Step::Follow(next)) => path = next,
+                Ok(Step::Follow(next)) => {
+                    gateway = Some(
+                        doc.pointer("/apis/gateway")
+                            .and_then(Value::as_str)
+                            .and_then(|g| root_relative(&self.origin, g))
+                            .map(|g| if g.ends_with('/') { g } else { format!("{g}/") })
+                            .unwrap_or_else(|| format!("{index}gateway/")),
+                    );
+                    path = next;
+                }
                 Err(message) => {
                     return Err(Error::Discovery {
                         url: format!("{}{path}", self.origin),
@@ -137,10 +161,10 @@ impl Inner {
             };
         }
         let gateway = self
-            .gateway
+            .gateway_hint
             .get_or_init(|| async {
                 let mut call = Call::get("/api/".to_owned(), INDEX_CAP);
-                call.authenticated = false;
+                call.auth = CallAuth::Anonymous;
                 call.idempotent = false;
                 match self.execute_plain(&call).await {
                     Ok(doc) => doc
@@ -199,5 +223,18 @@ mod tests {
         assert!(interpret_index(o, &json!({"hello": 1}), true).is_err());
         // A controller index that again lists apis is not followed twice.
         assert!(interpret_index(o, &gw, false).is_err());
+    }
+
+    #[test]
+    fn gateway_root_of_a_configured_base() {
+        assert_eq!(
+            gateway_of_fixed("/api/controller/v2/").as_deref(),
+            Some("/api/gateway/")
+        );
+        assert_eq!(
+            gateway_of_fixed("/aap/api/controller/v2/").as_deref(),
+            Some("/aap/api/gateway/")
+        );
+        assert_eq!(gateway_of_fixed("/api/v2/"), None);
     }
 }

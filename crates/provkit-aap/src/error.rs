@@ -119,6 +119,20 @@ pub enum Error {
         /// The server's `detail`.
         detail: Option<String>,
     },
+    /// 401 from the controller reached through an AAP platform gateway, with credentials that
+    /// are not a gateway token minted by this client (Basic auth, or a configured token). AAP 2.7
+    /// refuses basic auth, sessions and controller-issued tokens at the component APIs; only
+    /// gateway-issued tokens work. Detected from where the 401 came from, not from its text.
+    #[error(
+        "{ctx}: unauthorized at the controller behind the AAP platform gateway: AAP 2.7 accepts only gateway-issued tokens there (basic auth, sessions and controller-issued tokens are refused); mint one at /api/gateway/v1/tokens/ (AapClient::mint_gateway_token, or basic_auth with AapClientBuilder::mint_gateway_token), or replace an expired gateway token{}",
+        fmt_detail(detail)
+    )]
+    GatewayTokenRequired {
+        /// Request context.
+        ctx: Box<RequestContext>,
+        /// The server's `detail`.
+        detail: Option<String>,
+    },
     /// 403: authenticated but not permitted (e.g. no execute permission, read-scoped token).
     #[error(
         "{ctx}: forbidden: the credentials are valid but not permitted to do this{}",
@@ -297,6 +311,7 @@ impl Error {
     pub fn context(&self) -> Option<&RequestContext> {
         match self {
             Self::Unauthorized { ctx, .. }
+            | Self::GatewayTokenRequired { ctx, .. }
             | Self::Forbidden { ctx, .. }
             | Self::NotFound { ctx, .. }
             | Self::MethodNotAllowed { ctx, .. }
@@ -338,9 +353,17 @@ impl Error {
         matches!(self, Self::MethodNotAllowed { .. })
     }
 
-    /// 401 / 403.
+    /// 401 / 403 (including [`Error::GatewayTokenRequired`]).
     pub fn is_auth(&self) -> bool {
-        matches!(self, Self::Unauthorized { .. } | Self::Forbidden { .. })
+        matches!(
+            self,
+            Self::Unauthorized { .. } | Self::GatewayTokenRequired { .. } | Self::Forbidden { .. }
+        )
+    }
+
+    /// A 401 at the controller behind the platform gateway: use a gateway token (AAP 2.7).
+    pub fn is_gateway_token_required(&self) -> bool {
+        matches!(self, Self::GatewayTokenRequired { .. })
     }
 
     /// The `Retry-After` the server sent, if any.

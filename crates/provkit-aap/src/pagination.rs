@@ -2,15 +2,45 @@
 
 use serde_json::Value;
 
-use crate::client::AapClient;
+use crate::endpoints::root_relative;
 use crate::error::{Error, Result};
+use crate::inner::Inner;
 use crate::response::RawResponse;
+use crate::transport::Call;
 use crate::types::Page;
 
+/// A list page as JSON trees.
+pub(crate) fn decode_value_page(resp: &RawResponse) -> Result<Page> {
+    resp.json()
+}
+
+impl Inner {
+    /// One page of a list endpoint, items decoded by `decode`; the body is dropped on return.
+    pub(crate) async fn page<T>(
+        &self,
+        path: String,
+        decode: fn(&RawResponse) -> Result<Page<T>>,
+    ) -> Result<(Vec<T>, Option<String>)> {
+        let resp = self.send(&Call::get(path, self.max_body_bytes)).await?;
+        let page = decode(&resp)?;
+        let next = match page.next.as_deref() {
+            None | Some("") => None,
+            Some(link) => Some(
+                root_relative(&self.origin, link).ok_or_else(|| Error::Decode {
+                    ctx: Box::new(resp.ctx.clone()),
+                    message: format!("`next` link {link:?} leaves this host; not followed"),
+                    source: None,
+                })?,
+            ),
+        };
+        Ok((page.results, next))
+    }
+}
+
 /// Collects every item starting at `first` (a root-relative path).
-pub(crate) async fn collect(client: &AapClient, first: String) -> Result<Vec<Value>> {
+pub(crate) async fn collect(client: &Inner, first: String) -> Result<Vec<Value>> {
     let mut items = Vec::new();
-    walk(client, first, crate::client::decode_value_page, |page| {
+    walk(client, first, decode_value_page, |page| {
         items.extend(page);
         false
     })
@@ -22,7 +52,7 @@ pub(crate) async fn collect(client: &AapClient, first: String) -> Result<Vec<Val
 /// (returned) or the pages run out (`None`). Each page is dropped before the next is fetched.
 /// Stops at the configured item cap like [`collect`].
 pub(crate) async fn find_first<T, R>(
-    client: &AapClient,
+    client: &Inner,
     first: String,
     decode: fn(&RawResponse) -> Result<Page<T>>,
     mut hit: impl FnMut(T) -> Option<R>,
@@ -38,12 +68,12 @@ pub(crate) async fn find_first<T, R>(
 
 /// Follows `next` links from `first`, handing each page to `take` until it answers `true`.
 async fn walk<T>(
-    client: &AapClient,
+    client: &Inner,
     first: String,
     decode: fn(&RawResponse) -> Result<Page<T>>,
     mut take: impl FnMut(Vec<T>) -> bool,
 ) -> Result<()> {
-    let cap = client.max_list_items();
+    let cap = client.max_list_items;
     let mut seen = 0usize;
     let mut next = Some(first);
     while let Some(path) = next.take() {

@@ -7,8 +7,8 @@ use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use crate::client::Inner;
 use crate::error::{Error, RequestContext, Result};
+use crate::inner::Inner;
 use crate::response::{RawResponse, classify};
 
 /// Error bodies are read up to this many bytes (then summarised).
@@ -17,8 +17,19 @@ const ERROR_BODY_CAP: usize = 64 * 1024;
 /// The request id header AAP sets on every response.
 pub(crate) const REQUEST_ID: &str = "x-api-request-id";
 
+/// The `Authorization` header of a call.
+#[derive(Clone, Debug)]
+pub(crate) enum CallAuth {
+    /// The configured credentials (static, or the token file).
+    Configured,
+    /// None (discovery, ping).
+    Anonymous,
+    /// This header (a minted gateway token, or the Basic header that mints one).
+    Header(http::HeaderValue),
+}
+
 /// A request to make.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Call {
     pub(crate) method: Method,
     /// Root-relative path and query.
@@ -26,8 +37,8 @@ pub(crate) struct Call {
     pub(crate) body: Option<Vec<u8>>,
     /// Safe to repeat (GET, cancel): retried on transient failures.
     pub(crate) idempotent: bool,
-    /// Send the `Authorization` header.
-    pub(crate) authenticated: bool,
+    /// Which `Authorization` header to send.
+    pub(crate) auth: CallAuth,
     /// Success-body cap.
     pub(crate) cap: usize,
     /// Accept header.
@@ -41,8 +52,20 @@ impl Call {
             path,
             body: None,
             idempotent: true,
-            authenticated: true,
+            auth: CallAuth::Configured,
             cap,
+            accept: "application/json",
+        }
+    }
+
+    pub(crate) fn delete(path: String, auth: CallAuth) -> Self {
+        Self {
+            method: Method::DELETE,
+            path,
+            body: None,
+            idempotent: true,
+            auth,
+            cap: ERROR_BODY_CAP,
             accept: "application/json",
         }
     }
@@ -53,7 +76,7 @@ impl Call {
             path,
             body: Some(body),
             idempotent,
-            authenticated: true,
+            auth: CallAuth::Configured,
             cap,
             accept: "application/json",
         }
@@ -117,6 +140,7 @@ impl Inner {
             // A 401 rejects the request before anything happens, so one more try with a rotated
             // token file is safe even for a launch.
             if matches!(err, Error::Unauthorized { .. })
+                && matches!(call.auth, CallAuth::Configured)
                 && !refreshed_token
                 && self.auth.refresh_after_unauthorized()
             {
@@ -125,7 +149,7 @@ impl Inner {
                 continue;
             }
             if !(call.idempotent && err.is_retryable() && retries < self.retry.max_retries) {
-                return Err(self.with_hint(err).await);
+                return Err(err);
             }
             let delay = self
                 .retry
@@ -153,9 +177,12 @@ impl Inner {
             .http
             .request(call.method.clone(), url)
             .header(ACCEPT, call.accept);
-        if call.authenticated
-            && let Some(header) = self.auth.header()?
-        {
+        let header = match &call.auth {
+            CallAuth::Configured => self.auth.header()?,
+            CallAuth::Anonymous => None,
+            CallAuth::Header(header) => Some(header.clone()),
+        };
+        if let Some(header) = header {
             req = req.header(AUTHORIZATION, header);
         }
         if let Some(body) = &call.body {

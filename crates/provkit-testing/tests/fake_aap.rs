@@ -7,10 +7,14 @@
     unreachable_pub
 )]
 
+#[path = "fake_aap/aap27.rs"]
+mod aap27;
 #[path = "fake_aap/common.rs"]
 mod common;
 #[path = "fake_aap/faults.rs"]
 mod faults;
+#[path = "fake_aap/fidelity.rs"]
+mod fidelity;
 #[path = "fake_aap/fuzz.rs"]
 mod fuzz;
 #[path = "fake_aap/fuzz_props.rs"]

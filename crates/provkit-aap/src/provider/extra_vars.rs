@@ -17,9 +17,7 @@ use serde_json::{Map, Value, json};
 
 use provkit_lifecycle::LaunchContext;
 
-/// The extra_vars key holding the launch attempt's idempotency key (top level, next to
-/// `ansible_eda`). The provider's lookup matches jobs on it.
-pub const IDEMPOTENCY_KEY_VAR: &str = "provkit_idempotency_key";
+use crate::marker::IDEMPOTENCY_KEY_VAR;
 
 /// Why extra_vars could not be built.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

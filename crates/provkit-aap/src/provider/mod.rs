@@ -13,7 +13,6 @@
 
 mod attempts;
 mod extra_vars;
-mod idempotency;
 mod naming;
 mod status;
 
@@ -29,10 +28,9 @@ use provkit_lifecycle::{
     ProviderError, ProvisionResult, ProvisionStatus, ProvisioningProvider, ResourceView,
 };
 
+pub use crate::marker::{IDEMPOTENCY_KEY_VAR, find_marked_job};
 use attempts::Attempts;
-pub use extra_vars::{ExtraVarsError, IDEMPOTENCY_KEY_VAR, build_extra_vars, payload};
-pub(crate) use idempotency::carries_key;
-pub use idempotency::find_marked_job;
+pub use extra_vars::{ExtraVarsError, build_extra_vars, payload};
 pub use naming::{NamingError, TemplateAction, TemplateNames, kebab_case};
 pub use status::{map_status, provision_status};
 

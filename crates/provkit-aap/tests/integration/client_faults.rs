@@ -264,6 +264,18 @@ async fn case41_migration_redirect_is_detected() {
 #[tokio::test]
 async fn cancel_is_idempotent_and_retried_on_transient_errors() {
     let server = server(Mode::Awx).await;
+    // A job that cannot finish before the cancel arrives, however slow the machine.
+    let template = server
+        .aap()
+        .template_id("provision-job", Some("osac"))
+        .unwrap();
+    server
+        .aap()
+        .set_template_script(
+            template,
+            provkit_testing::fake_aap::JobScript::run_until_canceled(),
+        )
+        .unwrap();
     let id = launched_job(&server).await;
     let client = client(&server);
     server.aap().add_fault(

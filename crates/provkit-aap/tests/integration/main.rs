@@ -11,10 +11,12 @@ mod support;
 mod client_auth;
 mod client_discovery;
 mod client_faults;
+mod client_gateway_tokens;
 mod client_jobs;
 mod client_launch;
 mod client_lookup;
 mod client_tls;
 mod conformance;
 mod provider;
+#[cfg(feature = "mock")]
 mod provider_mock;

@@ -301,6 +301,11 @@ async fn s72_status_mapping_through_the_fake() {
         ),
     ];
     for (script, state, message, details) in cases {
+        // The first poll must see `pending`: give it a second, not 30 ms, on a loaded machine.
+        let script = JobScript {
+            pending: Duration::from_secs(1),
+            ..script
+        };
         let server = server_with(Mode::Awx, |b| {
             b.job_template(JobTemplateSpec {
                 script: Some(script),

@@ -1,7 +1,7 @@
 //! `fake-aap`: a standalone fake AAP/AWX controller API server for laptops and CI.
 //!
 //! ```text
-//! fake-aap --listen 127.0.0.1:18013 --mode awx|gateway|both [--fixtures FILE] [--token T] [--https]
+//! fake-aap --listen 127.0.0.1:18013 --mode awx|gateway|both|aap27 [--fixtures FILE] [--token T] [--https]
 //! ```
 //! Prints the base URL and the bearer token, serves until Ctrl-C.
 #![allow(clippy::unwrap_used)]
@@ -22,7 +22,8 @@ struct Args {
     /// Address to listen on (must be a loopback address).
     #[arg(long, default_value = "127.0.0.1:18013")]
     listen: SocketAddr,
-    /// API layout: awx (/api/v2/), gateway (/api/controller/v2/, /api/v2/ is 404) or both.
+    /// API layout: awx (/api/v2/), gateway (/api/controller/v2/, /api/v2/ is 404), both, or
+    /// aap27 (gateway layout; the controller refuses basic auth and controller-issued tokens).
     #[arg(long, default_value = "awx")]
     mode: Mode,
     /// Fixture file (JSON or YAML): organizations, users, tokens, templates, scripts, settings.
@@ -121,6 +122,7 @@ async fn main() -> ExitCode {
                 scope: Scope::Write,
                 expires: None,
                 description: "--token".into(),
+                controller_issued: false,
             },
         );
     }

@@ -110,6 +110,7 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
             scope: Scope::Write,
             expires: None,
             description: "fake-aap default token".into(),
+            controller_issued: false,
         });
     }
     for t in &token_specs {
@@ -130,6 +131,7 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
                 expires: t.expires.unwrap_or(now + thousand_years),
                 description: t.description.clone(),
                 created: now,
+                controller_issued: t.controller_issued,
             },
         );
         next_token_id += 1;
@@ -233,7 +235,10 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
                     .ok_or_else(|| invalid(format!("workflow node: unknown job template {:?}", n.job_template)))?;
                 Some(jt.id())
             };
-            let identifier = n.identifier.clone().unwrap_or_else(|| uuid4(&mut rng));
+            let identifier = n
+                .identifier
+                .clone()
+                .unwrap_or_else(|| super::state::uuid4(&mut rng));
             nodes.push(WfTemplateNode {
                 ujt,
                 identifier,
@@ -272,22 +277,4 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
         stalled: BTreeSet::new(),
         rng,
     })
-}
-
-pub(crate) fn uuid4(rng: &mut fastrand::Rng) -> String {
-    let mut b = [0u8; 16];
-    for x in &mut b {
-        *x = rng.u8(..);
-    }
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
 }

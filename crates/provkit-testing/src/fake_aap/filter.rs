@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 
-use super::http::Resp;
+use super::app::Resp;
 use super::query::parse_query;
 
 /// A field value of a listed object.
@@ -91,8 +91,11 @@ fn bad(detail: &str) -> Resp {
 }
 
 /// Parses the query; `known(field)` says whether a field exists on the listed objects.
+///
+/// `model` names the listed model in errors (`Job has no field named 'x'`, as AWX says).
 pub(crate) fn parse_list_query(
     query: &str,
+    model: &str,
     known: &dyn Fn(&str) -> bool,
 ) -> Result<ListQuery, Resp> {
     let mut out = ListQuery::default();
@@ -139,14 +142,16 @@ pub(crate) fn parse_list_query(
             Some((f, l)) if LOOKUPS.contains(&l) => (f, l),
             _ => (k, "exact"),
         };
+        // 403 with production settings (§13.3; development settings answered 400).
         if field == "extra_vars" || field.starts_with("extra_vars__") {
-            return Err(bad("Filtering on extra_vars is not allowed."));
+            return Err(Resp::detail(403, "Filtering on extra_vars is not allowed."));
         }
         if field.contains("password") || field.starts_with("token") {
             return Err(bad(&format!("Filtering on {field} is not allowed.")));
         }
         if !known(field) {
-            return Err(bad(&format!("Invalid field name: {field}")));
+            let first = field.split("__").next().unwrap_or(field);
+            return Err(bad(&format!("{model} has no field named '{first}'")));
         }
         if matches!(lookup, "regex" | "iregex") {
             return Err(bad(&format!(
@@ -200,10 +205,12 @@ fn convert(field: &str, sample: &FVal, raw: &str) -> Result<FVal, Resp> {
             .parse::<i64>()
             .map(FVal::Int)
             .map_err(|_| bad(&format!("Field '{field}' expected a number but got '{raw}'."))),
+        // AWX puts Django's ValidationError list into `detail` as a JSON-encoded string.
         FVal::Time(_) => parse_time(raw).map(FVal::Time).ok_or_else(|| {
-            bad(&format!(
+            let message = format!(
                 "“{raw}” value has an invalid format. It must be in YYYY-MM-DD HH:MM[:ss[.uuuuuu]][TZ] format."
-            ))
+            );
+            bad(&serde_json::to_string(&[message]).unwrap_or_default())
         }),
         FVal::Bool(_) => parse_bool(raw)
             .map(FVal::Bool)
@@ -337,6 +344,7 @@ mod tests {
         let known = |f: &str| matches!(f, "id" | "name" | "status" | "created");
         let q = parse_list_query(
             "name__icontains=OSAC&not__status=error&order_by=-id&page=2",
+            "Job",
             &known,
         )
         .unwrap();
@@ -347,12 +355,12 @@ mod tests {
             _ => (FVal::Str("pending".into()), FVal::Str(String::new())),
         };
         assert!(row_matches(&q, &mut row).unwrap());
-        assert!(parse_list_query("extra_vars__icontains=x", &known).is_err());
-        assert!(parse_list_query("bogus=1", &known).is_err());
-        let q = parse_list_query("id__in=1,3", &known).unwrap();
+        assert!(parse_list_query("extra_vars__icontains=x", "Job", &known).is_err());
+        assert!(parse_list_query("bogus=1", "Job", &known).is_err());
+        let q = parse_list_query("id__in=1,3", "Job", &known).unwrap();
         assert!(row_matches(&q, &mut |_| (FVal::Int(3), FVal::Int(0))).unwrap());
         assert!(!row_matches(&q, &mut |_| (FVal::Int(2), FVal::Int(0))).unwrap());
-        let q = parse_list_query("id=abc", &known).unwrap();
+        let q = parse_list_query("id=abc", "Job", &known).unwrap();
         assert!(row_matches(&q, &mut |_| (FVal::Int(3), FVal::Int(0))).is_err());
     }
 }

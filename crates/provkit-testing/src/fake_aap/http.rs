@@ -1,8 +1,8 @@
 //! The request pipeline: faults, trailing-slash rule, authentication, dispatch, common headers,
 //! request log and counters.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
 use axum::body::Body;
@@ -10,148 +10,15 @@ use chrono::{DateTime, Utc};
 use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
 use serde_json::json;
 
-use super::clock::OffsetClock;
+use super::app::{
+    App, Ctx, FORBIDDEN, NOT_FOUND, ResetConnection, Resp, UNAUTHENTICATED, WWW_AUTHENTICATE,
+};
 use super::faults::{FaultAction, Installed, Strike};
-use super::query::base64_decode;
-use super::request_log::{Counters, LoggedRequest, RequestRing, redact};
+use super::request_log::{LoggedRequest, redact};
 use super::routes::{self, Route};
-use super::spec::{Mode, Scope};
-use super::state::{State, User};
-
-/// Marker extension: the serving loop resets the connection instead of answering.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ResetConnection;
-
-pub(crate) const UNAUTHENTICATED: &str = "Authentication credentials were not provided. To establish a login session, visit /api/login/.";
-pub(crate) const WWW_AUTHENTICATE: &str = "Bearer realm=api authorization_url=/api/o/authorize/";
-pub(crate) const FORBIDDEN: &str = "You do not have permission to perform this action.";
-pub(crate) const NOT_FOUND: &str = "The requested resource could not be found.";
-
-/// Shared server internals.
-#[derive(Debug)]
-pub(crate) struct App {
-    pub state: Mutex<State>,
-    pub clock: OffsetClock,
-    pub counters: Counters,
-    pub ring: RequestRing,
-    pub faults: RwLock<Arc<Vec<Arc<Installed>>>>,
-    pub faults_on: AtomicBool,
-    pub next_fault_id: AtomicU64,
-    pub fault_seed: AtomicU64,
-    pub mode: Mode,
-    pub version: String,
-    pub node: String,
-    pub max_body: usize,
-}
-
-/// A response under construction.
-#[derive(Debug)]
-pub(crate) struct Resp {
-    pub status: u16,
-    pub body: Vec<u8>,
-    pub content_type: &'static str,
-    pub headers: Vec<(&'static str, String)>,
-}
-
-impl Resp {
-    /// A JSON body serialised straight from `v` (a `serde_json::Value` or any borrowed structure).
-    pub(crate) fn json(status: u16, v: &impl serde::Serialize) -> Resp {
-        Resp {
-            status,
-            body: serde_json::to_vec(v).unwrap_or_default(),
-            content_type: "application/json",
-            headers: Vec::new(),
-        }
-    }
-    pub(crate) fn detail(status: u16, text: &str) -> Resp {
-        Resp::json(status, &json!({ "detail": text }))
-    }
-    pub(crate) fn empty(status: u16) -> Resp {
-        Resp {
-            status,
-            body: Vec::new(),
-            content_type: "application/json",
-            headers: Vec::new(),
-        }
-    }
-    pub(crate) fn text(status: u16, text: String, content_type: &'static str) -> Resp {
-        Resp {
-            status,
-            body: text.into_bytes(),
-            content_type,
-            headers: Vec::new(),
-        }
-    }
-    pub(crate) fn header(mut self, name: &'static str, value: String) -> Resp {
-        self.headers.push((name, value));
-        self
-    }
-    pub(crate) fn method_not_allowed(method: &str) -> Resp {
-        Resp::detail(405, &format!("Method \"{method}\" not allowed."))
-    }
-}
-
-/// The authenticated caller.
-#[derive(Clone, Debug)]
-pub(crate) struct Caller {
-    pub user: User,
-    pub scope: Scope,
-}
-
-/// Everything a handler needs about the request.
-#[derive(Debug)]
-pub(crate) struct Ctx<'a> {
-    pub method: &'a str,
-    pub path: &'a str,
-    pub query: &'a str,
-    pub headers: &'a HeaderMap,
-    pub body: &'a [u8],
-    pub now: DateTime<Utc>,
-    pub caller: Option<Caller>,
-}
+use super::spec::Scope;
 
 impl App {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    pub(crate) fn product_name(&self) -> &'static str {
-        match self.mode {
-            Mode::Gateway => "Red Hat Ansible Automation Platform",
-            Mode::Awx | Mode::Both => "AWX",
-        }
-    }
-
-    fn authenticate(&self, headers: &HeaderMap, now: DateTime<Utc>) -> Option<Caller> {
-        let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
-        let (scheme, cred) = value.split_once(' ')?;
-        let st = self.lock();
-        if scheme.eq_ignore_ascii_case("bearer") {
-            let tok = st.tokens.get(cred.trim())?;
-            if tok.expires <= now {
-                return None;
-            }
-            let user = st.user(tok.user_id)?.clone();
-            Some(Caller {
-                user,
-                scope: tok.scope,
-            })
-        } else if scheme.eq_ignore_ascii_case("basic") {
-            let raw = base64_decode(cred.trim())?;
-            let text = String::from_utf8(raw).ok()?;
-            let (u, p) = text.split_once(':')?;
-            let user = st.check_password(u, p)?.clone();
-            Some(Caller {
-                user,
-                scope: Scope::Write,
-            })
-        } else {
-            None
-        }
-    }
-
     fn matching_faults(&self, method: &str, path: &str) -> Vec<Arc<Installed>> {
         if !self.faults_on.load(Ordering::Relaxed) {
             return Vec::new();
@@ -271,7 +138,7 @@ impl App {
                 h.insert(n, v);
             }
         };
-        if resp.status != 204 && resp.status != 301 && resp.status != 302 {
+        if resp.status != 204 && (resp.django || (resp.status != 301 && resp.status != 302)) {
             set("content-type", resp.content_type);
         }
         let request_id = req_headers
@@ -280,11 +147,15 @@ impl App {
             .filter(|v| is_uuid4(v))
             .map_or_else(new_request_id, str::to_owned);
         set("x-api-request-id", &request_id);
-        set("x-api-node", &self.node);
+        if !resp.django {
+            set("x-api-node", &self.node);
+        }
         let elapsed = format!("{:.3}s", t0.elapsed().as_secs_f64());
         set("x-api-time", &elapsed);
         set("x-api-total-time", &elapsed);
-        set("x-api-product-name", self.product_name());
+        if !resp.django {
+            set("x-api-product-name", self.product_name());
+        }
         if authenticated {
             set("x-api-product-version", &self.version);
         }
@@ -322,19 +193,26 @@ impl App {
                 } else {
                     format!("{slashed}?{query}")
                 };
+                // Django's redirect: an empty text/html body.
                 return (
-                    Resp::empty(301).header("location", location),
+                    Resp::text(301, String::new(), "text/html; charset=utf-8")
+                        .header("location", location)
+                        .django_level(),
                     Route::NotFound,
                     false,
                 );
             }
-            return (Resp::detail(404, NOT_FOUND), Route::NotFound, false);
+            return (
+                Resp::detail(404, NOT_FOUND).django_level(),
+                Route::NotFound,
+                false,
+            );
         }
         let route = routes::route(self.mode, path);
         if route == Route::NotFound {
-            return (Resp::detail(404, NOT_FOUND), route, false);
+            return (Resp::detail(404, NOT_FOUND).django_level(), route, false);
         }
-        let caller = self.authenticate(headers, now);
+        let caller = self.authenticate(headers, now, matches!(route, Route::Api { .. }));
         let authed = caller.is_some();
         if caller.is_none() && !route.anonymous_ok() {
             return (Resp::detail(401, UNAUTHENTICATED), route, false);
@@ -342,10 +220,7 @@ impl App {
         let allowed = route.allow();
         if method == "OPTIONS" {
             return (
-                Resp::json(
-                    200,
-                    &json!({"name": "fake-aap", "renders": ["application/json"], "parses": ["application/json"]}),
-                ),
+                Resp::json(200, &routes::options::metadata(&route)),
                 route,
                 authed,
             );
@@ -374,7 +249,7 @@ impl App {
             Route::GatewayToken(id) => {
                 routes::tokens::token_detail(self, &ctx, "/api/gateway/v1/", *id)
             }
-            Route::Api { prefix, api } => routes::root::api(self, &ctx, prefix, api),
+            Route::Api { prefix, api } => routes::api(self, &ctx, prefix, api),
             Route::NotFound => Resp::detail(404, NOT_FOUND),
         };
         (resp, route, authed)

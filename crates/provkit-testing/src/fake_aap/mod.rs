@@ -39,6 +39,7 @@
 //! # Ok(()) }
 //! ```
 
+mod app;
 mod build_state;
 mod clock;
 mod error;
@@ -78,7 +79,7 @@ pub use spec::{
     SurveyQuestion, SurveySpec, TokenSpec, UserSpec, WorkflowJobTemplateSpec, WorkflowNodeSpec,
 };
 
-use self::http::App;
+use self::app::App;
 use self::state::{Template, Unified};
 
 /// A job as the inspection API reports it.
@@ -188,6 +189,7 @@ impl FakeAapBuilder {
             scope,
             expires: None,
             description: String::new(),
+            controller_issued: false,
         });
         self
     }
@@ -220,10 +222,18 @@ impl FakeAapBuilder {
         self
     }
 
-    /// Delay between `POST cancel/` on a started job and its `canceled` status (default 0).
+    /// Delay between `POST cancel/` on a started job and its `canceled` status (default 2 s, as
+    /// observed on real AWX).
     #[must_use]
     pub fn cancel_delay(mut self, delay: Duration) -> Self {
         self.fixtures.settings.cancel_delay = delay;
+        self
+    }
+
+    /// Lifetime of tokens minted at `POST /api/gateway/v1/tokens/` (default one year).
+    #[must_use]
+    pub fn gateway_token_lifetime(mut self, lifetime: Duration) -> Self {
+        self.fixtures.settings.gateway_token_lifetime = lifetime;
         self
     }
 
@@ -299,7 +309,7 @@ impl FakeAap {
     /// `/api/v2/` or `/api/controller/v2/` (gateway mode).
     pub fn api_prefix(&self) -> &'static str {
         match self.app.mode {
-            Mode::Gateway => routes::CONTROLLER_PREFIX,
+            Mode::Gateway | Mode::Aap27 => routes::CONTROLLER_PREFIX,
             Mode::Awx | Mode::Both => routes::AWX_PREFIX,
         }
     }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::http::Resp;
+use super::app::Resp;
 use super::query::{encode_sorted, parse_query};
 
 /// Default page size.

@@ -17,14 +17,14 @@ fn ts_opt(t: Option<DateTime<Utc>>) -> Value {
     t.map_or(Value::Null, |t| Value::String(ts(t)))
 }
 
-/// Elapsed seconds rounded to 3 decimals (0 when the job never started).
+/// Elapsed seconds rounded to 3 decimals, always a JSON float (`0.0` when the job never started).
 fn elapsed(
     started: Option<DateTime<Utc>>,
     finished: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Value {
     match started {
-        None => json!(0),
+        None => json!(0.0),
         Some(s) => {
             let end = finished.unwrap_or(now);
             let micros = (end - s).num_microseconds().unwrap_or(0).max(0);
@@ -122,8 +122,8 @@ pub(crate) fn job_json(
         "project": {"id": job.project, "name": "Demo Project", "description": "", "status": "successful", "scm_type": "git"},
         "job_template": c.template.map(|t| json!({"id": t, "name": template_name, "description": c.description})),
         "unified_job_template": c.template.map(|t| json!({"id": t, "name": template_name, "description": c.description, "unified_job_type": "job"})),
-        "instance_group": if reached_waiting { json!({"id": 2, "name": "default", "is_container_group": false}) } else { Value::Null },
         "created_by": c.launched_by.as_ref().map(|(uid, name)| json!({"id": uid, "username": name, "first_name": "", "last_name": ""})),
+        "modified_by": c.launched_by.as_ref().map(|(uid, name)| json!({"id": uid, "username": name, "first_name": "", "last_name": ""})),
         "user_capabilities": {"delete": true, "start": true},
         "labels": {"count": 0, "results": []},
         "credentials": [],
@@ -283,9 +283,7 @@ pub(crate) fn workflow_json(
     }
     let summary = json!({
         "organization": org_summary(st, c.org_id),
-        "inventory": inventory_summary(st, c.inventory),
         "workflow_job_template": wf.wfjt.map(|t| json!({"id": t, "name": template_name, "description": c.description})),
-        "job_template": wf.job_template.map(|t| json!({"id": t, "name": template_name, "description": c.description})),
         "unified_job_template": ujt.map(|t| json!({"id": t, "name": template_name, "description": c.description,
             "unified_job_type": if wf.wfjt.is_some() { "workflow_job" } else { "job" }})),
         "created_by": c.launched_by.as_ref().map(|(uid, name)| json!({"id": uid, "username": name, "first_name": "", "last_name": ""})),

@@ -149,13 +149,22 @@ pub struct JobScript {
     /// How long `event_processing_finished` lags the terminal status; `None` (YAML `null`) = never.
     #[serde(with = "opt_secs")]
     pub event_processing_lag: Option<Duration>,
+    /// Delay between `POST cancel/` on a started (`waiting`/`running`) job and its `canceled`
+    /// status; `None` (YAML `null`) = the server's [`Settings::cancel_delay`](super::Settings)
+    /// (2 s by default, as observed). A pending job is always canceled at once.
+    #[serde(with = "opt_secs")]
+    pub cancel_delay: Option<Duration>,
 }
 
+/// The default phases follow the real AWX of `aap-observed.md` §13.1 (job 104): `waiting` about
+/// 0.1 s after the launch, `running` 0.3 s later, done 2 s after that. So a client polling right
+/// after the launch sees `waiting` and `running`, and a cancel soon after the launch hits a job
+/// that is no longer `pending`.
 impl Default for JobScript {
     fn default() -> Self {
         JobScript {
-            pending: Duration::from_millis(500),
-            waiting: Duration::from_millis(500),
+            pending: Duration::from_millis(100),
+            waiting: Duration::from_millis(300),
             running: Duration::from_secs(2),
             outcome: Outcome::Successful,
             hold: Hold::None,
@@ -165,6 +174,7 @@ impl Default for JobScript {
             artifacts: serde_json::Value::Object(serde_json::Map::new()),
             stdout: String::new(),
             event_processing_lag: Some(Duration::ZERO),
+            cancel_delay: None,
         }
     }
 }
@@ -251,6 +261,24 @@ impl JobScript {
     #[must_use]
     pub fn with_stdout(mut self, stdout: impl Into<String>) -> Self {
         self.stdout = stdout.into();
+        self
+    }
+
+    /// Sets this job's cancel delay (see [`JobScript::cancel_delay`]).
+    #[must_use]
+    pub fn with_cancel_delay(mut self, delay: Duration) -> Self {
+        self.cancel_delay = Some(delay);
+        self
+    }
+
+    /// The timing this fake used before it followed the observed AWX (`pending` 0.5 s and
+    /// `waiting` 0.5 s; a started job canceled at once), for tests written against it. `running`
+    /// is kept.
+    #[must_use]
+    pub fn legacy_timing(mut self) -> Self {
+        self.pending = Duration::from_millis(500);
+        self.waiting = Duration::from_millis(500);
+        self.cancel_delay = Some(Duration::ZERO);
         self
     }
 

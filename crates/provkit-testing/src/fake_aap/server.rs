@@ -10,7 +10,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::http::ResetConnection;
+use super::app::ResetConnection;
 use super::{FakeAap, FakeAapError};
 
 /// Error returned to hyper to drop a connection without answering.

@@ -20,6 +20,11 @@ pub enum Mode {
     Gateway,
     /// The controller's optional-prefix behaviour: both `/api/v2/` and `/api/controller/v2/`.
     Both,
+    /// AAP 2.7: the gateway layout, and the component API (`/api/controller/v2/`) refuses
+    /// basic auth and controller-issued tokens with 401; only gateway tokens (fixture tokens, or
+    /// minted at `POST /api/gateway/v1/tokens/`) work. The 401 body is **assumed** (no 2.7 body
+    /// was captured): AWX's "credentials were not provided" body and `WWW-Authenticate` header.
+    Aap27,
 }
 
 impl std::str::FromStr for Mode {
@@ -29,8 +34,9 @@ impl std::str::FromStr for Mode {
             "awx" => Ok(Mode::Awx),
             "gateway" => Ok(Mode::Gateway),
             "both" => Ok(Mode::Both),
+            "aap27" => Ok(Mode::Aap27),
             other => Err(format!(
-                "unknown mode {other:?} (expected awx, gateway or both)"
+                "unknown mode {other:?} (expected awx, gateway, both or aap27)"
             )),
         }
     }
@@ -96,6 +102,9 @@ pub struct TokenSpec {
     pub expires: Option<DateTime<Utc>>,
     /// Description.
     pub description: String,
+    /// Issued by the controller (`/api/v2/tokens/`) rather than the gateway: refused at the
+    /// component API in [`Mode::Aap27`]. Fixture tokens default to gateway-issued.
+    pub controller_issued: bool,
 }
 
 /// An inventory; `hosts` decides how many slices a sliced job template launch makes.
@@ -446,9 +455,15 @@ pub struct Settings {
     pub version: String,
     /// Cluster node name (`X-API-Node`, `execution_node`, …).
     pub node: String,
-    /// Delay between `POST cancel/` on a started job and its `canceled` status.
+    /// Delay between `POST cancel/` on a started job and its `canceled` status (default 2 s, as
+    /// observed: until then `GET` shows `running` and a second cancel gets 202 again); a job's
+    /// script may override it ([`JobScript::cancel_delay`](super::JobScript)).
     #[serde(with = "super::script::secs")]
     pub cancel_delay: Duration,
+    /// Lifetime of tokens minted at `POST /api/gateway/v1/tokens/` (default one year, the
+    /// gateway's default since AAP 2.5.20250604; controller-minted tokens keep 1000 years).
+    #[serde(with = "super::script::secs")]
+    pub gateway_token_lifetime: Duration,
     /// Request-log ring size (0 = off).
     pub request_log_capacity: usize,
     /// Seed for every random choice (ids of tokens, fault fractions).
@@ -463,7 +478,8 @@ impl Default for Settings {
             mode: Mode::Awx,
             version: "24.6.2.dev145+ge21dd0a093".into(),
             node: "awx-1".into(),
-            cancel_delay: Duration::ZERO,
+            cancel_delay: Duration::from_secs(2),
+            gateway_token_lifetime: Duration::from_secs(31_536_000),
             request_log_capacity: 1000,
             seed: 0x5eed,
             max_body_bytes: 4 * 1024 * 1024,

@@ -38,6 +38,8 @@ pub(crate) struct Token {
     pub expires: DateTime<Utc>,
     pub description: String,
     pub created: DateTime<Utc>,
+    /// Minted by the controller (not the gateway): refused at the component API in AAP 2.7 mode.
+    pub controller_issued: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -314,7 +316,7 @@ impl State {
     }
 
     pub(crate) fn uuid4(&mut self) -> String {
-        super::build_state::uuid4(&mut self.rng)
+        uuid4(&mut self.rng)
     }
 
     // ---- job timeline -------------------------------------------------------------------
@@ -373,7 +375,11 @@ impl State {
         now: DateTime<Utc>,
     ) -> Option<Snapshot> {
         let job = self.job(id)?;
-        let cancel = job.c.cancel_at.map(|k| (k, self.settings.cancel_delay));
+        let delay = job
+            .script
+            .cancel_delay
+            .unwrap_or(self.settings.cancel_delay);
+        let cancel = job.c.cancel_at.map(|k| (k, delay));
         Some(snapshot(&job.script, job.c.created, release, cancel, now))
     }
 
@@ -871,4 +877,23 @@ impl State {
             None => true,
         }
     }
+}
+
+/// A random (seeded) UUID4 string.
+pub(crate) fn uuid4(rng: &mut fastrand::Rng) -> String {
+    let mut b = [0u8; 16];
+    for x in &mut b {
+        *x = rng.u8(..);
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }

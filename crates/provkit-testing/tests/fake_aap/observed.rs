@@ -263,7 +263,7 @@ fn steps() -> Vec<Step> {
                 200,
                 json!({
             "id": 1, "type": "job", "name": "osac-create-virtual-network", "status": "pending", "failed": false,
-            "started": null, "finished": null, "elapsed": 0, "job_explanation": "", "launch_type": "manual",
+            "started": null, "finished": null, "elapsed": 0.0, "job_explanation": "", "launch_type": "manual",
             "extra_vars": "{\"network_name\": \"net-a\", \"cidr\": \"10.0.0.0/24\"}", "execution_node": "",
             "controller_node": "", "instance_group": null, "job_template": 9, "unified_job_template": 9}),
             ),
@@ -363,7 +363,7 @@ fn steps() -> Vec<Step> {
                 200,
                 json!({
             "id": 4, "type": "workflow_job", "name": "osac-workflow", "status": "pending", "failed": false,
-            "started": null, "finished": null, "elapsed": 0, "job_explanation": "",
+            "started": null, "finished": null, "elapsed": 0.0, "job_explanation": "",
             "extra_vars": "{\"network_name\": \"wf-net\"}", "workflow_job_template": 11, "is_sliced_job": false}),
             ),
             &["can_cancel"],
@@ -448,10 +448,10 @@ fn steps() -> Vec<Step> {
             "{}",
         ),
         step(
-            "lost launch: extra_vars filter refused",
+            "lost launch: extra_vars filter refused (403 with production settings, §13.3)",
             "GET",
             "/api/v2/jobs/?extra_vars__icontains=net-a",
-            400,
+            403,
             json!({"detail": "Filtering on extra_vars is not allowed."}),
         ),
         step(
@@ -689,6 +689,8 @@ async fn observed_workflow_failure_and_running_cancel() {
         std::time::Duration::from_millis(300),
     ));
     fx.workflow_job_templates[0].stuck_pending = false;
+    // Written against the fake's former immediate cancel of a running job (now 2 s, §13.1).
+    fx.settings.cancel_delay = std::time::Duration::ZERO;
     let (server, clock) = start(fx).await;
     let c = client();
     let base = server.base_url();

@@ -718,7 +718,9 @@ async fn job_fields_are_consistent_and_lists_omit_detail_fields() {
         .with_explanation("boom")
         .with_traceback("tb")
         .with_artifacts(json!({"k": "v"}))
-        .with_event_processing_lag(Some(Duration::from_secs(3))),
+        .with_event_processing_lag(Some(Duration::from_secs(3)))
+        // Written against the fake's former default phases.
+        .legacy_timing(),
     );
     let (server, clock) = start(fx).await;
     let c = client();
@@ -737,7 +739,7 @@ async fn job_fields_are_consistent_and_lists_omit_detail_fields() {
     };
     clock.advance(Duration::from_millis(600));
     assert_subset(
-        &json!({"status": "waiting", "started": null, "elapsed": 0, "failed": false}),
+        &json!({"status": "waiting", "started": null, "elapsed": 0.0, "failed": false}),
         &get().await.json,
         "waiting",
     );

@@ -2,12 +2,13 @@
 
 use serde_json::json;
 
-use super::super::http::{App, Ctx, Resp};
+use super::super::app::{App, Ctx, Resp};
 use super::super::query::parse_query;
 use super::super::render;
 use super::super::state::{State, Unified};
-use super::root::{job_model, no_match};
-use super::{JobKind, lists};
+use super::common::{job_model, no_match};
+use super::lists;
+use super::paths::JobKind;
 
 /// Output above this many bytes is only offered as a download (AWX `STDOUT_MAX_BYTES_DISPLAY`).
 pub(crate) const STDOUT_MAX_BYTES_DISPLAY: usize = 1_048_576;

@@ -4,16 +4,16 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::super::http::{App, Ctx, FORBIDDEN, Resp};
+use super::super::app::{App, Ctx, FORBIDDEN, Resp};
 use super::super::ovalue::{OMap, OValue, omap_get, omap_insert, parse_extra_vars};
 use super::super::pyjson::python_json_error;
 use super::super::render;
 use super::super::spec::SurveySpec;
 use super::super::state::{Common, NewJob, State, Template, WfNode, WorkflowJob};
 use super::super::survey;
-use super::root::{no_match, tpl_model};
+use super::common::{no_match, tpl_model};
+use super::paths::{TplKind, TplRef};
 use super::templates::{caller_user, resolve, survey_of};
-use super::{TplKind, TplRef};
 
 /// Parses a JSON request body the way AWX's parser does (`{}` when empty).
 pub(crate) fn parse_body(ctx: &Ctx<'_>) -> Result<OMap, Resp> {
@@ -615,6 +615,12 @@ fn launch_job_template(
     let Some(mut v) = render::job_json(st, job_id, ctx.now, prefix, true) else {
         return no_match("Job");
     };
+    // The launch answer is the job detail without these three (§13.2).
+    if let Some(m) = v.as_object_mut() {
+        for key in ["custom_virtualenv", "host_status_counts", "playbook_counts"] {
+            m.remove(key);
+        }
+    }
     v["job"] = json!(job_id);
     v["ignored_fields"] = ignored;
     Resp::json(201, &v).header("location", format!("{prefix}jobs/{job_id}/"))

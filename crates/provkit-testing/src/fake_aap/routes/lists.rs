@@ -3,13 +3,13 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::super::app::{App, Ctx, Resp, UNAUTHENTICATED};
 use super::super::filter::{FVal, ListQuery, compare, parse_list_query, row_matches};
-use super::super::http::{App, Ctx, Resp, UNAUTHENTICATED};
 use super::super::pagination::{PageReq, envelope, page_request, window};
 use super::super::render;
 use super::super::state::{State, Template, Unified};
+use super::paths::{JobKind, TplKind, TplRef};
 use super::templates::resolve;
-use super::{JobKind, TplKind, TplRef};
 
 /// Paginates an in-memory list of already-rendered objects.
 pub(crate) fn paginate_values(ctx: &Ctx<'_>, all: Vec<Value>) -> Resp {
@@ -30,7 +30,7 @@ pub(crate) fn paginate_values(ctx: &Ctx<'_>, all: Vec<Value>) -> Resp {
     envelope(ctx.path, ctx.query, req, count, &page)
 }
 
-const TEMPLATE_FIELDS: &[&str] = &[
+pub(crate) const TEMPLATE_FIELDS: &[&str] = &[
     "id",
     "name",
     "description",
@@ -117,7 +117,12 @@ pub(crate) fn templates(app: &App, ctx: &Ctx<'_>, prefix: &str, kind: Option<Tpl
         return Resp::detail(401, UNAUTHENTICATED);
     };
     let known = |f: &str| TEMPLATE_FIELDS.contains(&f);
-    let q = match parse_list_query(ctx.query, &known) {
+    let model = match kind {
+        Some(TplKind::Job) => "JobTemplate",
+        Some(TplKind::Workflow) => "WorkflowJobTemplate",
+        None => "UnifiedJobTemplate",
+    };
+    let q = match parse_list_query(ctx.query, model, &known) {
         Ok(q) => q,
         Err(e) => return e,
     };
@@ -192,7 +197,7 @@ fn sorted_page(
     Ok((rows.len(), results))
 }
 
-const JOB_FIELDS: &[&str] = &[
+pub(crate) const JOB_FIELDS: &[&str] = &[
     "id",
     "name",
     "description",
@@ -332,7 +337,12 @@ pub(crate) fn jobs(
         return Resp::detail(401, UNAUTHENTICATED);
     };
     let known = |f: &str| JOB_FIELDS.contains(&f);
-    let q = match parse_list_query(ctx.query, &known) {
+    let model = match kind {
+        Some(JobKind::Job) => "Job",
+        Some(JobKind::Workflow) => "WorkflowJob",
+        None => "UnifiedJob",
+    };
+    let q = match parse_list_query(ctx.query, model, &known) {
         Ok(q) => q,
         Err(e) => return e,
     };

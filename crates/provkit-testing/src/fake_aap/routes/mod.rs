@@ -1,300 +1,42 @@
 //! URL routing: which resource a path names, under which prefix, and which methods it allows.
 
+pub(crate) mod common;
 pub(crate) mod jobs;
 pub(crate) mod launch;
 pub(crate) mod lists;
+pub(crate) mod options;
+pub(crate) mod paths;
 pub(crate) mod root;
 pub(crate) mod templates;
 pub(crate) mod tokens;
 
-use super::query::percent_decode;
-use super::request_log::Endpoint;
-use super::spec::Mode;
+use super::app::{App, Ctx, Resp};
+pub(crate) use paths::{AWX_PREFIX, Api, CONTROLLER_PREFIX, Route, route};
 
-/// A template named by id or by named URL.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum TplRef {
-    Id(u64),
-    /// `name++org`, or a bare name (legacy: first template with that name).
-    Named {
-        name: String,
-        org: Option<String>,
-    },
-}
-
-/// Template kind in a path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum TplKind {
-    Job,
-    Workflow,
-}
-
-/// Job kind in a path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum JobKind {
-    Job,
-    Workflow,
-}
-
-/// A resource under a version root.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Api {
-    VersionRoot,
-    Ping,
-    Me,
-    Config,
-    Organizations,
-    Users,
-    Tokens,
-    TokenDetail(u64),
-    PersonalTokens(String),
-    Templates(TplKind),
-    Template(TplKind, TplRef),
-    Launch(TplKind, TplRef),
-    SurveySpec(TplKind, TplRef),
-    TemplateJobs(TplKind, TplRef),
-    UnifiedJobTemplates,
-    Jobs(JobKind),
-    Job(JobKind, u64),
-    Cancel(JobKind, u64),
-    Stdout(u64),
-    WorkflowNodes(u64),
-    UnifiedJobs,
-}
-
-/// A routed path.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Route {
-    /// `GET /api/`
-    ApiRoot,
-    /// `GET /api/controller/`
-    ControllerRoot,
-    /// `/api/gateway/v1/`
-    GatewayRoot,
-    /// `/api/gateway/v1/tokens/`
-    GatewayTokens,
-    /// `/api/gateway/v1/tokens/<id>/`
-    GatewayToken(u64),
-    /// A controller resource under `prefix` (`/api/v2/` or `/api/controller/v2/`).
-    Api { prefix: &'static str, api: Api },
-    /// Nothing here.
-    NotFound,
-}
-
-pub(crate) const AWX_PREFIX: &str = "/api/v2/";
-pub(crate) const CONTROLLER_PREFIX: &str = "/api/controller/v2/";
-
-fn parse_id(s: &str) -> Option<u64> {
-    if s.is_empty() || s.len() > 18 || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
-}
-
-fn parse_tpl_ref(seg: &str) -> TplRef {
-    if let Some(id) = parse_id(seg) {
-        return TplRef::Id(id);
-    }
-    let decode = |s: &str| percent_decode(s, false).replace("[+]", "+");
-    match seg.split_once("++") {
-        Some((name, org)) => TplRef::Named {
-            name: decode(name),
-            org: Some(decode(org)),
-        },
-        None => TplRef::Named {
-            name: decode(seg),
-            org: None,
-        },
-    }
-}
-
-fn parse_api(segs: &[&str]) -> Option<Api> {
-    use Api as A;
-    Some(match segs {
-        [] => A::VersionRoot,
-        ["ping"] => A::Ping,
-        ["me"] => A::Me,
-        ["config"] => A::Config,
-        ["organizations"] => A::Organizations,
-        ["users"] => A::Users,
-        ["tokens"] => A::Tokens,
-        ["tokens", id] => A::TokenDetail(parse_id(id)?),
-        ["users", u, "personal_tokens"] => A::PersonalTokens(percent_decode(u, false)),
-        ["job_templates"] => A::Templates(TplKind::Job),
-        ["workflow_job_templates"] => A::Templates(TplKind::Workflow),
-        [
-            kind @ ("job_templates" | "workflow_job_templates"),
-            t,
-            rest @ ..,
-        ] => {
-            let k = if *kind == "job_templates" {
-                TplKind::Job
-            } else {
-                TplKind::Workflow
-            };
-            let r = parse_tpl_ref(t);
-            match rest {
-                [] => A::Template(k, r),
-                ["launch"] => A::Launch(k, r),
-                ["survey_spec"] => A::SurveySpec(k, r),
-                ["jobs"] if k == TplKind::Job => A::TemplateJobs(k, r),
-                ["workflow_jobs"] if k == TplKind::Workflow => A::TemplateJobs(k, r),
-                _ => return None,
-            }
-        }
-        ["unified_job_templates"] => A::UnifiedJobTemplates,
-        ["jobs"] => A::Jobs(JobKind::Job),
-        ["workflow_jobs"] => A::Jobs(JobKind::Workflow),
-        ["unified_jobs"] => A::UnifiedJobs,
-        ["jobs", id] => A::Job(JobKind::Job, parse_id(id)?),
-        ["workflow_jobs", id] => A::Job(JobKind::Workflow, parse_id(id)?),
-        ["jobs", id, "cancel"] => A::Cancel(JobKind::Job, parse_id(id)?),
-        ["workflow_jobs", id, "cancel"] => A::Cancel(JobKind::Workflow, parse_id(id)?),
-        ["jobs", id, "stdout"] => A::Stdout(parse_id(id)?),
-        ["workflow_jobs", id, "workflow_nodes"] => A::WorkflowNodes(parse_id(id)?),
-        _ => return None,
-    })
-}
-
-/// Routes a path that ends with `/` (callers handle the trailing-slash redirect).
-pub(crate) fn route(mode: Mode, path: &str) -> Route {
-    let Some(inner) = path.strip_prefix("/api/") else {
-        return Route::NotFound;
-    };
-    if !path.ends_with('/') {
-        return Route::NotFound;
-    }
-    let segs: Vec<&str> = inner
-        .trim_end_matches('/')
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .collect();
-    if inner.contains("//") {
-        return Route::NotFound;
-    }
-    let awx = matches!(mode, Mode::Awx | Mode::Both);
-    let controller = matches!(mode, Mode::Gateway | Mode::Both);
-    let gateway = matches!(mode, Mode::Gateway | Mode::Both);
-    match segs.as_slice() {
-        [] => Route::ApiRoot,
-        ["controller"] if controller => Route::ControllerRoot,
-        ["gateway", "v1"] if gateway => Route::GatewayRoot,
-        ["gateway", "v1", "tokens"] if gateway => Route::GatewayTokens,
-        ["gateway", "v1", "tokens", id] if gateway => {
-            parse_id(id).map_or(Route::NotFound, Route::GatewayToken)
-        }
-        ["v2", rest @ ..] if awx => parse_api(rest).map_or(Route::NotFound, |api| Route::Api {
-            prefix: AWX_PREFIX,
-            api,
-        }),
-        ["controller", "v2", rest @ ..] if controller => {
-            parse_api(rest).map_or(Route::NotFound, |api| Route::Api {
-                prefix: CONTROLLER_PREFIX,
-                api,
-            })
-        }
-        _ => Route::NotFound,
-    }
-}
-
-impl Route {
-    /// Methods the resource allows (the `Allow` header).
-    pub(crate) fn allow(&self) -> &'static str {
-        match self {
-            Route::ApiRoot | Route::ControllerRoot | Route::GatewayRoot => "GET, HEAD, OPTIONS",
-            Route::GatewayTokens => "GET, POST, HEAD, OPTIONS",
-            Route::GatewayToken(_) => "GET, DELETE, HEAD, OPTIONS",
-            Route::NotFound => "",
-            Route::Api { api, .. } => match api {
-                Api::Tokens | Api::PersonalTokens(_) => "GET, POST, HEAD, OPTIONS",
-                Api::TokenDetail(_) => "GET, DELETE, HEAD, OPTIONS",
-                Api::Launch(..) | Api::Cancel(..) => "GET, POST, HEAD, OPTIONS",
-                Api::Job(..) => "GET, DELETE, HEAD, OPTIONS",
-                _ => "GET, HEAD, OPTIONS",
-            },
-        }
-    }
-
-    /// Whether anonymous requests are served.
-    pub(crate) fn anonymous_ok(&self) -> bool {
-        matches!(
-            self,
-            Route::ApiRoot
-                | Route::ControllerRoot
-                | Route::GatewayRoot
-                | Route::Api {
-                    api: Api::VersionRoot | Api::Ping,
-                    ..
-                }
-        )
-    }
-
-    /// The counter bucket.
-    pub(crate) fn endpoint(&self, method: &str) -> Endpoint {
-        match self {
-            Route::ApiRoot | Route::ControllerRoot | Route::GatewayRoot => Endpoint::Root,
-            Route::GatewayTokens | Route::GatewayToken(_) => Endpoint::Tokens,
-            Route::NotFound => Endpoint::Other,
-            Route::Api { api, .. } => match api {
-                Api::VersionRoot | Api::Config => Endpoint::Root,
-                Api::Ping => Endpoint::Ping,
-                Api::Me | Api::Users | Api::Organizations => Endpoint::Me,
-                Api::Tokens | Api::TokenDetail(_) | Api::PersonalTokens(_) => Endpoint::Tokens,
-                Api::Templates(_) | Api::UnifiedJobTemplates => Endpoint::TemplateList,
-                Api::Template(..) | Api::SurveySpec(..) => Endpoint::TemplateDetail,
-                Api::Launch(..) if method == "POST" => Endpoint::Launch,
-                Api::Launch(..) => Endpoint::LaunchInfo,
-                Api::TemplateJobs(..) | Api::Jobs(_) | Api::UnifiedJobs => Endpoint::JobList,
-                Api::Job(..) => Endpoint::JobDetail,
-                Api::Cancel(..) => Endpoint::Cancel,
-                Api::Stdout(_) => Endpoint::Stdout,
-                Api::WorkflowNodes(_) => Endpoint::WorkflowNodes,
-            },
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn routes_by_mode() {
-        assert_eq!(
-            route(Mode::Awx, "/api/v2/ping/"),
-            Route::Api {
-                prefix: AWX_PREFIX,
-                api: Api::Ping
-            }
-        );
-        assert_eq!(route(Mode::Gateway, "/api/v2/ping/"), Route::NotFound);
-        assert_eq!(
-            route(Mode::Gateway, "/api/controller/v2/ping/"),
-            Route::Api {
-                prefix: CONTROLLER_PREFIX,
-                api: Api::Ping
-            }
-        );
-        assert_eq!(
-            route(Mode::Awx, "/api/controller/v2/ping/"),
-            Route::NotFound
-        );
-        assert_eq!(route(Mode::Both, "/api/controller/"), Route::ControllerRoot);
-        assert_eq!(
-            route(Mode::Awx, "/api/v2/job_templates/a%20b[+]c++osac/launch/"),
-            Route::Api {
-                prefix: AWX_PREFIX,
-                api: Api::Launch(
-                    TplKind::Job,
-                    TplRef::Named {
-                        name: "a b+c".into(),
-                        org: Some("osac".into())
-                    }
-                )
-            }
-        );
-        assert_eq!(route(Mode::Awx, "/api/v2/jobs/x/"), Route::NotFound);
-        assert_eq!(route(Mode::Awx, "/api/v2/jobs/1"), Route::NotFound);
-        assert_eq!(route(Mode::Awx, "/api/v2//jobs/"), Route::NotFound);
+/// Dispatches a resource under a version root.
+pub(crate) fn api(app: &App, ctx: &Ctx<'_>, prefix: &str, api: &Api) -> Resp {
+    match api {
+        Api::VersionRoot => root::version_root(prefix),
+        Api::Ping => root::ping(app),
+        Api::Me => root::me(app, ctx, prefix),
+        Api::Config => root::config(app),
+        Api::Users => root::users(app, ctx, prefix),
+        Api::Organizations => root::organizations(app, ctx, prefix),
+        Api::Tokens => tokens::tokens(app, ctx, prefix, None),
+        Api::PersonalTokens(user) => tokens::tokens(app, ctx, prefix, Some(user)),
+        Api::TokenDetail(id) => tokens::token_detail(app, ctx, prefix, *id),
+        Api::Templates(kind) => lists::templates(app, ctx, prefix, Some(*kind)),
+        Api::UnifiedJobTemplates => lists::templates(app, ctx, prefix, None),
+        Api::Template(kind, r) => templates::detail(app, ctx, prefix, *kind, r),
+        Api::SurveySpec(kind, r) => templates::survey_spec(app, ctx, *kind, r),
+        Api::Launch(kind, r) if ctx.method == "POST" => launch::launch(app, ctx, prefix, *kind, r),
+        Api::Launch(kind, r) => templates::launch_info(app, ctx, *kind, r),
+        Api::TemplateJobs(kind, r) => lists::template_jobs(app, ctx, prefix, *kind, r),
+        Api::Jobs(kind) => lists::jobs(app, ctx, prefix, Some(*kind), None),
+        Api::UnifiedJobs => lists::jobs(app, ctx, prefix, None, None),
+        Api::Job(kind, id) => jobs::detail(app, ctx, prefix, *kind, *id),
+        Api::Cancel(kind, id) => jobs::cancel(app, ctx, *kind, *id),
+        Api::Stdout(id) => jobs::stdout(app, ctx, *id),
+        Api::WorkflowNodes(id) => jobs::workflow_nodes(app, ctx, prefix, *id),
     }
 }

@@ -2,13 +2,14 @@
 
 use serde_json::{Map, Value, json};
 
-use super::super::http::{App, Ctx, Resp};
+use super::super::app::{App, Ctx, Resp};
+use super::super::ovalue::{OValue, omap_get};
 use super::super::render::ts;
 use super::super::spec::Mode;
-use super::super::state::User;
-use super::{
-    AWX_PREFIX, Api, CONTROLLER_PREFIX, JobKind, TplKind, jobs, launch, lists, templates, tokens,
-};
+use super::super::state::{Org, User};
+use super::launch;
+use super::lists;
+use super::paths::{AWX_PREFIX, CONTROLLER_PREFIX};
 
 const VERSION_ROOT_KEYS: [(&str, &str); 53] = [
     ("ping", "ping"),
@@ -77,6 +78,7 @@ fn controller_doc(prefix: &str, with_oauth2: bool) -> Value {
     });
     if with_oauth2 {
         v["oauth2"] = json!("/api/o/");
+        v["swagger"] = json!("/api/swagger/");
     }
     v
 }
@@ -85,7 +87,7 @@ fn controller_doc(prefix: &str, with_oauth2: bool) -> Value {
 pub(crate) fn api_root(app: &App) -> Resp {
     match app.mode {
         Mode::Awx | Mode::Both => Resp::json(200, &controller_doc(AWX_PREFIX, true)),
-        Mode::Gateway => Resp::json(
+        Mode::Gateway | Mode::Aap27 => Resp::json(
             200,
             &json!({"apis": {"gateway": "/api/gateway/", "controller": "/api/controller/", "eda": "/api/eda/", "galaxy": "/api/galaxy/"}}),
         ),
@@ -105,7 +107,7 @@ pub(crate) fn gateway_root() -> Resp {
     )
 }
 
-fn version_root(prefix: &str) -> Resp {
+pub(crate) fn version_root(prefix: &str) -> Resp {
     let mut m = Map::new();
     for (key, path) in VERSION_ROOT_KEYS {
         m.insert(key.to_owned(), json!(format!("{prefix}{path}/")));
@@ -113,13 +115,13 @@ fn version_root(prefix: &str) -> Resp {
     Resp::json(200, &Value::Object(m))
 }
 
-fn ping(app: &App) -> Resp {
+pub(crate) fn ping(app: &App) -> Resp {
     let st = app.lock();
     let heartbeat = ts(app.clock.now());
     let node = &app.node;
     let install = {
         let mut rng = fastrand::Rng::with_seed(st.settings.seed ^ 0x1);
-        super::super::build_state::uuid4(&mut rng)
+        super::super::state::uuid4(&mut rng)
     };
     Resp::json(
         200,
@@ -146,22 +148,22 @@ pub(crate) fn user_json(u: &User, prefix: &str, created: &str) -> Value {
                     "personal_tokens": format!("{prefix}users/{}/personal_tokens/", u.id),
                     "tokens": format!("{prefix}users/{}/tokens/", u.id)},
         "summary_fields": {"user_capabilities": {"edit": true, "delete": false}},
-        "created": created, "modified": created,
+        "created": created, "modified": Value::Null,
         "username": u.username, "first_name": "", "last_name": "", "email": "",
         "is_superuser": u.is_superuser, "is_system_auditor": false, "password": "$encrypted$",
-        "ldap_dn": "", "last_login": Value::Null, "external_account": Value::Null, "auth": [],
+        "last_login": Value::Null,
     })
 }
 
-fn me(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
+pub(crate) fn me(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
     let Some(c) = &ctx.caller else {
-        return Resp::detail(401, super::super::http::UNAUTHENTICATED);
+        return Resp::detail(401, super::super::app::UNAUTHENTICATED);
     };
     let created = ts(app.lock().started_at);
     lists::paginate_values(ctx, vec![user_json(&c.user, prefix, &created)])
 }
 
-fn users(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
+pub(crate) fn users(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
     let st = app.lock();
     let created = ts(st.started_at);
     let v = st
@@ -173,74 +175,60 @@ fn users(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
     lists::paginate_values(ctx, v)
 }
 
-fn organizations(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
+fn org_json(o: &Org, prefix: &str, created: &str) -> Value {
+    json!({"id": o.id, "type": "organization", "url": format!("{prefix}organizations/{}/", o.id),
+           "related": {}, "summary_fields": {}, "created": created, "modified": created,
+           "name": o.name, "description": o.description, "max_hosts": 0, "custom_virtualenv": Value::Null,
+           "default_environment": Value::Null})
+}
+
+/// `GET organizations/`, and `POST` (create: 201, or 400 for a missing or taken name).
+pub(crate) fn organizations(app: &App, ctx: &Ctx<'_>, prefix: &str) -> Resp {
+    if ctx.method == "POST" {
+        let body = match launch::parse_body(ctx) {
+            Ok(b) => b,
+            Err(e) => return e,
+        };
+        let name = match omap_get(&body, "name") {
+            Some(OValue::String(s)) if !s.trim().is_empty() => s.trim().to_owned(),
+            _ => return Resp::json(400, &json!({"name": ["This field is required."]})),
+        };
+        let description = match omap_get(&body, "description") {
+            Some(OValue::String(s)) => s.clone(),
+            _ => String::new(),
+        };
+        let mut st = app.lock();
+        if st.orgs.iter().any(|o| o.name == name) {
+            return Resp::json(
+                400,
+                &json!({"name": ["Organization with this Name already exists."]}),
+            );
+        }
+        let id = st.orgs.iter().map(|o| o.id).max().unwrap_or(0) + 1;
+        let org = Org {
+            id,
+            name,
+            description,
+        };
+        let v = org_json(&org, prefix, &ts(ctx.now));
+        st.orgs.push(org);
+        return Resp::json(201, &v).header("location", format!("{prefix}organizations/{id}/"));
+    }
     let st = app.lock();
     let created = ts(st.started_at);
     let v = st
         .orgs
         .iter()
-        .map(|o| {
-            json!({"id": o.id, "type": "organization", "url": format!("{prefix}organizations/{}/", o.id),
-                   "related": {}, "summary_fields": {}, "created": created, "modified": created,
-                   "name": o.name, "description": o.description, "max_hosts": 0, "custom_virtualenv": Value::Null,
-                   "default_environment": Value::Null})
-        })
+        .map(|o| org_json(o, prefix, &created))
         .collect();
     drop(st);
     lists::paginate_values(ctx, v)
 }
 
-fn config(app: &App) -> Resp {
+pub(crate) fn config(app: &App) -> Resp {
     Resp::json(
         200,
         &json!({"time_zone": "UTC", "license_info": {"license_type": "open", "valid_key": true},
                 "version": app.version, "eula": "", "analytics_status": "off", "become_methods": []}),
     )
-}
-
-/// Dispatches a resource under a version root.
-pub(crate) fn api(app: &App, ctx: &Ctx<'_>, prefix: &str, api: &Api) -> Resp {
-    match api {
-        Api::VersionRoot => version_root(prefix),
-        Api::Ping => ping(app),
-        Api::Me => me(app, ctx, prefix),
-        Api::Config => config(app),
-        Api::Users => users(app, ctx, prefix),
-        Api::Organizations => organizations(app, ctx, prefix),
-        Api::Tokens => tokens::tokens(app, ctx, prefix, None),
-        Api::PersonalTokens(user) => tokens::tokens(app, ctx, prefix, Some(user)),
-        Api::TokenDetail(id) => tokens::token_detail(app, ctx, prefix, *id),
-        Api::Templates(kind) => lists::templates(app, ctx, prefix, Some(*kind)),
-        Api::UnifiedJobTemplates => lists::templates(app, ctx, prefix, None),
-        Api::Template(kind, r) => templates::detail(app, ctx, prefix, *kind, r),
-        Api::SurveySpec(kind, r) => templates::survey_spec(app, ctx, *kind, r),
-        Api::Launch(kind, r) if ctx.method == "POST" => launch::launch(app, ctx, prefix, *kind, r),
-        Api::Launch(kind, r) => templates::launch_info(app, ctx, *kind, r),
-        Api::TemplateJobs(kind, r) => lists::template_jobs(app, ctx, prefix, *kind, r),
-        Api::Jobs(kind) => lists::jobs(app, ctx, prefix, Some(*kind), None),
-        Api::UnifiedJobs => lists::jobs(app, ctx, prefix, None, None),
-        Api::Job(kind, id) => jobs::detail(app, ctx, prefix, *kind, *id),
-        Api::Cancel(kind, id) => jobs::cancel(app, ctx, *kind, *id),
-        Api::Stdout(id) => jobs::stdout(app, ctx, *id),
-        Api::WorkflowNodes(id) => jobs::workflow_nodes(app, ctx, prefix, *id),
-    }
-}
-
-/// AWX's 404 text for an unknown object of a kind.
-pub(crate) fn no_match(kind: &str) -> Resp {
-    Resp::detail(404, &format!("No {kind} matches the given query."))
-}
-
-pub(crate) fn tpl_model(kind: TplKind) -> &'static str {
-    match kind {
-        TplKind::Job => "JobTemplate",
-        TplKind::Workflow => "WorkflowJobTemplate",
-    }
-}
-
-pub(crate) fn job_model(kind: JobKind) -> &'static str {
-    match kind {
-        JobKind::Job => "Job",
-        JobKind::Workflow => "WorkflowJob",
-    }
 }

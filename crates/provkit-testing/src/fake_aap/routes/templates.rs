@@ -2,12 +2,12 @@
 
 use serde_json::{Value, json};
 
-use super::super::http::{App, Ctx, FORBIDDEN, Resp, UNAUTHENTICATED};
+use super::super::app::{App, Ctx, FORBIDDEN, Resp, UNAUTHENTICATED};
 use super::super::render;
 use super::super::spec::SurveySpec;
 use super::super::state::{State, Template, User};
-use super::root::{no_match, tpl_model};
-use super::{TplKind, TplRef};
+use super::common::{no_match, tpl_model};
+use super::paths::{TplKind, TplRef};
 
 /// Resolves a template reference for `user` (invisible or missing → 404).
 pub(crate) fn resolve(st: &State, kind: TplKind, r: &TplRef, user: &User) -> Result<u64, Resp> {

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::super::http::{App, Ctx, Resp, UNAUTHENTICATED};
+use super::super::app::{App, Ctx, Resp, UNAUTHENTICATED};
 use super::super::ovalue::{OValue, omap_get};
 use super::super::render::ts;
 use super::super::spec::Scope;
@@ -56,7 +56,7 @@ pub(crate) fn tokens(app: &App, ctx: &Ctx<'_>, prefix: &str, for_user: Option<&S
             .map(|x| x.id);
         match target {
             Some(id) if id == caller.user.id || caller.user.is_superuser => {}
-            Some(_) => return Resp::detail(403, super::super::http::FORBIDDEN),
+            Some(_) => return Resp::detail(403, super::super::app::FORBIDDEN),
             None => return Resp::detail(404, "Not found."),
         }
     }
@@ -102,14 +102,22 @@ pub(crate) fn tokens(app: &App, ctx: &Ctx<'_>, prefix: &str, for_user: Option<&S
     let secret: String = (0..30).map(|_| st.rng.alphanumeric()).collect();
     let id = st.next_token_id;
     st.next_token_id += 1;
+    let gateway = prefix.starts_with("/api/gateway/");
+    let lifetime = if gateway {
+        chrono::TimeDelta::from_std(st.settings.gateway_token_lifetime)
+            .unwrap_or(chrono::TimeDelta::days(365_000))
+    } else {
+        chrono::TimeDelta::days(365_000)
+    };
     let token = Token {
         id,
         token: secret.clone(),
         user_id: caller.user.id,
         scope,
-        expires: ctx.now + chrono::TimeDelta::days(365_000),
+        expires: ctx.now + lifetime,
         description,
         created: ctx.now,
+        controller_issued: !gateway,
     };
     let v = token_json(&st, &token, prefix, true);
     st.tokens.insert(secret, token);

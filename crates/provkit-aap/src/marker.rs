@@ -1,9 +1,13 @@
-//! Recognising the job a launch attempt created, by the key it carries in extra_vars.
+//! The idempotency marker: the extra_vars key a launch attempt carries, and recognising the job
+//! that carries it. Shared by the client's paging lookup and the provider (hence its own module).
 
 use serde_json::Value;
 
-use super::extra_vars::IDEMPOTENCY_KEY_VAR;
 use crate::types::Job;
+
+/// The extra_vars key holding the launch attempt's idempotency key (top level, next to
+/// `ansible_eda`). The provider's lookup matches jobs on it.
+pub const IDEMPOTENCY_KEY_VAR: &str = "provkit_idempotency_key";
 
 /// The newest job (highest id) whose extra_vars carry `key` under [`IDEMPOTENCY_KEY_VAR`].
 ///

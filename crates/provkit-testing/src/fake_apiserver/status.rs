@@ -24,7 +24,7 @@ pub(crate) struct ApiStatus {
     pub(crate) reason: &'static str,
     pub(crate) message: String,
     /// `details` (name, group, kind, causes, retryAfterSeconds), if any.
-    pub(crate) details: Option<Value>,
+    pub(crate) details: Option<Box<Value>>,
     /// `Retry-After` header value in seconds (429 / 503 faults).
     pub(crate) retry_after: Option<u64>,
 }
@@ -69,7 +69,7 @@ impl ApiStatus {
     }
 
     pub(crate) fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -176,7 +176,7 @@ impl ApiStatus {
             "code": self.code,
         });
         if let Some(d) = &self.details {
-            v["details"] = d.clone();
+            v["details"] = (**d).clone();
         }
         if let Some(secs) = self.retry_after {
             let details = v

@@ -6,6 +6,10 @@ pub mod conformance;
 pub mod fake_aap;
 pub mod scripted;
 
+#[cfg(feature = "kube")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kube")))]
+pub mod fake_apiserver;
+
 #[cfg(feature = "machines")]
 #[cfg_attr(docsrs, doc(cfg(feature = "machines")))]
 pub mod machines;

@@ -1,0 +1,262 @@
+//! kube-runtime's `Controller` with provkit-kube's `Provisioner`, unchanged, against the
+//! provkit-testing fake API server (in-process `kube::Client`) and the fake AAP over
+//! loopback HTTP: create → ready → spec change → ready again → delete → gone.
+#![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{TimeZone, Utc};
+use futures::StreamExt;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::{Controller, watcher};
+use kube::{CustomResource, Resource};
+use provkit_aap::{AapClient, AapProvider};
+use provkit_core::{Clock, JobState, ManualClock, compute_desired_config_version};
+use provkit_kube::{
+    EventPublisher, NoCallbacks, ProvisionedResource, Provisioner, ProvisioningStatus,
+    ReconcileError,
+};
+use provkit_lifecycle::{Lifecycle, LifecyclePolicy};
+use provkit_testing::fake_aap::{FakeAap, JobScript, JobTemplateSpec};
+use provkit_testing::fake_apiserver::FakeApiServer;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+const FINALIZER: &str = "test.provkit.dev/network-finalizer";
+
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "test.provkit.dev",
+    version = "v1",
+    kind = "Network",
+    namespaced,
+    status = "NetworkStatus"
+)]
+pub struct NetworkSpec {
+    pub cidr: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkStatus {
+    #[serde(flatten)]
+    pub provisioning: ProvisioningStatus,
+}
+
+impl ProvisionedResource for Network {
+    fn config_source(&self) -> impl Serialize + '_ {
+        &self.spec
+    }
+    fn provisioning_status(&self) -> Option<&ProvisioningStatus> {
+        self.status.as_ref().map(|s| &s.provisioning)
+    }
+    fn provisioning_status_mut(&mut self) -> &mut ProvisioningStatus {
+        &mut self
+            .status
+            .get_or_insert_with(Default::default)
+            .provisioning
+    }
+}
+
+struct Ctx {
+    provisioner: Provisioner<Network>,
+}
+
+async fn reconcile(
+    obj: Arc<Network>,
+    ctx: Arc<Ctx>,
+) -> Result<kube::runtime::controller::Action, ReconcileError> {
+    ctx.provisioner.reconcile(obj, &NoCallbacks).await
+}
+
+/// Polls `check` every 20 ms until it holds; fails after 30 s (a hang, not a timing claim).
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never happened: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn latest_provision_state(n: &Network) -> Option<(JobState, String)> {
+    let st = n.provisioning_status()?;
+    let job = st
+        .provisioning_jobs
+        .iter()
+        .rev()
+        .find(|j| j.job_type == provkit_core::JobType::Provision)?;
+    Some((job.state.clone(), job.config_version.clone()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_and_provisioner_create_ready_update_delete() {
+    let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap());
+    let dyn_clock: Arc<dyn Clock> = Arc::new(clock.clone());
+    let template = |name: &str| JobTemplateSpec {
+        script: Some(JobScript::successful(Duration::from_secs(10))),
+        ..JobTemplateSpec::new(name, "osac")
+    };
+    let aap = FakeAap::builder()
+        .clock(dyn_clock.clone())
+        .organization("osac")
+        .job_template(template("osac-create-network"))
+        .job_template(template("osac-delete-network"))
+        .start()
+        .await
+        .unwrap();
+    let provider = AapProvider::builder(
+        AapClient::builder(aap.base_url())
+            .token(aap.token())
+            .timeout(Duration::from_secs(5))
+            .build()
+            .unwrap(),
+    )
+    .template_prefix("osac")
+    .clock(dyn_clock.clone())
+    .build();
+    let mut policy = LifecyclePolicy::default().with_poll_interval(Duration::from_millis(100));
+    policy.min_requeue = Duration::from_millis(10);
+    let lifecycle = Lifecycle::new(Arc::new(provider), dyn_clock.clone()).with_policy(policy);
+
+    let server = FakeApiServer::builder()
+        .crd::<Network>()
+        .clock(dyn_clock.clone())
+        .build();
+    let operator = server.client_with_user_agent("network-operator/0.1");
+    let reporter = Reporter {
+        controller: "network-operator".into(),
+        instance: Some("test-0".into()),
+    };
+    let provisioner = Provisioner::new(operator.clone(), lifecycle, FINALIZER).with_events(
+        EventPublisher::new(Recorder::new(operator.clone(), reporter)),
+    );
+    let ctx = Arc::new(Ctx { provisioner });
+    let controller = tokio::spawn(
+        Controller::new(
+            Api::<Network>::all(operator.clone()),
+            watcher::Config::default(),
+        )
+        .run(reconcile, provkit_kube::error_policy, ctx)
+        .for_each(|_| async {}),
+    );
+
+    // The user's own client.
+    let api: Api<Network> = Api::default_namespaced(server.client_named("user"));
+    let spec = NetworkSpec {
+        cidr: "10.0.0.0/24".into(),
+    };
+    api.create(&PostParams::default(), &Network::new("net-a", spec.clone()))
+        .await
+        .unwrap();
+    let v1 = compute_desired_config_version(&spec).unwrap();
+
+    // create → finalizer, one AAP create job, then Succeeded once the job ends.
+    eventually("the create job is launched", || async {
+        aap.aap().jobs().len() == 1
+    })
+    .await;
+    let obj = api.get("net-a").await.unwrap();
+    assert_eq!(obj.metadata.finalizers, Some(vec![FINALIZER.to_owned()]));
+    clock.advance(Duration::from_secs(60));
+    eventually("the object reports the provision succeeded", || async {
+        latest_provision_state(&api.get("net-a").await.unwrap())
+            == Some((JobState::Succeeded, v1.clone()))
+    })
+    .await;
+    let ready = api.get("net-a").await.unwrap();
+    assert_eq!(
+        ready.metadata.generation,
+        Some(1),
+        "status writes did not bump generation"
+    );
+    let managers: Vec<String> = ready
+        .meta()
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert!(
+        managers.contains(&"network-operator".to_owned()),
+        "{managers:?}"
+    );
+
+    // spec change → generation 2, a second create job for the new config version.
+    let new_spec = NetworkSpec {
+        cidr: "10.9.0.0/24".into(),
+    };
+    let v2 = compute_desired_config_version(&new_spec).unwrap();
+    let changed = api
+        .patch(
+            "net-a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": new_spec})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(changed.metadata.generation, Some(2));
+    eventually("a job for the new spec is launched", || async {
+        aap.aap().jobs().len() == 2
+    })
+    .await;
+    clock.advance(Duration::from_secs(60));
+    eventually("the new spec is provisioned", || async {
+        latest_provision_state(&api.get("net-a").await.unwrap())
+            == Some((JobState::Succeeded, v2.clone()))
+    })
+    .await;
+
+    // delete → the object stays (finalizer) while the delete job runs, then goes.
+    api.delete("net-a", &DeleteParams::default()).await.unwrap();
+    eventually("the delete job is launched", || async {
+        aap.aap().jobs().len() == 3
+    })
+    .await;
+    assert!(
+        api.get("net-a")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
+    clock.advance(Duration::from_secs(60));
+    eventually("the object is gone", || async {
+        matches!(api.get("net-a").await, Err(kube::Error::Api(s)) if s.code == 404)
+    })
+    .await;
+
+    let names: Vec<String> = aap.aap().jobs().iter().map(|j| j.name.clone()).collect();
+    assert_eq!(
+        names,
+        [
+            "osac-create-network",
+            "osac-create-network",
+            "osac-delete-network"
+        ]
+    );
+    let reasons: Vec<String> = server
+        .events()
+        .iter()
+        .filter_map(|e| e["reason"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r == "ProvisionJobSucceeded"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r == "DeprovisionJobTriggered"),
+        "{reasons:?}"
+    );
+    controller.abort();
+}

@@ -1,0 +1,556 @@
+//! The object store: every object of every type, one store-wide `resourceVersion` counter and
+//! the retained history of changes that watches resume from.
+//!
+//! All writes go through here under the server's lock, so each write is one atomic step with
+//! one new `resourceVersion`, and watchers see changes in `resourceVersion` order with no gap.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use provkit_core::Clock;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use super::meta::{self, meta_str, timestamp};
+use super::patch::{self, PatchFailure, PatchKind};
+use super::prune;
+use super::resource::{ResourceType, TypeKey};
+use super::status::{ApiStatus, Cause, Subject, success_deleted};
+
+/// What happened to an object, as a watch event type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One committed change.
+#[derive(Debug, Clone)]
+pub(crate) struct Change {
+    pub(crate) rv: u64,
+    pub(crate) key: TypeKey,
+    pub(crate) kind: ChangeKind,
+    /// The object after the change (for `Deleted`, its last state with the deletion's rv).
+    pub(crate) object: Value,
+    /// The object before the change (selector transitions on watches).
+    pub(crate) old: Option<Value>,
+}
+
+/// A change as broadcast to watchers, with the moment it was committed (for lagging watches).
+#[derive(Debug, Clone)]
+pub(crate) struct Timed {
+    pub(crate) change: Arc<Change>,
+    pub(crate) at: tokio::time::Instant,
+}
+
+/// The DELETE outcome.
+pub(crate) enum Deleted {
+    /// Removed: the `Success` status.
+    Gone(Value),
+    /// Kept until its finalizers are removed (the object with `deletionTimestamp`).
+    Pending(Value),
+}
+
+type ObjectKey = (String, String);
+
+/// The store.
+#[derive(Debug)]
+pub(crate) struct Store {
+    pub(crate) types: Vec<ResourceType>,
+    objects: BTreeMap<TypeKey, BTreeMap<ObjectKey, Value>>,
+    rv: u64,
+    history: VecDeque<Arc<Change>>,
+    history_limit: usize,
+    /// Every change with `rv <= compacted` is gone from history (a watch from there gets 410).
+    compacted: u64,
+    tx: broadcast::Sender<Timed>,
+    pub(crate) rng: fastrand::Rng,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+/// Who writes and how (for `managedFields`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Writer<'a> {
+    pub(crate) manager: &'a str,
+    /// `Some("status")` for a write to the status subresource.
+    pub(crate) subresource: Option<&'a str>,
+}
+
+fn subject<'a>(rt: &'a ResourceType, name: &'a str) -> Subject<'a> {
+    Subject {
+        group: &rt.group,
+        plural: &rt.plural,
+        name,
+    }
+}
+
+impl Store {
+    pub(crate) fn new(
+        types: Vec<ResourceType>,
+        history_limit: usize,
+        seed: u64,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        let (tx, _) = broadcast::channel(4096);
+        Self {
+            types,
+            objects: BTreeMap::new(),
+            rv: 0,
+            history: VecDeque::new(),
+            history_limit,
+            compacted: 0,
+            tx,
+            rng: fastrand::Rng::with_seed(seed),
+            clock,
+        }
+    }
+
+    pub(crate) fn resource_version(&self) -> u64 {
+        self.rv
+    }
+
+    pub(crate) fn compacted(&self) -> u64 {
+        self.compacted
+    }
+
+    /// Drops the whole retained history: every watch resuming from an older version gets 410.
+    pub(crate) fn compact(&mut self) {
+        self.history.clear();
+        self.compacted = self.rv;
+    }
+
+    fn now(&self) -> String {
+        timestamp(self.clock.now())
+    }
+
+    fn commit(&mut self, change: Change) {
+        let change = Arc::new(change);
+        self.history.push_back(change.clone());
+        while self.history.len() > self.history_limit {
+            if let Some(old) = self.history.pop_front() {
+                self.compacted = old.rv;
+            }
+        }
+        // No receiver is not an error: nobody watches.
+        let _ = self.tx.send(Timed {
+            change,
+            at: tokio::time::Instant::now(),
+        });
+    }
+
+    /// Changes of `key` after `rv`, and a receiver for the later ones, taken atomically.
+    pub(crate) fn watch_from(
+        &self,
+        key: &TypeKey,
+        rv: u64,
+    ) -> Option<(Vec<Arc<Change>>, broadcast::Receiver<Timed>)> {
+        if rv < self.compacted {
+            return None;
+        }
+        let past = self
+            .history
+            .iter()
+            .filter(|c| c.rv > rv && &c.key == key)
+            .cloned()
+            .collect();
+        Some((past, self.tx.subscribe()))
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Timed> {
+        self.tx.subscribe()
+    }
+
+    pub(crate) fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiStatus> {
+        self.objects
+            .get(&rt.key())
+            .and_then(|m| m.get(&(ns.to_owned(), name.to_owned())))
+            .map(|o| with_type(o, rt))
+            .ok_or_else(|| ApiStatus::not_found(subject(rt, name)))
+    }
+
+    /// Objects of a type in `ns` (all namespaces when `None`), in (namespace, name) order.
+    pub(crate) fn list(&self, rt: &ResourceType, ns: Option<&str>) -> Vec<Value> {
+        self.objects
+            .get(&rt.key())
+            .map(|m| {
+                m.iter()
+                    .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
+                    .map(|(_, o)| with_type(o, rt))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Every stored object of a type group/plural, for inspection.
+    pub(crate) fn all_of(&self, key: &TypeKey) -> Vec<Value> {
+        self.objects
+            .get(key)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn namespace_exists(&self, ns: &str) -> bool {
+        let key = TypeKey {
+            group: String::new(),
+            plural: "namespaces".into(),
+        };
+        self.objects
+            .get(&key)
+            .is_some_and(|m| m.contains_key(&(String::new(), ns.to_owned())))
+    }
+
+    fn validate(rt: &ResourceType, obj: &mut Value, name: &str) -> Result<(), ApiStatus> {
+        let Some(schema) = &rt.schema else {
+            return Ok(());
+        };
+        let causes = prune::prune_and_validate(obj, schema);
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiStatus::invalid(&rt.kind, subject(rt, name), &causes))
+        }
+    }
+
+    /// POST.
+    pub(crate) fn create(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        mut obj: Value,
+        writer: Writer<'_>,
+    ) -> Result<Value, ApiStatus> {
+        if !obj.is_object() {
+            return Err(ApiStatus::bad_request(
+                "the request body must be a JSON object",
+            ));
+        }
+        let body_ns = meta_str(&obj, "namespace").map(str::to_owned);
+        if rt.namespaced {
+            if body_ns.as_deref().is_some_and(|b| b != ns) {
+                return Err(ApiStatus::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            if !self.namespace_exists(ns) {
+                return Err(ApiStatus::not_found(Subject {
+                    group: "",
+                    plural: "namespaces",
+                    name: ns,
+                }));
+            }
+        }
+        let name = match meta_str(&obj, "name") {
+            Some(n) => n.to_owned(),
+            None => match meta_str(&obj, "generateName") {
+                Some(prefix) => format!("{prefix}{}", meta::name_suffix(&mut self.rng)),
+                None => {
+                    return Err(ApiStatus::invalid(
+                        &rt.kind,
+                        subject(rt, ""),
+                        &[Cause {
+                            reason: "FieldValueRequired",
+                            message: "Required value: name or generateName is required".into(),
+                            field: "metadata.name".into(),
+                        }],
+                    ));
+                }
+            },
+        };
+        let key = (ns.to_owned(), name.clone());
+        if self
+            .objects
+            .get(&rt.key())
+            .is_some_and(|m| m.contains_key(&key))
+        {
+            return Err(ApiStatus::already_exists(subject(rt, &name)));
+        }
+        meta::strip_server_owned(&mut obj);
+        if rt.status_subresource && rt.custom {
+            // "Status subresource": the status stanza of a create is ignored.
+            if let Some(o) = obj.as_object_mut() {
+                o.remove("status");
+            }
+        }
+        Self::validate(rt, &mut obj, &name)?;
+        let now = self.now();
+        let uid = meta::uid(&mut self.rng);
+        self.rv += 1;
+        let rv = self.rv;
+        {
+            let m = meta::meta_mut(&mut obj);
+            m.insert("name".into(), json!(name));
+            if rt.namespaced {
+                m.insert("namespace".into(), json!(ns));
+            } else {
+                m.remove("namespace");
+            }
+            m.insert("uid".into(), json!(uid));
+            m.insert("resourceVersion".into(), json!(rv.to_string()));
+            m.insert("creationTimestamp".into(), json!(now));
+            if rt.has_generation {
+                m.insert("generation".into(), json!(1));
+            }
+        }
+        meta::record_manager(&mut obj, rt, writer.manager, None, &now);
+        let obj = with_type(&obj, rt);
+        self.objects
+            .entry(rt.key())
+            .or_default()
+            .insert(key, obj.clone());
+        self.commit(Change {
+            rv,
+            key: rt.key(),
+            kind: ChangeKind::Added,
+            object: obj.clone(),
+            old: None,
+        });
+        Ok(obj)
+    }
+
+    /// PUT (`new` is the body) and PATCH (`new` is the patched copy of the stored object).
+    pub(crate) fn update(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        new: Value,
+        writer: Writer<'_>,
+    ) -> Result<Value, ApiStatus> {
+        let old = self.get(rt, ns, name)?;
+        if !new.is_object() {
+            return Err(ApiStatus::bad_request(
+                "the request body must be a JSON object",
+            ));
+        }
+        if let Some(body_name) = meta_str(&new, "name")
+            && body_name != name
+        {
+            return Err(ApiStatus::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        if let Some(body_rv) = meta_str(&new, "resourceVersion")
+            && Some(body_rv) != meta_str(&old, "resourceVersion")
+        {
+            return Err(ApiStatus::modified(subject(rt, name)));
+        }
+        if let Some(body_uid) = meta_str(&new, "uid")
+            && Some(body_uid) != meta_str(&old, "uid")
+        {
+            return Err(ApiStatus::conflict(
+                subject(rt, name),
+                &format!(
+                    "Precondition failed: UID in precondition: {body_uid}, UID in object meta: {}",
+                    meta_str(&old, "uid").unwrap_or_default()
+                ),
+            ));
+        }
+        let mut next = if writer.subresource == Some("status") {
+            // Writes to /status change only status.
+            let mut next = old.clone();
+            match new.get("status") {
+                Some(s) => next["status"] = s.clone(),
+                None => {
+                    if let Some(o) = next.as_object_mut() {
+                        o.remove("status");
+                    }
+                }
+            }
+            next
+        } else {
+            let mut next = new;
+            if rt.status_subresource {
+                // Writes to the main resource ignore status.
+                match old.get("status") {
+                    Some(s) => next["status"] = s.clone(),
+                    None => {
+                        if let Some(o) = next.as_object_mut() {
+                            o.remove("status");
+                        }
+                    }
+                }
+            }
+            meta::keep_server_owned(&old, &mut next);
+            next
+        };
+        let next_ref = &next;
+        if meta_str(&old, "deletionTimestamp").is_some() {
+            let before = meta::finalizers(&old);
+            if meta::finalizers(next_ref)
+                .iter()
+                .any(|f| !before.contains(f))
+            {
+                return Err(ApiStatus::invalid(
+                    &rt.kind,
+                    subject(rt, name),
+                    &[Cause {
+                        reason: "FieldValueForbidden",
+                        message: "Forbidden: no new finalizers can be added if the object is being deleted".into(),
+                        field: "metadata.finalizers".into(),
+                    }],
+                ));
+            }
+        }
+        Self::validate(rt, &mut next, name)?;
+        next = with_type(&next, rt);
+        if next == old {
+            // A no-op write changes nothing, not even resourceVersion.
+            return Ok(old);
+        }
+        if rt.has_generation && meta::content_changed(rt, &old, &next) {
+            let generation = old
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            meta::meta_mut(&mut next).insert("generation".into(), json!(generation + 1));
+        }
+        let now = self.now();
+        meta::record_manager(&mut next, rt, writer.manager, writer.subresource, &now);
+        self.rv += 1;
+        let rv = self.rv;
+        meta::meta_mut(&mut next).insert("resourceVersion".into(), json!(rv.to_string()));
+        let key = (ns.to_owned(), name.to_owned());
+        if meta_str(&next, "deletionTimestamp").is_some() && meta::finalizers(&next).is_empty() {
+            // The last finalizer is gone: the object goes.
+            if let Some(m) = self.objects.get_mut(&rt.key()) {
+                m.remove(&key);
+            }
+            self.commit(Change {
+                rv,
+                key: rt.key(),
+                kind: ChangeKind::Deleted,
+                object: next.clone(),
+                old: Some(old),
+            });
+            return Ok(next);
+        }
+        self.objects
+            .entry(rt.key())
+            .or_default()
+            .insert(key, next.clone());
+        self.commit(Change {
+            rv,
+            key: rt.key(),
+            kind: ChangeKind::Modified,
+            object: next.clone(),
+            old: Some(old),
+        });
+        Ok(next)
+    }
+
+    /// PATCH: applies the patch to the stored object and writes the result like a PUT.
+    pub(crate) fn patch(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        kind: PatchKind,
+        body: &[u8],
+        writer: Writer<'_>,
+    ) -> Result<Value, ApiStatus> {
+        let mut doc = self.get(rt, ns, name)?;
+        let old_rv = meta_str(&doc, "resourceVersion").map(str::to_owned);
+        patch::apply(kind, &mut doc, body).map_err(|e| match e {
+            PatchFailure::Malformed(m) => ApiStatus::bad_request(m),
+            PatchFailure::Failed(m) => ApiStatus::new(422, "Invalid", m),
+        })?;
+        // A patch that sets no resourceVersion is unconditional; one that does is a
+        // precondition (the merged document then carries the client's value).
+        if meta_str(&doc, "resourceVersion").is_none()
+            && let Some(rv) = old_rv
+        {
+            meta::meta_mut(&mut doc).insert("resourceVersion".into(), json!(rv));
+        }
+        self.update(rt, ns, name, doc, writer)
+    }
+
+    /// DELETE with optional `uid` / `resourceVersion` preconditions.
+    pub(crate) fn delete(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        pre_uid: Option<&str>,
+        pre_rv: Option<&str>,
+    ) -> Result<Deleted, ApiStatus> {
+        let old = self.get(rt, ns, name)?;
+        let uid = meta_str(&old, "uid").unwrap_or_default().to_owned();
+        if let Some(want) = pre_uid
+            && want != uid
+        {
+            return Err(ApiStatus::conflict(
+                subject(rt, name),
+                &format!(
+                    "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
+                ),
+            ));
+        }
+        let rv = meta_str(&old, "resourceVersion").unwrap_or_default();
+        if let Some(want) = pre_rv
+            && want != rv
+        {
+            return Err(ApiStatus::conflict(
+                subject(rt, name),
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {rv}"
+                ),
+            ));
+        }
+        let key = (ns.to_owned(), name.to_owned());
+        if !meta::finalizers(&old).is_empty() {
+            if meta_str(&old, "deletionTimestamp").is_some() {
+                // Idempotent: deleting again changes nothing.
+                return Ok(Deleted::Pending(old));
+            }
+            let mut next = old.clone();
+            let now = self.now();
+            self.rv += 1;
+            let rv = self.rv;
+            let m = meta::meta_mut(&mut next);
+            m.insert("deletionTimestamp".into(), json!(now));
+            m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            m.insert("resourceVersion".into(), json!(rv.to_string()));
+            if let Some(g) = m.get("generation").and_then(Value::as_i64) {
+                m.insert("generation".into(), json!(g + 1));
+            }
+            self.objects
+                .entry(rt.key())
+                .or_default()
+                .insert(key, next.clone());
+            self.commit(Change {
+                rv,
+                key: rt.key(),
+                kind: ChangeKind::Modified,
+                object: next.clone(),
+                old: Some(old),
+            });
+            return Ok(Deleted::Pending(next));
+        }
+        if let Some(m) = self.objects.get_mut(&rt.key()) {
+            m.remove(&key);
+        }
+        self.rv += 1;
+        let rv = self.rv;
+        let mut last = old.clone();
+        meta::meta_mut(&mut last).insert("resourceVersion".into(), json!(rv.to_string()));
+        self.commit(Change {
+            rv,
+            key: rt.key(),
+            kind: ChangeKind::Deleted,
+            object: last,
+            old: Some(old),
+        });
+        Ok(Deleted::Gone(success_deleted(subject(rt, name), &uid)))
+    }
+}
+
+/// The object with its type's `apiVersion` and `kind` (they are not stored per version).
+fn with_type(obj: &Value, rt: &ResourceType) -> Value {
+    let mut o = obj.clone();
+    if let Some(m) = o.as_object_mut() {
+        m.insert("apiVersion".into(), json!(rt.api_version()));
+        m.insert("kind".into(), json!(rt.kind));
+    }
+    o
+}

@@ -1,0 +1,12 @@
+//! The fake Kubernetes API server, driven through `kube::Client` (in-process and over
+//! loopback HTTP). Each test names the documented API-server rule it covers.
+#![cfg(feature = "kube")]
+
+mod fake_apiserver {
+    pub(crate) mod common;
+    mod faults;
+    mod http;
+    mod lifecycle;
+    mod verbs;
+    mod watch;
+}

@@ -1,0 +1,220 @@
+//! The example operator, unchanged, on the provkit-testing fake API server (in-process
+//! `kube::Client`) and the fake AAP over loopback: the whole controller loop
+//! (`controller::run`), leader election between two instances, and the CRD schema pruning a
+//! status field. The request-exact exchange test stays in `operator.rs`.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{TimeZone, Utc};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use provkit_aap::{AapClient, AapProvider};
+use provkit_core::{Clock, ManualClock};
+use provkit_example_operator::controller::{self, Context, FINALIZER};
+use provkit_example_operator::crd::{Phase, VirtualNetwork, VirtualNetworkSpec};
+use provkit_kube::LeaderElector;
+use provkit_lifecycle::LifecyclePolicy;
+use provkit_testing::fake_aap::{FakeAap, JobScript, JobTemplateSpec};
+use provkit_testing::fake_apiserver::FakeApiServer;
+use serde_json::json;
+
+/// Polls until `check` holds; fails after 30 s (a hang, not a timing claim).
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never happened: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn phase(v: &VirtualNetwork) -> Option<Phase> {
+    v.status.as_ref().and_then(|s| s.phase)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_loop_create_ready_update_delete() {
+    let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap());
+    let dyn_clock: Arc<dyn Clock> = Arc::new(clock.clone());
+    let template = |name: &str| JobTemplateSpec {
+        script: Some(JobScript::successful(Duration::from_secs(10))),
+        ..JobTemplateSpec::new(name, "osac")
+    };
+    let aap = FakeAap::builder()
+        .clock(dyn_clock.clone())
+        .organization("osac")
+        .job_template(template("osac-create-virtual-network"))
+        .job_template(template("osac-delete-virtual-network"))
+        .start()
+        .await
+        .unwrap();
+    let provider = Arc::new(
+        AapProvider::builder(
+            AapClient::builder(aap.base_url())
+                .token(aap.token())
+                .build()
+                .unwrap(),
+        )
+        .template_prefix("osac")
+        .clock(dyn_clock.clone())
+        .build(),
+    );
+    let server = FakeApiServer::builder()
+        .crd::<VirtualNetwork>()
+        .namespace("tenant-1")
+        .clock(dyn_clock.clone())
+        .build();
+    let operator = server.client_with_user_agent("provkit-example-operator/0.1");
+    let mut policy = LifecyclePolicy::default().with_poll_interval(Duration::from_millis(100));
+    policy.min_requeue = Duration::from_millis(10);
+    let ctx = Arc::new(Context::new(
+        operator.clone(),
+        provider,
+        policy,
+        dyn_clock,
+        "test-0",
+    ));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(controller::run(Api::all(operator), ctx, async {
+        let _ = stopped.await;
+    }));
+
+    let api: Api<VirtualNetwork> = Api::namespaced(server.client_named("user"), "tenant-1");
+    let vn = VirtualNetwork::new(
+        "net-a",
+        VirtualNetworkSpec {
+            cidr: "10.0.0.0/24".into(),
+            region: None,
+        },
+    );
+    api.create(&PostParams::default(), &vn).await.unwrap();
+    eventually("create job", || async { aap.aap().jobs().len() == 1 }).await;
+    assert_eq!(
+        api.get("net-a").await.unwrap().metadata.finalizers,
+        Some(vec![FINALIZER.to_owned()])
+    );
+    clock.advance(Duration::from_secs(60));
+    eventually("Ready", || async {
+        phase(&api.get("net-a").await.unwrap()) == Some(Phase::Ready)
+    })
+    .await;
+
+    api.patch(
+        "net-a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"region": "eu"}})),
+    )
+    .await
+    .unwrap();
+    eventually("a job for the changed spec", || async {
+        aap.aap().jobs().len() == 2
+    })
+    .await;
+    clock.advance(Duration::from_secs(60));
+    eventually("Ready again", || async {
+        let v = api.get("net-a").await.unwrap();
+        phase(&v) == Some(Phase::Ready)
+            && v.status
+                .as_ref()
+                .unwrap()
+                .provisioning
+                .provisioning_jobs
+                .len()
+                == 2
+    })
+    .await;
+
+    api.delete("net-a", &DeleteParams::default()).await.unwrap();
+    eventually("delete job", || async { aap.aap().jobs().len() == 3 }).await;
+    clock.advance(Duration::from_secs(60));
+    eventually("gone", || async {
+        matches!(api.get("net-a").await, Err(kube::Error::Api(s)) if s.code == 404)
+    })
+    .await;
+    let reasons: Vec<String> = server
+        .events()
+        .iter()
+        .filter_map(|e| e["reason"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r == "ProvisionJobSucceeded"),
+        "{reasons:?}"
+    );
+    let _ = stop.send(());
+    run.await.unwrap();
+}
+
+/// Two operator instances compete for one Lease on the fake: exactly one holds it; the
+/// other takes over only after the holder's lease expired.
+#[tokio::test]
+async fn leader_election_between_two_instances() {
+    let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap());
+    let dyn_clock: Arc<dyn Clock> = Arc::new(clock.clone());
+    let server = FakeApiServer::builder().clock(dyn_clock.clone()).build();
+    let elector = |who: &str| {
+        LeaderElector::new(
+            Api::<Lease>::default_namespaced(server.client_named(who)),
+            "provkit-example-operator",
+            who,
+            Duration::from_secs(15),
+            dyn_clock.clone(),
+        )
+    };
+    let (a, b) = (elector("replica-a"), elector("replica-b"));
+    assert!(a.try_acquire_or_renew().await.unwrap());
+    assert!(!b.try_acquire_or_renew().await.unwrap());
+    assert_eq!(
+        server
+            .lease_holders()
+            .get("default/provkit-example-operator"),
+        Some(&Some("replica-a".to_owned()))
+    );
+    clock.advance(Duration::from_secs(16));
+    assert!(
+        b.try_acquire_or_renew().await.unwrap(),
+        "expired lease taken over"
+    );
+    assert!(!a.try_acquire_or_renew().await.unwrap());
+    assert_eq!(
+        server
+            .lease_holders()
+            .get("default/provkit-example-operator"),
+        Some(&Some("replica-b".to_owned()))
+    );
+}
+
+/// The CRD's schema prunes a status field it does not declare, as a cluster does.
+#[tokio::test]
+async fn the_crd_schema_prunes_an_undeclared_status_field() {
+    let server = FakeApiServer::builder()
+        .crd::<VirtualNetwork>()
+        .namespace("tenant-1")
+        .build();
+    let api: Api<VirtualNetwork> = Api::namespaced(server.client(), "tenant-1");
+    let vn = VirtualNetwork::new(
+        "net-a",
+        VirtualNetworkSpec {
+            cidr: "10.0.0.0/24".into(),
+            region: None,
+        },
+    );
+    api.create(&PostParams::default(), &vn).await.unwrap();
+    api.patch_status(
+        "net-a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": "Ready", "notInTheSchema": "vanishes"}})),
+    )
+    .await
+    .unwrap();
+    let stored = server.objects_json("osac.openshift.io", "virtualnetworks");
+    assert_eq!(stored[0]["status"], json!({"phase": "Ready"}));
+}

@@ -12,6 +12,7 @@ mod fixtures;
 mod flush;
 mod leader;
 mod machines;
+mod production;
 mod scenarios;
 mod schema;
 mod stale_check;

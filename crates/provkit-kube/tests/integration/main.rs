@@ -11,6 +11,7 @@ mod aap;
 mod fixtures;
 mod flush;
 mod leader;
+mod leadership;
 mod machines;
 mod production;
 mod scenarios;

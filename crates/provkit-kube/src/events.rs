@@ -20,7 +20,7 @@
 //! job published again (a repeated identical occurrence) stays one series.
 //!
 //! Publishing is best effort: a failure is logged as a warning (with the API server's answer,
-//! see [`ErrorChain`](crate::ErrorChain)) and never fails the reconcile.
+//! see [`crate::ErrorChain`]) and never fails the reconcile.
 //! RBAC: `create` and `patch` on `events.k8s.io/events`.
 
 use k8s_openapi::api::core::v1::ObjectReference;

@@ -145,7 +145,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
     /// Sends `field_manager` (usually the controller name) as the `fieldManager` of every
     /// status patch, so `managedFields` names this controller. kube-runtime's finalizer
     /// patches and Event writes take no field manager: give the client a User-Agent naming
-    /// the controller as well ([`user_agent`](crate::user_agent)).
+    /// the controller as well ([`user_agent()`](crate::user_agent())).
     #[must_use]
     pub fn with_field_manager(mut self, field_manager: impl Into<String>) -> Self {
         self.status.field_manager = Some(field_manager.into());

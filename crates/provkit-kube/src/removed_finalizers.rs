@@ -9,7 +9,9 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 /// Uids whose finalizer this controller removed recently.
 #[derive(Debug, Default)]

@@ -35,7 +35,7 @@ pub struct Context {
 impl Context {
     /// Wires `provider` with the given policy and clock; Events are published as
     /// [`CONTROLLER_NAME`] (instance `identity`), status patches carry `field_manager`.
-    /// Build `client` with [`provkit_kube::user_agent`] so kube-runtime's finalizer and
+    /// Build `client` with [`provkit_kube::user_agent()`] so kube-runtime's finalizer and
     /// Event writes are attributed too.
     pub fn new(
         client: Client,

@@ -50,7 +50,7 @@ mod tests {
         let out = buf.clone();
         let sub = subscriber(move || buf.clone(), ansi);
         tracing::subscriber::with_default(sub, || {
-            tracing::warn!(object = "ns/a", "reconcile failed")
+            tracing::warn!(object = "ns/a", "reconcile failed");
         });
         String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
     }

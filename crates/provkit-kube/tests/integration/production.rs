@@ -272,3 +272,76 @@ async fn a_removed_field_is_cleared_and_unknown_fields_are_left_alone() {
     timeout_after_1s(server).await;
     assert_eq!(r.unwrap(), Action::await_change());
 }
+
+/// Reads one HTTP/1.1 request from `stream` (head and `Content-Length` body) and returns
+/// its head.
+async fn read_request(stream: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "connection closed mid-request");
+        buf.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&buf).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let head = text[..end].to_owned();
+            let len = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + len {
+                return head;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn kube_runtime_finalizer_writes_carry_the_controller_user_agent() {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let head = read_request(&mut stream).await;
+        let body = serde_json::to_vec(&Network::test().finalized().with_rv("2")).unwrap();
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(reply.as_bytes()).await.unwrap();
+        stream.write_all(&body).await.unwrap();
+        head
+    });
+    let mut config = kube::Config::new(url.parse().unwrap());
+    config.default_namespace = NS.into();
+    provkit_kube::user_agent(&mut config, "provkit-test", "1.2.3").unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let h = Harness::new();
+    let p = Provisioner::new(client, h.lifecycle.clone(), FINALIZER);
+    // A new object: kube-runtime's finalizer helper adds the finalizer (no field manager of
+    // its own), so the API server can only name the manager from the User-Agent.
+    let r = p.reconcile(Arc::new(Network::test()), &Phases).await;
+    assert_eq!(r.unwrap(), Action::await_change());
+    let head = tokio::time::timeout(std::time::Duration::from_secs(5), server)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        head.starts_with("PATCH /apis/test.provkit.dev/v1/namespaces/default/networks/net-a"),
+        "{head}"
+    );
+    let agent = head
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("user-agent: ")
+                .or_else(|| l.strip_prefix("User-Agent: "))
+        })
+        .unwrap_or_else(|| panic!("no User-Agent in {head}"));
+    assert_eq!(agent, "provkit-test/1.2.3");
+}

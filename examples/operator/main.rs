@@ -13,61 +13,23 @@
 //! (`--template-prefix`, default `OSAC_AAP_TEMPLATE_PREFIX` or `osac`).
 //!
 //! High availability: run one replica, or several with leader election (the default): only the
-//! holder of the `coordination.k8s.io` Lease reconciles, and a replica that loses it exits.
-#![allow(clippy::unwrap_used)]
+//! holder of the `coordination.k8s.io` Lease reconciles (see the README).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
 use provkit_aap::{AapClient, AapProvider};
 use provkit_core::{Clock, SystemClock};
+use provkit_example_operator::cli::{Cli, Command};
 use provkit_example_operator::controller::{self, Context};
 use provkit_example_operator::crd::{VirtualNetwork, crd_yaml};
-use provkit_example_operator::leadership;
-use provkit_kube::LeaderElector;
+use provkit_example_operator::logging;
+use provkit_kube::{LeaderElector, LeadershipEnd, default_identity, shutdown_signal};
 use provkit_lifecycle::{LifecyclePolicy, ProvisioningProvider};
 use provkit_testing::fake_aap::{FakeAap, FakeAapServer, JobScript, JobTemplateSpec};
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "operator",
-    about = "VirtualNetwork operator provisioned through AAP (provkit example)"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Option<Command>,
-    /// Use an in-process fake AAP server instead of the AAP_* environment.
-    #[arg(long)]
-    fake_aap: bool,
-    /// Template prefix: `<prefix>-create-virtual-network` / `<prefix>-delete-virtual-network`
-    /// (default: $OSAC_AAP_TEMPLATE_PREFIX or `osac`).
-    #[arg(long)]
-    template_prefix: Option<String>,
-    /// Only watch this namespace (default: all namespaces).
-    #[arg(long)]
-    namespace: Option<String>,
-    /// Job status poll interval in seconds.
-    #[arg(long, default_value_t = 30)]
-    poll_interval: u64,
-    /// Run without leader election (only safe with exactly one replica).
-    #[arg(long)]
-    no_leader_election: bool,
-    /// Name of the leader-election Lease.
-    #[arg(long, default_value = "provkit-example-operator")]
-    lease_name: String,
-    /// Namespace of the Lease (default: the client's default namespace).
-    #[arg(long)]
-    lease_namespace: Option<String>,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// Print the VirtualNetwork CRD as YAML.
-    Crd,
-}
 
 async fn fake_aap(prefix: &str) -> Result<FakeAapServer, Box<dyn std::error::Error>> {
     let template = |action: &str| JobTemplateSpec {
@@ -80,7 +42,10 @@ async fn fake_aap(prefix: &str) -> Result<FakeAapServer, Box<dyn std::error::Err
         .job_template(template("delete"))
         .start()
         .await?;
-    tracing::info!(url = %server.api_base(), "started in-process fake AAP");
+    tracing::warn!(
+        url = %server.api_base(),
+        "started in-process fake AAP; its jobs live in memory only and are lost on restart"
+    );
     Ok(server)
 }
 
@@ -91,15 +56,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         print!("{}", crd_yaml()?);
         return Ok(());
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,provkit_kube=debug".into()),
-        )
-        .init();
+    tracing::subscriber::set_global_default(logging::subscriber(
+        std::io::stdout,
+        logging::stdout_wants_ansi(),
+    ))?;
+    let election = cli.leader_election()?;
 
-    // Fail fast without a cluster, before starting anything.
-    let client = Client::try_default().await?;
+    // Fail fast without a cluster, before starting anything. Every request names the
+    // controller in its User-Agent, so writes without a field manager (kube-runtime's
+    // finalizer patches and Events) are attributed to it in managedFields.
+    let mut config = kube::Config::infer().await?;
+    provkit_kube::user_agent(&mut config, &cli.field_manager, env!("CARGO_PKG_VERSION"))?;
+    let client = Client::try_from(config)?;
     let prefix = cli
         .template_prefix
         .clone()
@@ -120,9 +88,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let provider: Arc<dyn ProvisioningProvider> = Arc::new(AapProvider::with_prefix(aap, prefix));
 
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let identity = std::env::var("POD_NAME")
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_else(|_| format!("operator-{}", std::process::id()));
+    let identity = cli.identity.clone().unwrap_or_else(default_identity);
     let policy = LifecyclePolicy::default()
         .with_poll_interval(Duration::from_secs(cli.poll_interval.max(1)));
     let ctx = Arc::new(Context::new(
@@ -131,6 +97,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         policy,
         clock.clone(),
         &identity,
+        &cli.field_manager,
     ));
     let api: Api<VirtualNetwork> = match &cli.namespace {
         Some(ns) => Api::namespaced(client.clone(), ns),
@@ -139,7 +106,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     if cli.no_leader_election {
         tracing::warn!("leader election disabled: run exactly one replica");
-        controller::run(api, ctx, std::future::pending()).await;
+        controller::run(api, ctx, shutdown_signal()).await;
         return Ok(());
     }
 
@@ -147,28 +114,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::default_namespaced(client.clone()),
     };
-    let elector = LeaderElector::new(
-        leases,
-        cli.lease_name.clone(),
-        identity,
-        Duration::from_secs(15),
-        clock,
-    );
-    leadership::acquire(&elector, Duration::from_secs(2)).await;
-    let (lost_tx, lost_rx) = tokio::sync::oneshot::channel();
-    let holder = tokio::spawn(async move {
-        let why = leadership::hold(&elector, Duration::from_secs(5)).await;
-        tracing::error!(?why, "lost leadership; stopping the controller");
-        let _ = lost_tx.send(());
-    });
-    controller::run(api, ctx, async move {
-        let _ = lost_rx.await;
-    })
-    .await;
-    if holder.is_finished() {
+    let elector =
+        LeaderElector::with_config(leases, cli.lease_name.clone(), identity, election, clock)
+            .with_field_manager(cli.field_manager.clone());
+    tracing::info!(identity = elector.identity(), lease = %cli.lease_name, "waiting for leadership");
+    let end = elector
+        .run(shutdown_signal(), |token| {
+            controller::run(api, ctx, token.cancelled_owned())
+        })
+        .await;
+    tracing::info!(?end, "stopped");
+    if let LeadershipEnd::Lost(_) = end {
         // Exit non-zero so the pod restarts as a standby candidate.
         std::process::exit(1);
     }
-    holder.abort();
     Ok(())
 }

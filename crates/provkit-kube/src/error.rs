@@ -1,5 +1,4 @@
-//! The reconcile helper's error, which also carries "keep the finalizer, come back in d", and
-//! the matching [`error_policy`].
+//! The reconcile helper's error and the matching [`error_policy`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,36 +6,20 @@ use std::time::Duration;
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer;
 
+use crate::error_chain::ErrorChain;
 use crate::flush::StatusWriteError;
 
-/// The requeue delay [`error_policy`] uses for errors that carry none (30 s, the default poll
-/// interval).
+/// The requeue delay [`error_policy`] uses (30 s, the default poll interval).
 pub const DEFAULT_ERROR_REQUEUE: Duration = Duration::from_secs(30);
 
-/// An error of [`Provisioner::reconcile`](crate::Provisioner::reconcile).
+/// A failure of [`Provisioner::reconcile`](crate::Provisioner::reconcile).
 ///
-/// kube-runtime's [`finalizer`](kube::runtime::finalizer()) removes the finalizer whenever the
-/// cleanup returns `Ok`. "Deprovisioning is not finished, keep the finalizer and come back in
-/// d" therefore travels as [`ReconcileError::KeepFinalizer`], an error that carries its delay;
-/// [`error_policy`] turns it into `Action::requeue(d)`. The job history (with a new
-/// deprovision job, if one was launched) has already been written when it is returned —
-/// except after a stale-cache requeue (step `StaleCache`), where the API server already holds
-/// a newer history than the cached copy and nothing is written.
+/// Only failures: an unfinished deletion ("keep the finalizer, come back in d") is
+/// `Ok(Action::requeue(d))`, so an error policy (and kube-runtime's error metrics) see
+/// nothing but real failures.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReconcileError {
-    /// Deprovisioning is in progress (or blocked by a failed job); the finalizer stays.
-    #[error(
-        "deprovisioning of {object} not finished ({step}); keeping the finalizer, retry in {requeue_after:?}"
-    )]
-    KeepFinalizer {
-        /// `namespace/name`.
-        object: String,
-        /// When to look again.
-        requeue_after: Duration,
-        /// What the deprovisioning step was, for logs.
-        step: String,
-    },
     /// The lifecycle engine failed (a launch failed; nothing was recorded).
     #[error("provisioning lifecycle of {object} failed")]
     Lifecycle {
@@ -73,62 +56,81 @@ pub enum ReconcileError {
         #[source]
         source: StatusWriteError,
     },
-    /// Adding or removing the finalizer failed (kube-runtime's finalizer helper).
-    #[error("finalizer handling failed")]
-    Finalizer(#[source] Box<finalizer::Error<ReconcileError>>),
+    /// Adding the finalizer failed (kube-runtime's finalizer helper).
+    #[error("adding the finalizer to {object} failed")]
+    AddFinalizer {
+        /// `namespace/name`.
+        object: String,
+        /// The kube error (the API server's answer).
+        #[source]
+        source: kube::Error,
+    },
+    /// Removing the finalizer failed (kube-runtime's finalizer helper).
+    #[error("removing the finalizer from {object} failed")]
+    RemoveFinalizer {
+        /// `namespace/name`.
+        object: String,
+        /// The kube error (the API server's answer).
+        #[source]
+        source: kube::Error,
+    },
+    /// The object has no name, or the finalizer name is not a valid JSON-pointer segment.
+    #[error("the finalizer of {object} cannot be patched: {reason}")]
+    InvalidFinalizer {
+        /// `namespace/name`.
+        object: String,
+        /// kube-runtime's description.
+        reason: String,
+    },
+}
+
+/// What the finalizer closure returns as its error: a failure, or the "not finished yet" of a
+/// deletion (kube-runtime removes the finalizer whenever the cleanup returns `Ok`, so keeping
+/// it has to travel as an error until [`ReconcileError::from_finalizer`] turns it back into
+/// an `Action`).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FinalizerStep {
+    #[error("deprovisioning not finished; keeping the finalizer")]
+    Keep(Action),
+    #[error(transparent)]
+    Failed(#[from] ReconcileError),
 }
 
 impl ReconcileError {
-    /// The delay this error asks for, if it carries one.
-    #[must_use]
-    pub fn requeue_after(&self) -> Option<Duration> {
-        match self {
-            Self::KeepFinalizer { requeue_after, .. } => Some(*requeue_after),
-            Self::Finalizer(inner) => match inner.as_ref() {
-                finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => {
-                    e.requeue_after()
+    /// kube-runtime's finalizer result → the reconcile's: a kept finalizer is its `Action`,
+    /// the Apply / Cleanup errors are ours already, the finalizer patches get the object name.
+    pub(crate) fn from_finalizer(
+        object: &str,
+        result: Result<Action, finalizer::Error<FinalizerStep>>,
+    ) -> Result<Action, Self> {
+        let object = object.to_owned();
+        match result {
+            Ok(action) => Ok(action),
+            Err(finalizer::Error::ApplyFailed(step) | finalizer::Error::CleanupFailed(step)) => {
+                match step {
+                    FinalizerStep::Keep(action) => Ok(action),
+                    FinalizerStep::Failed(e) => Err(e),
                 }
-                _ => None,
-            },
-            _ => None,
-        }
-    }
-
-    /// True for [`ReconcileError::KeepFinalizer`]: not a failure, a "not yet".
-    #[must_use]
-    pub fn is_keep_finalizer(&self) -> bool {
-        matches!(self, Self::KeepFinalizer { .. })
-    }
-
-    /// Unwraps kube-runtime's finalizer error: the Apply / Cleanup errors are ours already.
-    pub(crate) fn from_finalizer(e: finalizer::Error<Self>) -> Self {
-        match e {
-            finalizer::Error::ApplyFailed(inner) | finalizer::Error::CleanupFailed(inner) => inner,
-            other => Self::Finalizer(Box::new(other)),
+            }
+            Err(finalizer::Error::AddFinalizer(source)) => {
+                Err(Self::AddFinalizer { object, source })
+            }
+            Err(finalizer::Error::RemoveFinalizer(source)) => {
+                Err(Self::RemoveFinalizer { object, source })
+            }
+            Err(e @ (finalizer::Error::UnnamedObject | finalizer::Error::InvalidFinalizer)) => {
+                Err(Self::InvalidFinalizer {
+                    object,
+                    reason: e.to_string(),
+                })
+            }
         }
     }
 }
 
-/// The delay for `error`: its own for [`ReconcileError::KeepFinalizer`], `fallback` otherwise.
-///
-/// ```
-/// use std::time::Duration;
-/// use kube::runtime::controller::Action;
-/// use provkit_kube::{error_action, ReconcileError};
-///
-/// let keep = ReconcileError::KeepFinalizer {
-///     object: "ns/a".into(), requeue_after: Duration::from_secs(120), step: "backing off".into(),
-/// };
-/// assert_eq!(error_action(&keep, Duration::from_secs(5)), Action::requeue(Duration::from_secs(120)));
-/// ```
-#[must_use]
-pub fn error_action(error: &ReconcileError, fallback: Duration) -> Action {
-    Action::requeue(error.requeue_after().unwrap_or(fallback))
-}
-
-/// A ready-made `error_policy` for `Controller::run`: honours the delay of
-/// [`ReconcileError::KeepFinalizer`] (logged at debug: it is expected), and requeues other
-/// errors after [`DEFAULT_ERROR_REQUEUE`] (logged as a warning).
+/// A ready-made `error_policy` for `Controller::run`: logs the error with its whole cause
+/// chain ([`ErrorChain`]: the API server's code, reason and message) as a warning, and
+/// requeues after [`DEFAULT_ERROR_REQUEUE`].
 ///
 /// ```no_run
 /// # use std::sync::Arc;
@@ -143,10 +145,6 @@ pub fn error_action(error: &ReconcileError, fallback: Duration) -> Action {
 /// # }
 /// ```
 pub fn error_policy<K, C>(_obj: Arc<K>, error: &ReconcileError, _ctx: Arc<C>) -> Action {
-    if error.is_keep_finalizer() {
-        tracing::debug!(%error, "keeping finalizer");
-    } else {
-        tracing::warn!(error = %error, "reconcile failed");
-    }
-    error_action(error, DEFAULT_ERROR_REQUEUE)
+    tracing::warn!(error = %ErrorChain(error), "reconcile failed");
+    Action::requeue(DEFAULT_ERROR_REQUEUE)
 }

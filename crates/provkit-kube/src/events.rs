@@ -3,19 +3,31 @@
 //!
 //! | milestone | type | reason | action |
 //! |---|---|---|---|
-//! | provision job launched | Normal | `ProvisionJobTriggered` | `Provision` |
-//! | provision job succeeded | Normal | `ProvisionJobSucceeded` | `Provision` |
-//! | provision job failed | Warning | `ProvisionJobFailed` | `Provision` |
-//! | deprovision job launched | Normal | `DeprovisionJobTriggered` | `Deprovision` |
-//! | deprovision job failed | Warning | `DeprovisionJobFailed` | `Deprovision` |
+//! | provision job launched | Normal | `ProvisionJobTriggered` | `Provision/<job id>` |
+//! | provision job succeeded | Normal | `ProvisionJobSucceeded` | `Provision/<job id>` |
+//! | provision job failed | Warning | `ProvisionJobFailed` | `Provision/<job id>` |
+//! | deprovision job launched | Normal | `DeprovisionJobTriggered` | `Deprovision/<job id>` |
+//! | deprovision job failed | Warning | `DeprovisionJobFailed` | `Deprovision/<job id>` |
 //! | deprovisioning finished, finalizer removed | Normal | `Deprovisioned` | `Deprovision` |
 //!
-//! Publishing is best effort: a failure is logged as a warning and never fails the reconcile.
+//! # One Event per job, one series per repetition
+//! kube-runtime's `Recorder` keys an Event series on type, reason, **action**, reporting
+//! controller and instance, regarding and related object — not on the note. A second
+//! publication with the same key within six minutes does not create an Event: it patches the
+//! first one's `series.count` and keeps the first one's note. With a constant action, job 2's
+//! launch would show up as job 1's Event with count 2. The job id therefore goes into the
+//! action: two jobs are two Events with their own notes, while the same milestone of the same
+//! job published again (a repeated identical occurrence) stays one series.
+//!
+//! Publishing is best effort: a failure is logged as a warning (with the API server's answer,
+//! see [`crate::ErrorChain`]) and never fails the reconcile.
 //! RBAC: `create` and `patch` on `events.k8s.io/events`.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder};
 use tracing::warn;
+
+use crate::error_chain::ErrorChain;
 
 /// A job milestone worth an Event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,37 +74,37 @@ impl JobEvent {
             Self::ProvisionTriggered { job_id } => (
                 EventType::Normal,
                 "ProvisionJobTriggered",
-                "Provision",
+                job_action("Provision", job_id),
                 format!("provision job {job_id} launched"),
             ),
             Self::ProvisionSucceeded { job_id } => (
                 EventType::Normal,
                 "ProvisionJobSucceeded",
-                "Provision",
+                job_action("Provision", job_id),
                 format!("provision job {job_id} succeeded"),
             ),
             Self::ProvisionFailed { job_id, message } => (
                 EventType::Warning,
                 "ProvisionJobFailed",
-                "Provision",
-                format!("provision job {job_id} failed: {message}"),
+                job_action("Provision", job_id),
+                failure_note("provision", job_id, message),
             ),
             Self::DeprovisionTriggered { job_id } => (
                 EventType::Normal,
                 "DeprovisionJobTriggered",
-                "Deprovision",
+                job_action("Deprovision", job_id),
                 format!("deprovision job {job_id} launched"),
             ),
             Self::DeprovisionFailed { job_id, message } => (
                 EventType::Warning,
                 "DeprovisionJobFailed",
-                "Deprovision",
-                format!("deprovision job {job_id} failed: {message}"),
+                job_action("Deprovision", job_id),
+                failure_note("deprovision", job_id, message),
             ),
             Self::Deprovisioned => (
                 EventType::Normal,
                 "Deprovisioned",
-                "Deprovision",
+                "Deprovision".to_owned(),
                 "deprovisioning finished; removing the finalizer".to_owned(),
             ),
         };
@@ -100,9 +112,55 @@ impl JobEvent {
             type_,
             reason: reason.to_owned(),
             note: Some(truncate(note, 1024)),
-            action: action.to_owned(),
+            action,
             secondary: None,
         }
+    }
+
+    /// The provider job id this milestone is about (`None` for [`JobEvent::Deprovisioned`]).
+    #[must_use]
+    pub fn job_id(&self) -> Option<&str> {
+        match self {
+            Self::ProvisionTriggered { job_id }
+            | Self::ProvisionSucceeded { job_id }
+            | Self::ProvisionFailed { job_id, .. }
+            | Self::DeprovisionTriggered { job_id }
+            | Self::DeprovisionFailed { job_id, .. } => Some(job_id),
+            Self::Deprovisioned => None,
+        }
+    }
+}
+
+/// `<verb>/<job id>`, at most 128 bytes (the API server's limit on `action`).
+fn job_action(verb: &str, job_id: &str) -> String {
+    truncate(format!("{verb}/{job_id}"), 128)
+}
+
+/// `"<kind> job <id> failed: <detail>"`, without repeating the word "failed" when the job's
+/// message starts with the provider's state (AAP's `"failed: <explanation>"`).
+fn failure_note(kind: &str, job_id: &str, message: &str) -> String {
+    let detail = strip_failed_prefix(message.trim());
+    if detail.is_empty() {
+        format!("{kind} job {job_id} failed")
+    } else {
+        format!("{kind} job {job_id} failed: {detail}")
+    }
+}
+
+fn strip_failed_prefix(message: &str) -> &str {
+    let Some(head) = message.get(..6) else {
+        return message;
+    };
+    if !head.eq_ignore_ascii_case("failed") {
+        return message;
+    }
+    let rest = &message[6..];
+    if rest.is_empty() {
+        ""
+    } else if let Some(after) = rest.strip_prefix(':') {
+        after.trim_start()
+    } else {
+        message
     }
 }
 
@@ -157,8 +215,14 @@ impl EventPublisher {
         let Some(recorder) = &self.recorder else {
             return;
         };
-        if let Err(error) = recorder.publish(&event.to_event(), regarding).await {
-            warn!(%error, reason = %event.to_event().reason, "failed to publish Kubernetes event");
+        let ev = event.to_event();
+        if let Err(error) = recorder.publish(&ev, regarding).await {
+            warn!(
+                error = %ErrorChain(&error),
+                reason = %ev.reason,
+                action = %ev.action,
+                "failed to publish Kubernetes event"
+            );
         }
     }
 }
@@ -214,5 +278,48 @@ mod tests {
             message: "é".repeat(2000),
         };
         assert!(long.to_event().note.unwrap_or_default().len() <= 1024);
+    }
+
+    #[test]
+    fn each_job_is_its_own_series_key() {
+        let a = JobEvent::ProvisionTriggered { job_id: "1".into() }.to_event();
+        let b = JobEvent::ProvisionTriggered { job_id: "2".into() }.to_event();
+        assert_eq!(
+            (a.action.as_str(), b.action.as_str()),
+            ("Provision/1", "Provision/2")
+        );
+        let long = JobEvent::DeprovisionTriggered {
+            job_id: "9".repeat(300),
+        };
+        assert_eq!(long.to_event().action.len(), 128);
+        assert_eq!(JobEvent::Deprovisioned.job_id(), None);
+    }
+
+    #[test]
+    fn failure_notes_do_not_repeat_failed() {
+        let note = |message: &str| {
+            JobEvent::ProvisionFailed {
+                job_id: "1".into(),
+                message: message.into(),
+            }
+            .to_event()
+            .note
+            .unwrap_or_default()
+        };
+        let cases = [
+            (
+                "failed: playbook failed",
+                "provision job 1 failed: playbook failed",
+            ),
+            ("Failed:  boom", "provision job 1 failed: boom"),
+            ("failed", "provision job 1 failed"),
+            ("", "provision job 1 failed"),
+            ("canceled", "provision job 1 failed: canceled"),
+            ("failedover: x", "provision job 1 failed: failedover: x"),
+            ("é", "provision job 1 failed: é"),
+        ];
+        for (message, want) in cases {
+            assert_eq!(note(message), want, "{message:?}");
+        }
     }
 }

@@ -27,6 +27,22 @@
 //! Fields outside the job list: the flush sends only `provisioningJobs` and
 //! `desiredConfigVersion`, so a concurrent writer's other status fields survive. The full
 //! write sends our whole status (our other fields win, as in Go's `RetryOnConflict` + copy).
+//!
+//! # Clearing what this controller removed
+//! A merge patch only changes the keys it names, and a field the status type skips when
+//! `None` (`skip_serializing_if`) is simply absent from the serialized status — so a field a
+//! callback removed would stay on the server forever. The full write therefore diffs against
+//! the **last-read status as the Rust type sees it** — the object the reconcile started
+//! with, which carries what this controller wrote last time: every key that was there and is
+//! no longer in ours is sent as `null`, recursively through nested objects. Keys the Rust
+//! type does not know (a Go operator's fields during a cut-over, another controller's fields)
+//! never appear in that baseline — deserializing dropped them — so they are never cleared;
+//! nor are keys a concurrent writer added after that read (seen only in a conflict re-read):
+//! we did not remove them.
+//!
+//! # Field manager
+//! [`StatusWriteConfig::field_manager`] is sent as `?fieldManager=` on every patch, so the
+//! writes show up under that manager in `managedFields` (the controller name, not `unknown`).
 
 use std::num::{NonZeroU32, NonZeroUsize};
 use std::sync::Mutex;
@@ -47,6 +63,9 @@ pub struct StatusWriteConfig {
     pub max_attempts: NonZeroU32,
     /// The history cap applied when merging (default 10, Go `DefaultMaxJobHistory`).
     pub max_history: NonZeroUsize,
+    /// The `fieldManager` of every status patch (default none: the API server then derives
+    /// the manager from the client's User-Agent).
+    pub field_manager: Option<String>,
 }
 
 impl Default for StatusWriteConfig {
@@ -54,6 +73,7 @@ impl Default for StatusWriteConfig {
         Self {
             max_attempts: NonZeroU32::new(5).unwrap_or(NonZeroU32::MIN),
             max_history: NonZeroUsize::new(10).unwrap_or(NonZeroUsize::MIN),
+            field_manager: None,
         }
     }
 }
@@ -63,6 +83,13 @@ impl StatusWriteConfig {
     #[must_use]
     pub fn with_max_history(mut self, max_history: NonZeroUsize) -> Self {
         self.max_history = max_history;
+        self
+    }
+
+    /// With a field manager for every status patch (usually the controller name).
+    #[must_use]
+    pub fn with_field_manager(mut self, field_manager: impl Into<String>) -> Self {
+        self.field_manager = Some(field_manager.into());
         self
     }
 
@@ -154,6 +181,8 @@ pub struct StatusSession<K: ProvisionedResource> {
     api: Api<K>,
     name: String,
     config: StatusWriteConfig,
+    /// The status the reconcile started from, serialized from the Rust type.
+    last_read: Value,
     known: Mutex<Known>,
 }
 
@@ -161,17 +190,19 @@ impl<K: ProvisionedResource> StatusSession<K> {
     /// A session for `obj` (the copy the reconcile started with, e.g. from the cache).
     ///
     /// # Errors
-    /// [`StatusWriteError::UnnamedObject`].
+    /// [`StatusWriteError::UnnamedObject`], [`StatusWriteError::Serialize`].
     pub fn new(api: Api<K>, obj: &K, config: StatusWriteConfig) -> Result<Self, StatusWriteError> {
         let name = obj
             .meta()
             .name
             .clone()
             .ok_or(StatusWriteError::UnnamedObject)?;
+        let last_read = status_value(obj, &name)?;
         Ok(Self {
             api,
             name,
             config,
+            last_read,
             known: Mutex::new(Known {
                 resource_version: obj.meta().resource_version.clone(),
                 server_jobs: obj.provisioning_jobs().to_vec(),
@@ -221,7 +252,7 @@ impl<K: ProvisionedResource> StatusSession<K> {
         let desired = desired_config_version.to_owned();
         let ours = jobs.to_vec();
         let (_, persisted) = self
-            .write_loop(|server_jobs| {
+            .write_loop(|server_jobs, _| {
                 let merged = merge_job_histories(server_jobs, &ours, self.config.max_history);
                 let status = crate::ProvisioningStatus {
                     provisioning_jobs: merged.clone(),
@@ -236,24 +267,21 @@ impl<K: ProvisionedResource> StatusSession<K> {
     }
 
     /// The end-of-reconcile write: persists `obj`'s whole status, with its job list merged with
-    /// the server's. Returns the object as the API server stored it.
+    /// the server's, and clears the fields of the last-read status that `obj` no longer has
+    /// (see [Clearing what this controller removed](self#clearing-what-this-controller-removed)).
+    /// Returns the object as the API server stored it.
     ///
     /// # Errors
     /// [`StatusWriteError`]; a 409 is retried after a re-read.
     pub async fn write_status(&self, obj: &K) -> Result<K, StatusWriteError> {
         let ours = obj.provisioning_jobs().to_vec();
         let (written, _) = self
-            .write_loop(|server_jobs| {
+            .write_loop(|server_jobs, last_read| {
                 let merged = merge_job_histories(server_jobs, &ours, self.config.max_history);
                 let mut copy = obj.clone();
                 copy.provisioning_status_mut().provisioning_jobs = merged.clone();
-                let value =
-                    serde_json::to_value(&copy).map_err(|source| StatusWriteError::Serialize {
-                        name: self.name.clone(),
-                        source,
-                    })?;
-                let status = value.get("status").cloned().unwrap_or(Value::Null);
-                Ok((status, merged))
+                let status = status_value(&copy, &self.name)?;
+                Ok((clearing_removed(last_read, status), merged))
             })
             .await?;
         Ok(written)
@@ -261,7 +289,7 @@ impl<K: ProvisionedResource> StatusSession<K> {
 
     async fn write_loop(
         &self,
-        build: impl Fn(&[JobStatus]) -> Result<(Value, Vec<JobStatus>), StatusWriteError>,
+        build: impl Fn(&[JobStatus], &Value) -> Result<(Value, Vec<JobStatus>), StatusWriteError>,
     ) -> Result<(K, Vec<JobStatus>), StatusWriteError> {
         let attempts = self.config.max_attempts.get();
         for attempt in 1..=attempts {
@@ -274,11 +302,15 @@ impl<K: ProvisionedResource> StatusSession<K> {
                 self.reread().await?;
                 continue;
             };
-            let (status, merged) = build(&server_jobs)?;
+            let (status, merged) = build(&server_jobs, &self.last_read)?;
             let body = json!({ "metadata": { "resourceVersion": rv }, "status": status });
+            let params = PatchParams {
+                field_manager: self.config.field_manager.clone(),
+                ..PatchParams::default()
+            };
             match self
                 .api
-                .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&body))
+                .patch_status(&self.name, &params, &Patch::Merge(&body))
                 .await
             {
                 Ok(written) => {
@@ -328,6 +360,51 @@ impl<K: ProvisionedResource> StatusSession<K> {
         k.server_jobs = fresh.provisioning_jobs().to_vec();
         Ok(())
     }
+}
+
+/// `obj`'s `status` as JSON (`null` when it has none).
+fn status_value<K: ProvisionedResource>(obj: &K, name: &str) -> Result<Value, StatusWriteError> {
+    serde_json::to_value(obj)
+        .map(|v| v.get("status").cloned().unwrap_or(Value::Null))
+        .map_err(|source| StatusWriteError::Serialize {
+            name: name.to_owned(),
+            source,
+        })
+}
+
+/// The merge patch that turns `last_read` into `ours`: `ours`, plus `null` for every key of
+/// `last_read` that `ours` no longer has (recursively through objects both have). A status
+/// removed as a whole clears its known keys one by one, never the whole `status`.
+///
+/// ```
+/// use provkit_kube::flush::clearing_removed;
+/// use serde_json::json;
+///
+/// let last_read = json!({"phase": "Failed", "network": {"id": "n-1", "gateway": "10.0.0.1"}});
+/// let ours = json!({"network": {"id": "n-1"}});
+/// assert_eq!(
+///     clearing_removed(&last_read, ours),
+///     json!({"phase": null, "network": {"id": "n-1", "gateway": null}})
+/// );
+/// ```
+#[must_use]
+pub fn clearing_removed(last_read: &Value, ours: Value) -> Value {
+    let Value::Object(before) = last_read else {
+        return ours;
+    };
+    let mut after = match ours {
+        Value::Object(after) => after,
+        Value::Null => serde_json::Map::new(),
+        other => return other,
+    };
+    for (key, was) in before {
+        let now = match after.remove(key) {
+            None | Some(Value::Null) => Value::Null,
+            Some(now) => clearing_removed(was, now),
+        };
+        after.insert(key.clone(), now);
+    }
+    Value::Object(after)
 }
 
 /// Merges two job histories by `jobID` (see the [module docs](self) for the rule).

@@ -4,26 +4,37 @@
 
 pub mod adapters;
 pub mod error;
+pub mod error_chain;
 pub mod events;
 pub mod flush;
 pub mod leader;
+pub mod leadership;
 pub mod management;
 pub mod reconcile;
+mod removed_finalizers;
 pub mod resource;
 pub mod stale_check;
 pub mod status;
 pub mod time;
+pub mod user_agent;
 
 #[doc(inline)]
 pub use adapters::{ApiServerJobs, SessionFlush, gvr_of, object_ref, resource_view};
 #[doc(inline)]
-pub use error::{DEFAULT_ERROR_REQUEUE, ReconcileError, error_action, error_policy};
+pub use error::{DEFAULT_ERROR_REQUEUE, ReconcileError, error_policy};
+#[doc(inline)]
+pub use error_chain::ErrorChain;
 #[doc(inline)]
 pub use events::{EventPublisher, JobEvent};
 #[doc(inline)]
 pub use flush::{StatusSession, StatusWriteConfig, StatusWriteError};
 #[doc(inline)]
-pub use leader::{LeaderElector, LeaderError};
+pub use leader::{
+    InvalidLeaderElectionConfig, LeaderElectionConfig, LeaderElector, LeaderError,
+    default_identity, unique_identity,
+};
+#[doc(inline)]
+pub use leadership::{LeadershipEnd, LeadershipLost, shutdown_signal};
 #[doc(inline)]
 pub use management::{Management, ManagementHook, ManagementStatePolicy};
 #[doc(inline)]
@@ -36,3 +47,5 @@ pub use resource::ProvisionedResource;
 pub use stale_check::{OnStaleCheckError, api_server_has_non_terminal_provision_job};
 #[doc(inline)]
 pub use status::ProvisioningStatus;
+#[doc(inline)]
+pub use user_agent::{InvalidUserAgent, user_agent};

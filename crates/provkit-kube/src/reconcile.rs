@@ -17,10 +17,11 @@ use provkit_lifecycle::{
 use tracing::Instrument;
 
 use crate::adapters::{ApiServerJobs, SessionFlush, display_name, resource_view};
-use crate::error::ReconcileError;
+use crate::error::{FinalizerStep, ReconcileError};
 use crate::events::{EventPublisher, JobEvent};
 use crate::flush::{StatusSession, StatusWriteConfig};
 use crate::management::{Management, ManagementHook, ManagementStatePolicy};
+use crate::removed_finalizers::RemovedFinalizers;
 use crate::resource::{NamespaceScope, ProvisionedResource};
 
 /// User callbacks of [`Provisioner::reconcile`]: phase, conditions and the per-launch context.
@@ -84,6 +85,7 @@ pub struct Provisioner<K> {
     events: EventPublisher,
     status: StatusWriteConfig,
     hasher: ConfigHasher,
+    removed: RemovedFinalizers,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -114,6 +116,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
             events: EventPublisher::disabled(),
             status,
             hasher: ConfigHasher::default(),
+            removed: RemovedFinalizers::default(),
             _kind: PhantomData,
         }
     }
@@ -136,6 +139,16 @@ impl<K: ProvisionedResource> Provisioner<K> {
     #[must_use]
     pub fn with_status_writes(mut self, config: StatusWriteConfig) -> Self {
         self.status = config;
+        self
+    }
+
+    /// Sends `field_manager` (usually the controller name) as the `fieldManager` of every
+    /// status patch, so `managedFields` names this controller. kube-runtime's finalizer
+    /// patches and Event writes take no field manager: give the client a User-Agent naming
+    /// the controller as well ([`user_agent()`](crate::user_agent())).
+    #[must_use]
+    pub fn with_field_manager(mut self, field_manager: impl Into<String>) -> Self {
+        self.status.field_manager = Some(field_manager.into());
         self
     }
 
@@ -178,9 +191,11 @@ impl<K: ProvisionedResource> Provisioner<K> {
     ///    deprovision job differs from the cached one, requeue without launching and without a
     ///    status write) and the status flush (the provider cancels a running provision job
     ///    first), write the status, then:
-    ///    - the outcome allows removal → `Ok`, and kube-runtime removes the finalizer;
-    ///    - otherwise → [`ReconcileError::KeepFinalizer`] with the delay, so the finalizer
-    ///      stays; use [`error_policy`](crate::error_policy) to honour the delay.
+    ///    - the outcome allows removal → kube-runtime removes the finalizer, `await_change`;
+    ///    - otherwise → `Ok(Action::requeue(d))` with the lifecycle's delay, and the finalizer
+    ///      stays. An unfinished deletion is not an error.
+    /// 5. A deleting object whose finalizer this `Provisioner` already removed (a stale
+    ///    cached copy that still shows it) → `await_change` with no request and no Event.
     ///
     /// # Guarantees
     /// - At most one launch per reconcile; a launched job is persisted (flush) before anything
@@ -190,7 +205,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
     ///   `reconciling object` span) with `object.ref`, and `job_id` once known.
     ///
     /// # Errors
-    /// [`ReconcileError`]; `KeepFinalizer` is the expected "not yet" of a deletion.
+    /// [`ReconcileError`], for failures only.
     pub async fn reconcile<C>(&self, obj: Arc<K>, callbacks: &C) -> Result<Action, ReconcileError>
     where
         C: ProvisioningCallbacks<K> + ?Sized,
@@ -211,15 +226,41 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 tracing::debug!("skipping object per management-state policy");
                 return Ok(Action::await_change());
             }
+            let uid = obj.meta().uid.clone().unwrap_or_default();
+            let deleting = obj.meta().deletion_timestamp.is_some();
+            if deleting && !uid.is_empty() {
+                if !obj.finalizers().contains(&self.finalizer) {
+                    self.removed.forget(&uid);
+                } else if self.removed.contains(&uid) {
+                    tracing::debug!(
+                        "finalizer already removed by this controller; ignoring a stale cached copy"
+                    );
+                    return Ok(Action::await_change());
+                }
+            }
             let api = self.api_for(&obj);
-            finalizer(&api, &self.finalizer, obj, |event| async {
+            let removing = std::sync::atomic::AtomicBool::new(false);
+            let result = finalizer(&api, &self.finalizer, obj, |event| async {
                 match event {
-                    FinalizerEvent::Apply(o) => self.apply(&api, &o, callbacks).await,
-                    FinalizerEvent::Cleanup(o) => self.cleanup(&api, &o, callbacks).await,
+                    FinalizerEvent::Apply(o) => self
+                        .apply(&api, &o, callbacks)
+                        .await
+                        .map_err(FinalizerStep::Failed),
+                    FinalizerEvent::Cleanup(o) => {
+                        let step = self.cleanup(&api, &o, callbacks).await;
+                        removing.store(step.is_ok(), std::sync::atomic::Ordering::Relaxed);
+                        step
+                    }
                 }
             })
-            .await
-            .map_err(ReconcileError::from_finalizer)
+            .await;
+            if result.is_ok()
+                && removing.load(std::sync::atomic::Ordering::Relaxed)
+                && !uid.is_empty()
+            {
+                self.removed.record(&uid);
+            }
+            ReconcileError::from_finalizer(&object, result)
         }
         .instrument(span)
         .await
@@ -320,12 +361,13 @@ impl<K: ProvisionedResource> Provisioner<K> {
         Ok(outcome.outcome.into())
     }
 
+    /// `Ok` lets kube-runtime remove the finalizer; [`FinalizerStep::Keep`] keeps it.
     async fn cleanup<C>(
         &self,
         api: &Api<K>,
         obj: &K,
         callbacks: &C,
-    ) -> Result<Action, ReconcileError>
+    ) -> Result<Action, FinalizerStep>
     where
         C: ProvisioningCallbacks<K> + ?Sized,
     {
@@ -398,13 +440,11 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 .await;
             return Ok(Action::await_change());
         }
-        Err(ReconcileError::KeepFinalizer {
-            object,
-            requeue_after: outcome
-                .requeue_after()
-                .unwrap_or(self.lifecycle.policy().poll_interval),
-            step: format!("{:?}", outcome.step),
-        })
+        let requeue_after = outcome
+            .requeue_after()
+            .unwrap_or(self.lifecycle.policy().poll_interval);
+        tracing::debug!(step = ?outcome.step, ?requeue_after, "deprovisioning not finished; keeping the finalizer");
+        Err(FinalizerStep::Keep(Action::requeue(requeue_after)))
     }
 
     async fn publish_provision_failed(

@@ -84,6 +84,12 @@ impl ProvisioningCallbacks<VirtualNetwork> for VirtualNetworkCallbacks {
 
     fn on_deleting(&self, obj: &mut VirtualNetwork) {
         obj.status.get_or_insert_with(Default::default).phase = Some(Phase::Deleting);
+        self.ready(
+            obj,
+            ConditionStatus::False,
+            "Deleting",
+            "the network is being deprovisioned",
+        );
     }
 }
 
@@ -134,6 +140,12 @@ mod tests {
         cb.on_apply(&mut n, false);
         assert_eq!(n.status.as_ref().unwrap().phase, Some(Phase::Progressing));
         cb.on_deleting(&mut n);
-        assert_eq!(n.status.as_ref().unwrap().phase, Some(Phase::Deleting));
+        let s = n.status.as_ref().unwrap();
+        assert_eq!(s.phase, Some(Phase::Deleting));
+        let ready = &s.provisioning.conditions[0];
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("False", "Deleting")
+        );
     }
 }

@@ -3,13 +3,15 @@
 //!
 //! The binary is `main.rs` (`cargo run --example operator -- --help`); this library holds the
 //! pieces so they are unit-tested: the CRD ([`crd`]), the phase/condition callbacks
-//! ([`callbacks`]), the controller wiring ([`controller`]) and the leader-election loop
-//! ([`leadership`]).
+//! ([`callbacks`]), the controller wiring ([`controller`]), the command line ([`cli`]) and
+//! the log setup ([`logging`]). Leader election is provkit-kube's
+//! ([`provkit_kube::LeaderElector::run`]).
 
 pub mod callbacks;
+pub mod cli;
 pub mod controller;
 pub mod crd;
-pub mod leadership;
+pub mod logging;
 
 // The README's wiring snippet is compiled here, so it cannot rot.
 #[cfg(doctest)]

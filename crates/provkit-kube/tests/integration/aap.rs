@@ -232,7 +232,7 @@ async fn aap_deletion_cancels_running_job_then_deprovisions_and_removes_finalize
         json!({"phase": "Progressing", "provisioningJobs": [job_json(&pid, "provision", "Pending", 0, "Provisioning job triggered", &v)], "desiredConfigVersion": v}),
     );
     let s1 = json!({"phase": "Deleting", "provisioningJobs": [job_json(&pid, "provision", "Running", 0, "running", &v)], "desiredConfigVersion": v});
-    let err = h
+    let action = h
         .reconcile(
             cached.clone(),
             vec![
@@ -241,9 +241,8 @@ async fn aap_deletion_cancels_running_job_then_deprovisions_and_removes_finalize
             ],
         )
         .await
-        .unwrap_err();
-    assert!(err.is_keep_finalizer(), "{err}");
-    assert_eq!(err.requeue_after(), Some(Duration::from_secs(30)));
+        .unwrap();
+    assert_eq!(action, Action::requeue(Duration::from_secs(30)));
     let cancels = h
         .aap()
         .requests()
@@ -272,7 +271,7 @@ async fn aap_deletion_cancels_running_job_then_deprovisions_and_removes_finalize
         ], "desiredConfigVersion": v2})
     };
     let after = status_with(&deleting, "6", json!({}));
-    let err = h
+    let action = h
         .reconcile(
             status_with(&deleting, "5", s1.clone()),
             vec![
@@ -281,8 +280,8 @@ async fn aap_deletion_cancels_running_job_then_deprovisions_and_removes_finalize
             ],
         )
         .await
-        .unwrap_err();
-    assert!(err.is_keep_finalizer(), "{err}");
+        .unwrap();
+    assert_ne!(action, Action::await_change(), "finalizer kept");
     assert_eq!(h.launches().len(), 2);
     assert_eq!(
         h.aap()

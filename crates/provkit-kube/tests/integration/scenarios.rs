@@ -9,9 +9,7 @@ use std::time::Duration;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Recorder, Reporter};
 use provkit_core::{Clock, JobState, JobType, ManualClock, compute_desired_config_version};
-use provkit_kube::{
-    EventPublisher, Provisioner, ProvisioningCallbacks, ReconcileError, error_action,
-};
+use provkit_kube::{EventPublisher, Provisioner, ProvisioningCallbacks, ReconcileError};
 use provkit_lifecycle::{Lifecycle, ProvisionStatus};
 use provkit_testing::scripted::{DeprovisionScript, ProviderCall, ScriptedProvider, StatusStep};
 use serde_json::{Value, json};
@@ -383,13 +381,8 @@ async fn s4_deletion_on_stale_cache_keeps_finalizer_without_launching() {
         &json!({"phase": "Deleting", "provisioningJobs": [done, running], "desiredConfigVersion": v}),
     );
     let (r, log) = h.reconcile(cached, vec![get_object(&fresh)], true).await;
-    let err = r.unwrap_err();
-    assert!(err.is_keep_finalizer(), "{err}");
-    assert!(err.to_string().contains("StaleCache"), "{err}");
-    assert_eq!(
-        error_action(&err, Duration::from_secs(5)),
-        Action::requeue(POLL)
-    );
+    // Kept finalizer: a requeue, not an error.
+    assert_eq!(r.unwrap(), Action::requeue(POLL));
     assert_eq!(log, [format!("GET {}", obj_uri())]);
     assert_eq!(h.provider_calls(), 0, "{:?}", h.provider.calls());
 }
@@ -413,9 +406,7 @@ async fn deletion_stale_check_error_fails_open_or_closed_per_policy() {
     let (r, log) = closed
         .reconcile(cached.clone(), vec![get_fails()], false)
         .await;
-    let err = r.unwrap_err();
-    assert!(err.is_keep_finalizer(), "{err}");
-    assert_eq!(err.requeue_after(), Some(POLL));
+    assert_eq!(r.unwrap(), Action::requeue(POLL));
     assert_eq!(log.len(), 1);
     assert_eq!(closed.provider_calls(), 0);
 
@@ -449,7 +440,11 @@ async fn deletion_stale_check_error_fails_open_or_closed_per_policy() {
             false,
         )
         .await;
-    assert!(r.unwrap_err().is_keep_finalizer());
+    assert_ne!(
+        r.unwrap(),
+        Action::await_change(),
+        "finalizer kept: requeued"
+    );
     assert_eq!(log.len(), 2);
     assert_eq!(open.deprovision_launches(), 1);
 }
@@ -556,12 +551,7 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
             false,
         )
         .await;
-    let err = r.unwrap_err();
-    assert!(err.is_keep_finalizer(), "{err}");
-    assert_eq!(
-        error_action(&err, Duration::from_secs(5)),
-        Action::requeue(POLL)
-    );
+    assert_eq!(r.unwrap(), Action::requeue(POLL));
     assert_eq!(log.len(), 2);
 
     // 2. provision job canceled → deprovision job launched and flushed; finalizer kept
@@ -587,7 +577,11 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
             true,
         )
         .await;
-    assert!(r.unwrap_err().is_keep_finalizer());
+    assert_ne!(
+        r.unwrap(),
+        Action::await_change(),
+        "finalizer kept: requeued"
+    );
     assert_eq!(log.len(), 3);
 
     // 3. deprovision succeeded → status written, finalizer removed (kube-runtime's JSON patch)
@@ -647,7 +641,11 @@ async fn s6_blocking_deprovision_failure_keeps_finalizer_with_backoff() {
             false,
         )
         .await;
-    assert!(r.unwrap_err().is_keep_finalizer());
+    assert_ne!(
+        r.unwrap(),
+        Action::await_change(),
+        "finalizer kept: requeued"
+    );
 
     h.clock.advance(Duration::from_secs(30));
     let failed = job_json(
@@ -669,12 +667,8 @@ async fn s6_blocking_deprovision_failure_keeps_finalizer_with_backoff() {
             true,
         )
         .await;
-    let err = r.unwrap_err();
-    assert!(err.is_keep_finalizer(), "{err}");
     // base backoff 2 min since the trigger, 30 s of it elapsed
-    assert_eq!(err.requeue_after(), Some(Duration::from_secs(90)));
-    let policy = provkit_kube::error_policy(Arc::new(Network::test()), &err, Arc::new(()));
-    assert_eq!(policy, Action::requeue(Duration::from_secs(90)));
+    assert_eq!(r.unwrap(), Action::requeue(Duration::from_secs(90)));
     assert_eq!(log.len(), 2, "no finalizer removal");
 }
 

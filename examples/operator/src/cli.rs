@@ -1,0 +1,110 @@
+//! The command line of the operator binary (`main.rs`), here so its help text is tested.
+
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use provkit_kube::{InvalidLeaderElectionConfig, LeaderElectionConfig};
+
+use crate::controller::CONTROLLER_NAME;
+
+/// `operator [OPTIONS] [COMMAND]`.
+#[derive(Parser, Debug)]
+#[command(
+    name = "operator",
+    about = "VirtualNetwork operator provisioned through AAP (provkit example)"
+)]
+pub struct Cli {
+    /// Subcommand; none runs the operator.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Use an in-process fake AAP server instead of the AAP_* environment. Demo only: the
+    /// fake keeps its jobs in memory and does NOT persist them, so after a restart (or a
+    /// leader change) the operator finds its earlier jobs unknown to AAP and marks them
+    /// purged.
+    #[arg(long)]
+    pub fake_aap: bool,
+    /// Template prefix: `<prefix>-create-virtual-network` / `<prefix>-delete-virtual-network`
+    /// (default: $OSAC_AAP_TEMPLATE_PREFIX or `osac`).
+    #[arg(long)]
+    pub template_prefix: Option<String>,
+    /// Only watch this namespace (default: all namespaces).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Job status poll interval in seconds.
+    #[arg(long, default_value_t = 30)]
+    pub poll_interval: u64,
+    /// Field manager of every write (status, finalizer, Events, Lease) and the User-Agent
+    /// name the API server records in managedFields.
+    #[arg(long, default_value = CONTROLLER_NAME)]
+    pub field_manager: String,
+    /// Run without leader election (only safe with exactly one replica).
+    #[arg(long)]
+    pub no_leader_election: bool,
+    /// Name of the leader-election Lease.
+    #[arg(long, default_value = CONTROLLER_NAME)]
+    pub lease_name: String,
+    /// Namespace of the Lease (default: the client's default namespace).
+    #[arg(long)]
+    pub lease_namespace: Option<String>,
+    /// Leader-election identity; must differ between replicas (default:
+    /// `<$POD_NAME or $HOSTNAME or host name>_<random UUID>`).
+    #[arg(long)]
+    pub identity: Option<String>,
+    /// Seconds a standby waits after the leader's last renewal before taking over.
+    #[arg(long, default_value_t = 15)]
+    pub lease_duration: u64,
+    /// Seconds the leader keeps retrying a failed renewal before it stops reconciling
+    /// (shorter than the lease duration).
+    #[arg(long, default_value_t = 10)]
+    pub renew_deadline: u64,
+    /// Seconds between election attempts and between renewals.
+    #[arg(long, default_value_t = 2)]
+    pub retry_period: u64,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Print the VirtualNetwork CRD as YAML.
+    Crd,
+}
+
+impl Cli {
+    /// The leader-election durations.
+    ///
+    /// # Errors
+    /// [`InvalidLeaderElectionConfig`] unless retry period < renew deadline < lease duration.
+    pub fn leader_election(&self) -> Result<LeaderElectionConfig, InvalidLeaderElectionConfig> {
+        LeaderElectionConfig::new(
+            Duration::from_secs(self.lease_duration),
+            Duration::from_secs(self.renew_deadline),
+            Duration::from_secs(self.retry_period),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn help_says_the_fake_aap_does_not_persist() {
+        let help = Cli::command().render_long_help().to_string();
+        assert!(help.contains("does NOT persist"), "{help}");
+    }
+
+    #[test]
+    fn defaults_are_client_go_durations_and_the_controller_name() {
+        let cli = Cli::try_parse_from(["operator"]).unwrap();
+        assert_eq!(
+            cli.leader_election().unwrap(),
+            LeaderElectionConfig::default()
+        );
+        assert_eq!(cli.field_manager, "provkit-example-operator");
+        assert_eq!(cli.lease_name, "provkit-example-operator");
+        let bad = Cli::try_parse_from(["operator", "--renew-deadline", "15"]).unwrap();
+        assert!(bad.leader_election().is_err());
+    }
+}

@@ -82,6 +82,7 @@ async fn controller_loop_create_ready_update_delete() {
         policy,
         dyn_clock,
         "test-0",
+        controller::CONTROLLER_NAME,
     ));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let run = tokio::spawn(controller::run(Api::all(operator), ctx, async {

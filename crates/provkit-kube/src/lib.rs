@@ -7,6 +7,9 @@ pub mod error;
 pub mod events;
 pub mod flush;
 pub mod leader;
+#[cfg(feature = "machines")]
+#[cfg_attr(docsrs, doc(cfg(feature = "machines")))]
+pub mod machine_progress;
 pub mod management;
 pub mod reconcile;
 pub mod resource;
@@ -24,6 +27,9 @@ pub use events::{EventPublisher, JobEvent};
 pub use flush::{StatusSession, StatusWriteConfig, StatusWriteError};
 #[doc(inline)]
 pub use leader::{LeaderElector, LeaderError};
+#[cfg(feature = "machines")]
+#[doc(inline)]
+pub use machine_progress::{KubeProgressHandle, progress_of};
 #[doc(inline)]
 pub use management::{Management, ManagementHook, ManagementStatePolicy};
 #[doc(inline)]

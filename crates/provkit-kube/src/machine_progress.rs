@@ -9,8 +9,12 @@
 //! of `metadata.annotations[PROGRESS_ANNOTATION]` carrying `metadata.resourceVersion`. A
 //! concurrent write makes the API server answer 409 Conflict; the handle re-reads and
 //! re-applies the change, up to [`KubeProgressHandle::with_max_attempts`] times (default 5).
-//! A change that alters nothing is not written. Only the one annotation is touched; other
-//! annotations, labels, finalizers, spec and status are left alone.
+//! A change that alters nothing is not written; a record that becomes empty removes the
+//! annotation. Only the one annotation is touched; other annotations, labels, finalizers, spec
+//! and status are left alone.
+//!
+//! Hand-written: a read-modify-patch loop over `kube::Api` (kube-rs has no generic
+//! retry-on-conflict helper for metadata).
 //!
 //! Why an annotation and not `status`: it works for every machine type (Cluster API, Machine
 //! API, a custom CRD) without a schema change, and survives status rewrites by other
@@ -151,11 +155,17 @@ where
             if next == current {
                 return Ok(current);
             }
-            let encoded =
-                serde_json::to_string(&next).map_err(|source| ProgressError::Corrupt {
-                    machine: self.name.clone(),
-                    source,
-                })?;
+            // An empty record removes the annotation (`null` in a merge patch).
+            let encoded = if next.is_empty() {
+                serde_json::Value::Null
+            } else {
+                serde_json::to_string(&next)
+                    .map(serde_json::Value::String)
+                    .map_err(|source| ProgressError::Corrupt {
+                        machine: self.name.clone(),
+                        source,
+                    })?
+            };
             let body = json!({
                 "metadata": {
                     "resourceVersion": obj.meta().resource_version,

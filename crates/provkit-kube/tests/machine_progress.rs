@@ -423,6 +423,14 @@ async fn create_crashes_through_the_api_server_leave_one_instance_and_no_orphan(
         assert_eq!(world.cloud.live_instances(UID), 0, "{label}");
         assert!(world.cloud.sub_resources(UID).is_empty(), "{label}");
         assert!(world.server.progress().is_empty(), "{label}");
+        let st = world.server.lock();
+        let annotations = &st.object["metadata"]["annotations"];
+        assert!(
+            annotations.get(PROGRESS_ANNOTATION).is_none(),
+            "{label}: an empty record removes the annotation: {annotations}"
+        );
+        assert_eq!(annotations["other"], "kept", "{label}");
+        drop(st);
         crashed.push(name);
     }
     assert!(crashed.len() >= 12, "{crashed:?}");

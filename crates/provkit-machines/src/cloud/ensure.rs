@@ -1,5 +1,8 @@
 //! The two drivers that call a [`CloudProvider`] with a [`ProgressHandle`] in the order that
 //! neither orphans nor duplicates instances: [`ensure_instance`] and [`cleanup_instance`].
+//!
+//! Hand-written: the write ordering is provkit's exactly-once contract; the decisions are the
+//! pure [`pending_create_step`], these functions only sequence the I/O.
 
 use std::time::Duration;
 

@@ -143,7 +143,7 @@ impl From<ProgressError> for super::ProviderError {
     /// A progress failure is transient for the provider: the call is retried.
     fn from(e: ProgressError) -> Self {
         Self::Transient {
-            message: e.to_string(),
+            message: "persisting the machine's progress failed".to_owned(),
             source: Some(std::sync::Arc::new(e)),
         }
     }

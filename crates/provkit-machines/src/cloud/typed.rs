@@ -1,5 +1,7 @@
 //! [`TypedCloudProvider`]: a cloud provider with a typed spec, and [`Typed`], the adapter to
 //! the untyped, dyn-compatible [`CloudProvider`].
+//!
+//! Hand-written: a thin adapter; decoding and encoding are serde's.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;

@@ -4,6 +4,9 @@
 //! A crash is the reconcile future being dropped at an await point, which is what a process
 //! crash does to in-memory state: only what reached the cloud or went through the
 //! [`ProgressHandle`] survives.
+//!
+//! Hand-written: fault injection at the await points of these two traits; fail-point crates
+//! inject errors or panics, not a dropped future.
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -94,16 +94,19 @@ struct State {
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use provkit_machines::cloud::{CleanupProgress, CloudProvider, MachineView};
-/// use provkit_testing::machines::FakeCloudProvider;
+/// use chrono::{TimeZone, Utc};
+/// use provkit_machines::cloud::{CleanupProgress, CloudProvider, CreateIntent, MachineView};
+/// use provkit_testing::machines::{FakeCloudProvider, InMemoryProgress};
 ///
 /// let cloud = FakeCloudProvider::default();
+/// let progress = InMemoryProgress::default();
 /// let m = MachineView::new("uid-1", "worker-1", serde_json::json!({"size": "small"}));
 /// assert!(cloud.get(&m).await.unwrap_err().is_not_found());
-/// cloud.create(&m, "#cloud-config").await.unwrap();
+/// let intent = CreateIntent::new(&m.uid, Utc.timestamp_opt(0, 0).unwrap());
+/// cloud.create(&m, &intent, "#cloud-config", &progress).await.unwrap();
 /// assert_eq!(cloud.get(&m).await.unwrap().name, "worker-1");
-/// assert!(matches!(cloud.cleanup(&m).await.unwrap(), CleanupProgress::InProgress { .. }));
-/// assert_eq!(cloud.cleanup(&m).await.unwrap(), CleanupProgress::Done);
+/// assert!(matches!(cloud.cleanup(&m, &progress).await.unwrap(), CleanupProgress::InProgress { .. }));
+/// assert_eq!(cloud.cleanup(&m, &progress).await.unwrap(), CleanupProgress::Done);
 /// assert!(cloud.get(&m).await.unwrap_err().is_not_found());
 /// # });
 /// ```

@@ -9,6 +9,9 @@ pub mod events;
 pub mod flush;
 pub mod leader;
 pub mod leadership;
+#[cfg(feature = "machines")]
+#[cfg_attr(docsrs, doc(cfg(feature = "machines")))]
+pub mod machine_progress;
 pub mod management;
 pub mod reconcile;
 mod removed_finalizers;
@@ -35,6 +38,9 @@ pub use leader::{
 };
 #[doc(inline)]
 pub use leadership::{LeadershipEnd, LeadershipLost, shutdown_signal};
+#[cfg(feature = "machines")]
+#[doc(inline)]
+pub use machine_progress::{KubeProgressHandle, progress_of};
 #[doc(inline)]
 pub use management::{Management, ManagementHook, ManagementStatePolicy};
 #[doc(inline)]

@@ -11,8 +11,13 @@
 //!   [`execute_plan`] applies a plan with an uncached re-check before every create.
 //! - **Instance level** ([`cloud`], after Kubermatic's machine-controller): a [`CloudProvider`]
 //!   finds, creates and cleans up the one cloud instance belonging to a machine, identified by
-//!   the machine UID. Decorators add a [`ValidationCache`] and a [`CreateVisibilityGuard`];
-//!   pure step functions ([`next_step`], [`deletion_step`]) encode the controller flow.
+//!   the machine UID. It persists progress (create intent, instance id, sub-resource
+//!   finalizers) on the machine object through a [`ProgressHandle`]; the drivers
+//!   [`ensure_instance`] and [`cleanup_instance`] call it in the order that neither orphans
+//!   nor duplicates instances. Providers with a typed spec implement [`TypedCloudProvider`]
+//!   and wrap it in [`Typed`]. Decorators add a [`ValidationCache`] and a
+//!   [`CreateVisibilityGuard`]; pure step functions ([`next_step`], [`deletion_step`]) encode
+//!   the controller flow.
 //!
 //! In-memory fakes, builders and conformance suites live in `provkit-testing` (feature
 //! `machines`).
@@ -55,8 +60,9 @@ pub mod set;
 
 #[doc(inline)]
 pub use cloud::{
-    CloudProvider, CreateVisibilityGuard, Instance, MachineView, ProviderError, ValidationCache,
-    deletion_step, next_step,
+    CloudProvider, CreateVisibilityGuard, Instance, MachineView, ProgressHandle, ProviderError,
+    Typed, TypedCloudProvider, ValidationCache, cleanup_instance, deletion_step, ensure_instance,
+    next_step,
 };
 pub use provkit_core::k8s::{GroupVersionResource, MachineInfo, ObjectRef, UpdateState};
 #[doc(inline)]

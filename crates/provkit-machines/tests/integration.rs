@@ -10,6 +10,8 @@
 mod cloud;
 #[path = "it/conformance.rs"]
 mod conformance;
+#[path = "it/crash_points.rs"]
+mod crash_points;
 #[path = "it/executor.rs"]
 mod executor;
 #[path = "it/mapping_tables.rs"]
@@ -18,5 +20,9 @@ mod mapping_tables;
 mod planner_tables;
 #[path = "it/properties.rs"]
 mod properties;
+#[path = "it/regressions.rs"]
+mod regressions;
 #[path = "it/status_validation.rs"]
 mod status_validation;
+#[path = "it/typed.rs"]
+mod typed;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::error::ProviderError;
 use super::instance::Instance;
 use super::machine_view::MachineView;
+use super::progress::{CreateIntent, DynProgressHandle};
 
 /// A provider spec with defaults applied. It is `#[must_use]`: dropping it (the upstream bug
 /// that silently discarded defaults for years) is a compiler warning.
@@ -76,12 +77,23 @@ pub enum CleanupProgress {
 /// - [`get`](Self::get): the instance of this machine; [`ProviderError::NotFound`] when none
 ///   exists, and terminated / already gone instances count as none.
 /// - [`create`](Self::create): creates one instance with the user data, tagged with the UID.
-///   Post-condition: a subsequent `get` sees it (else the next reconcile creates a duplicate;
-///   [`CreateVisibilityGuard`](super::CreateVisibilityGuard) enforces this).
-/// - [`cleanup`](Self::cleanup): idempotent, repeatable teardown; `Done` only when everything
-///   is gone, also when nothing was ever created.
+///   The caller has already recorded `intent` through `progress` (use
+///   [`ensure_instance`](super::ensure_instance), which does); the provider records every
+///   sub-resource finalizer through `progress` **before** creating the sub-resource. A cloud
+///   that deduplicates creates gets `intent.token` as its idempotency key, and the provider
+///   says so with [`idempotent_create`](Self::idempotent_create). Post-condition: a
+///   subsequent `get` sees the instance ([`CreateVisibilityGuard`](super::CreateVisibilityGuard)
+///   enforces this; when it cannot, the recorded intent stops a second create).
+/// - [`cleanup`](Self::cleanup): idempotent, repeatable teardown; removes each sub-resource
+///   finalizer through `progress` after that sub-resource is gone; `Done` only when everything
+///   is gone (no finalizer left), also when nothing was ever created.
 /// - [`migrate_uid`](Self::migrate_uid): re-tag resources to a new UID; no instance → `Ok`.
 /// - [`metrics_labels`](Self::metrics_labels): synchronous, no I/O; should include `size`.
+/// - [`idempotent_create`](Self::idempotent_create): `true` only if a second `create` with the
+///   same `intent.token` never makes a second instance (default `false`).
+///
+/// Providers that want a typed spec implement [`TypedCloudProvider`](super::TypedCloudProvider)
+/// and wrap it in [`Typed`](super::Typed), which implements this trait.
 ///
 /// ```
 /// # #[cfg(feature = "mock")]
@@ -106,15 +118,23 @@ pub trait CloudProvider: Send + Sync + Debug {
     /// The instance belonging to `machine` (by UID).
     async fn get(&self, machine: &MachineView) -> Result<Instance, ProviderError>;
 
-    /// Creates the instance for `machine` with `user_data`.
+    /// Creates the instance for `machine` with `user_data`; `intent` is already recorded
+    /// through `progress`, which also takes the sub-resource finalizers.
     async fn create(
         &self,
         machine: &MachineView,
+        intent: &CreateIntent,
         user_data: &str,
+        progress: &DynProgressHandle,
     ) -> Result<Instance, ProviderError>;
 
-    /// Tears down the instance and everything associated with it.
-    async fn cleanup(&self, machine: &MachineView) -> Result<CleanupProgress, ProviderError>;
+    /// Tears down the instance and everything associated with it, removing sub-resource
+    /// finalizers through `progress` as it goes.
+    async fn cleanup(
+        &self,
+        machine: &MachineView,
+        progress: &DynProgressHandle,
+    ) -> Result<CleanupProgress, ProviderError>;
 
     /// Re-tags the machine's resources from `machine.uid` to `new_uid`.
     async fn migrate_uid(&self, machine: &MachineView, new_uid: &str) -> Result<(), ProviderError>;
@@ -124,6 +144,11 @@ pub trait CloudProvider: Send + Sync + Debug {
         &self,
         machine: &MachineView,
     ) -> Result<BTreeMap<String, String>, ProviderError>;
+
+    /// Whether a repeated `create` with the same intent token is deduplicated by the cloud.
+    fn idempotent_create(&self) -> bool {
+        false
+    }
 }
 
 macro_rules! forward_cloud_provider {
@@ -145,15 +170,18 @@ macro_rules! forward_cloud_provider {
             async fn create(
                 &self,
                 machine: &MachineView,
+                intent: &CreateIntent,
                 user_data: &str,
+                progress: &DynProgressHandle,
             ) -> Result<Instance, ProviderError> {
-                (**self).create(machine, user_data).await
+                (**self).create(machine, intent, user_data, progress).await
             }
             async fn cleanup(
                 &self,
                 machine: &MachineView,
+                progress: &DynProgressHandle,
             ) -> Result<CleanupProgress, ProviderError> {
-                (**self).cleanup(machine).await
+                (**self).cleanup(machine, progress).await
             }
             async fn migrate_uid(
                 &self,
@@ -167,6 +195,9 @@ macro_rules! forward_cloud_provider {
                 machine: &MachineView,
             ) -> Result<BTreeMap<String, String>, ProviderError> {
                 (**self).metrics_labels(machine)
+            }
+            fn idempotent_create(&self) -> bool {
+                (**self).idempotent_create()
             }
         }
     };

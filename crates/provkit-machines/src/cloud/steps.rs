@@ -22,11 +22,89 @@ pub const NODE_JOIN_REQUEUE: Duration = Duration::from_secs(60);
 /// Requeue while cleanup is in progress: 10 s.
 pub const CLEANUP_REQUEUE: Duration = Duration::from_secs(10);
 
+/// How often a not-yet-visible instance is looked up again: 10 s.
+pub const VISIBILITY_POLL: Duration = Duration::from_secs(10);
+/// Default time after a recorded create intent during which a not-found `get` means "not
+/// visible yet": 10 minutes (AWS's own fix waits up to 5 minutes; clouds with eventually
+/// consistent tags, like Vultr, need more). After it, a typed error — never a second create.
+pub const DEFAULT_VISIBILITY_DEADLINE: Duration = Duration::from_secs(10 * 60);
+
+/// The state of the bootstrap data (user-data secret) of the machine's revision.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BootstrapData {
+    /// Not there yet (its producer has not written it): wait.
+    #[default]
+    NotYetAvailable,
+    /// Reading it failed (API error, timeout, …): a transient error, retried with backoff —
+    /// never a terminal machine failure (OCPBUGS-34158).
+    ReadFailed,
+    /// Read and ready to use.
+    Available,
+}
+
+/// A create intent recorded on the machine while `get` does not find the instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingCreate {
+    /// Time since the intent was recorded.
+    pub age: Duration,
+    /// How long not-found means "not visible yet" (usually [`DEFAULT_VISIBILITY_DEADLINE`]).
+    pub deadline: Duration,
+    /// Whether the provider deduplicates creates by the intent token
+    /// ([`CloudProvider::idempotent_create`](super::CloudProvider::idempotent_create)).
+    pub idempotent_create: bool,
+}
+
+/// What to do when `get` says not-found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PendingCreateStep {
+    /// No intent recorded: record one, then create.
+    CreateNew,
+    /// Re-issue the create with the recorded intent (the cloud deduplicates by its token).
+    Reissue,
+    /// A create was issued and is not visible yet: look again after `retry_after`.
+    WaitForVisibility {
+        /// Delay before the next look.
+        retry_after: Duration,
+    },
+    /// The deadline passed: report a typed error; never create a second instance.
+    GiveUp {
+        /// Time since the intent.
+        waited: Duration,
+    },
+}
+
+/// The decision for a not-found `get`, given the recorded intent (if any). Pure; shared by
+/// [`next_step`] and [`ensure_instance`](super::ensure_instance).
+///
+/// ```
+/// use std::time::Duration;
+/// use provkit_machines::cloud::{pending_create_step, PendingCreate, PendingCreateStep, VISIBILITY_POLL};
+/// assert_eq!(pending_create_step(None), PendingCreateStep::CreateNew);
+/// let young = PendingCreate { age: Duration::from_secs(5), deadline: Duration::from_secs(600), idempotent_create: false };
+/// assert_eq!(pending_create_step(Some(young)), PendingCreateStep::WaitForVisibility { retry_after: VISIBILITY_POLL });
+/// let old = PendingCreate { age: Duration::from_secs(600), ..young };
+/// assert_eq!(pending_create_step(Some(old)), PendingCreateStep::GiveUp { waited: Duration::from_secs(600) });
+/// assert_eq!(pending_create_step(Some(PendingCreate { idempotent_create: true, ..old })), PendingCreateStep::Reissue);
+/// ```
+#[must_use]
+pub fn pending_create_step(pending: Option<PendingCreate>) -> PendingCreateStep {
+    match pending {
+        None => PendingCreateStep::CreateNew,
+        Some(p) if p.idempotent_create => PendingCreateStep::Reissue,
+        Some(p) if p.age < p.deadline => PendingCreateStep::WaitForVisibility {
+            retry_after: VISIBILITY_POLL.min(p.deadline.saturating_sub(p.age)),
+        },
+        Some(p) => PendingCreateStep::GiveUp { waited: p.age },
+    }
+}
+
 /// What the controller knows when ensuring the instance of a machine without a (ready) node.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EnsureState {
-    /// Whether the bootstrap secret of the right revision exists.
-    pub bootstrap_secret_ready: bool,
+    /// The bootstrap data of the right revision.
+    pub bootstrap: BootstrapData,
+    /// The create intent recorded on the machine, if any (see [`PendingCreate`]).
+    pub pending_create: Option<PendingCreate>,
     /// Whether both finalizers are on the machine.
     pub finalizers_present: bool,
     /// Whether a Node matching the instance was found.
@@ -63,6 +141,13 @@ pub enum InstanceStep {
         /// The error text.
         message: String,
     },
+    /// A recorded create is still not visible after its deadline: write a `CreateError`
+    /// status and stop. Never create a second instance; an operator checks the cloud and
+    /// clears the intent.
+    CreateNotVisible {
+        /// Time since the intent was recorded.
+        waited: Duration,
+    },
     /// Write the instance's addresses (and provider ID) to the machine and adopt the node.
     AdoptNode,
     /// Delete the machine: its node never joined and its MachineSet will replace it.
@@ -84,7 +169,10 @@ fn error_step(stage: MachineErrorReason, err: &ProviderError) -> InstanceStep {
 
 /// The next step given the state and the result of `get`.
 ///
-/// - not found: wait for the bootstrap secret (3 s), else add finalizers first, else create;
+/// - not found: wait for the bootstrap data (3 s; a read failure is retried with backoff,
+///   never terminal), else add finalizers first, else — by [`pending_create_step`] — create,
+///   re-issue the recorded create, wait for visibility, or give up
+///   ([`InstanceStep::CreateNotVisible`]);
 /// - terminal error: `CreateError` status + error; other errors: retry with backoff;
 /// - found: ensure finalizers; no addresses → requeue 15 s; node found → adopt it; node not
 ///   found and join timeout elapsed for a MachineSet-owned machine → delete the machine; else
@@ -92,7 +180,8 @@ fn error_step(stage: MachineErrorReason, err: &ProviderError) -> InstanceStep {
 ///
 /// ```
 /// use provkit_machines::cloud::{next_step, EnsureState, InstanceStep, ProviderError};
-/// let state = EnsureState { bootstrap_secret_ready: true, ..EnsureState::default() };
+/// use provkit_machines::cloud::BootstrapData;
+/// let state = EnsureState { bootstrap: BootstrapData::Available, ..EnsureState::default() };
 /// assert_eq!(next_step(&state, &Err(ProviderError::NotFound)), InstanceStep::AddFinalizers);
 /// let state = EnsureState { finalizers_present: true, ..state };
 /// assert_eq!(next_step(&state, &Err(ProviderError::NotFound)), InstanceStep::Create);
@@ -100,18 +189,24 @@ fn error_step(stage: MachineErrorReason, err: &ProviderError) -> InstanceStep {
 #[must_use]
 pub fn next_step(state: &EnsureState, get: &Result<Instance, ProviderError>) -> InstanceStep {
     match get {
-        Err(e) if e.is_not_found() => {
-            if !state.bootstrap_secret_ready {
-                InstanceStep::Requeue {
-                    after: BOOTSTRAP_SECRET_REQUEUE,
-                    reason: "waiting for the bootstrap secret",
-                }
-            } else if !state.finalizers_present {
-                InstanceStep::AddFinalizers
-            } else {
-                InstanceStep::Create
-            }
-        }
+        Err(e) if e.is_not_found() => match state.bootstrap {
+            BootstrapData::NotYetAvailable => InstanceStep::Requeue {
+                after: BOOTSTRAP_SECRET_REQUEUE,
+                reason: "waiting for the bootstrap secret",
+            },
+            BootstrapData::ReadFailed => InstanceStep::RetryWithBackoff {
+                message: "reading the bootstrap data failed (transient)".to_owned(),
+            },
+            BootstrapData::Available if !state.finalizers_present => InstanceStep::AddFinalizers,
+            BootstrapData::Available => match pending_create_step(state.pending_create) {
+                PendingCreateStep::CreateNew | PendingCreateStep::Reissue => InstanceStep::Create,
+                PendingCreateStep::WaitForVisibility { retry_after } => InstanceStep::Requeue {
+                    after: retry_after,
+                    reason: "waiting for the created instance to become visible",
+                },
+                PendingCreateStep::GiveUp { waited } => InstanceStep::CreateNotVisible { waited },
+            },
+        },
         Err(e) => error_step(MachineErrorReason::CreateError, e),
         Ok(instance) => {
             if !state.finalizers_present {

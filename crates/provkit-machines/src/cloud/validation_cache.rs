@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 use super::error::ProviderError;
 use super::instance::Instance;
 use super::machine_view::MachineView;
+use super::progress::{CreateIntent, DynProgressHandle};
 use super::provider::{CleanupProgress, CloudProvider, DefaultedSpec};
 
 /// Default time a validation result is reused: 5 minutes.
@@ -214,13 +215,21 @@ impl<P: CloudProvider> CloudProvider for ValidationCache<P> {
     async fn create(
         &self,
         machine: &MachineView,
+        intent: &CreateIntent,
         user_data: &str,
+        progress: &DynProgressHandle,
     ) -> Result<Instance, ProviderError> {
-        self.inner.create(machine, user_data).await
+        self.inner
+            .create(machine, intent, user_data, progress)
+            .await
     }
 
-    async fn cleanup(&self, machine: &MachineView) -> Result<CleanupProgress, ProviderError> {
-        self.inner.cleanup(machine).await
+    async fn cleanup(
+        &self,
+        machine: &MachineView,
+        progress: &DynProgressHandle,
+    ) -> Result<CleanupProgress, ProviderError> {
+        self.inner.cleanup(machine, progress).await
     }
 
     async fn migrate_uid(&self, machine: &MachineView, new_uid: &str) -> Result<(), ProviderError> {
@@ -232,5 +241,9 @@ impl<P: CloudProvider> CloudProvider for ValidationCache<P> {
         machine: &MachineView,
     ) -> Result<BTreeMap<String, String>, ProviderError> {
         self.inner.metrics_labels(machine)
+    }
+
+    fn idempotent_create(&self) -> bool {
+        self.inner.idempotent_create()
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::error::ProviderError;
 use super::instance::Instance;
 use super::machine_view::MachineView;
+use super::progress::{CreateIntent, DynProgressHandle};
 use super::provider::{CleanupProgress, CloudProvider, DefaultedSpec};
 
 /// A [`CloudProvider`] decorator enforcing the `create` post-condition "visible to `get`":
@@ -16,6 +17,14 @@ use super::provider::{CleanupProgress, CloudProvider, DefaultedSpec};
 /// If the instance does not become visible in time, `create` returns
 /// [`ProviderError::DeadlineExceeded`]; a `get` error other than not-found is returned as is.
 /// Every other method delegates unchanged.
+///
+/// A timeout does not open the door to a duplicate: the create intent was recorded before the
+/// cloud call ([`ensure_instance`](super::ensure_instance)), so the next reconcile's not-found
+/// `get` means "not visible yet" until
+/// [`DEFAULT_VISIBILITY_DEADLINE`](super::DEFAULT_VISIBILITY_DEADLINE) (or the configured
+/// deadline) after the intent, then a typed error
+/// ([`EnsureError::NotVisibleAfterDeadline`](super::EnsureError::NotVisibleAfterDeadline)) —
+/// never a second create.
 ///
 /// ```
 /// use std::time::Duration;
@@ -101,9 +110,13 @@ impl<P: CloudProvider> CloudProvider for CreateVisibilityGuard<P> {
     async fn create(
         &self,
         machine: &MachineView,
+        intent: &CreateIntent,
         user_data: &str,
+        progress: &DynProgressHandle,
     ) -> Result<Instance, ProviderError> {
-        self.inner.create(machine, user_data).await?;
+        self.inner
+            .create(machine, intent, user_data, progress)
+            .await?;
         let deadline = tokio::time::Instant::now() + self.timeout;
         loop {
             match self.inner.get(machine).await {
@@ -123,8 +136,12 @@ impl<P: CloudProvider> CloudProvider for CreateVisibilityGuard<P> {
         }
     }
 
-    async fn cleanup(&self, machine: &MachineView) -> Result<CleanupProgress, ProviderError> {
-        self.inner.cleanup(machine).await
+    async fn cleanup(
+        &self,
+        machine: &MachineView,
+        progress: &DynProgressHandle,
+    ) -> Result<CleanupProgress, ProviderError> {
+        self.inner.cleanup(machine, progress).await
     }
 
     async fn migrate_uid(&self, machine: &MachineView, new_uid: &str) -> Result<(), ProviderError> {
@@ -136,5 +153,9 @@ impl<P: CloudProvider> CloudProvider for CreateVisibilityGuard<P> {
         machine: &MachineView,
     ) -> Result<BTreeMap<String, String>, ProviderError> {
         self.inner.metrics_labels(machine)
+    }
+
+    fn idempotent_create(&self) -> bool {
+        self.inner.idempotent_create()
     }
 }

@@ -43,13 +43,20 @@ pub struct NodeReadyCondition {
     pub status: NodeReadyStatus,
     /// When the status last changed.
     pub last_transition: Option<DateTime<Utc>>,
+    /// Whether the node has been Ready before (the operator observed `Ready=True` for it,
+    /// e.g. it counted as ready in the previous status). The not-ready grace applies only to
+    /// such nodes: a freshly joined node that has never been Ready also has a recent
+    /// transition, and counting it ready deletes the machine it replaces too early
+    /// (OCPBUGS-7989). `false` when unknown: no grace, the safe side.
+    pub has_been_ready: bool,
 }
 
 /// Whether a machine counts as a working member of the set.
 ///
 /// - no node reference (`node_ready` is `None` and `has_node` false) → false;
 /// - `Running` and node Ready → true;
-/// - `Running`, node not Ready, last transition less than `grace` before `now` → true;
+/// - `Running`, node not Ready but [`has_been_ready`](NodeReadyCondition::has_been_ready),
+///   last transition less than `grace` before `now` → true (reboots, upgrades);
 /// - `Deleting` and node Ready → true (a draining machine still serves);
 /// - anything else (other phases, no Ready condition) → false.
 ///
@@ -62,9 +69,12 @@ pub struct NodeReadyCondition {
 /// let flapped = NodeReadyCondition {
 ///     status: NodeReadyStatus::False,
 ///     last_transition: Some(now - TimeDelta::minutes(5)),
+///     has_been_ready: true,
 /// };
 /// assert!(is_ready(Some(&MachinePhase::Running), true, Some(&flapped), now, DEFAULT_READY_GRACE));
 /// assert!(!is_ready(Some(&MachinePhase::Provisioned), true, Some(&flapped), now, DEFAULT_READY_GRACE));
+/// let joining = NodeReadyCondition { has_been_ready: false, ..flapped };
+/// assert!(!is_ready(Some(&MachinePhase::Running), true, Some(&joining), now, DEFAULT_READY_GRACE));
 /// ```
 #[must_use]
 pub fn is_ready(
@@ -82,7 +92,9 @@ pub fn is_ready(
     };
     match (phase, cond.status) {
         (Some(MachinePhase::Running | MachinePhase::Deleting), NodeReadyStatus::True) => true,
-        (Some(MachinePhase::Running), NodeReadyStatus::False | NodeReadyStatus::Unknown) => {
+        (Some(MachinePhase::Running), NodeReadyStatus::False | NodeReadyStatus::Unknown)
+            if cond.has_been_ready =>
+        {
             let grace = TimeDelta::from_std(grace).unwrap_or(TimeDelta::MAX);
             cond.last_transition
                 .is_some_and(|t| now.signed_duration_since(t) < grace)
@@ -103,6 +115,11 @@ mod tests {
         let cond = |s, mins: Option<i64>| NodeReadyCondition {
             status: s,
             last_transition: mins.map(|m| now - TimeDelta::minutes(m)),
+            has_been_ready: true,
+        };
+        let never_ready = |s, mins: Option<i64>| NodeReadyCondition {
+            has_been_ready: false,
+            ..cond(s, mins)
         };
         use MachinePhase as P;
         use NodeReadyStatus as S;
@@ -128,6 +145,13 @@ mod tests {
                 true,
                 Some(cond(S::Unknown, Some(1))),
                 true,
+            ),
+            (
+                "running, joining node never ready, inside grace (OCPBUGS-7989)",
+                Some(P::Running),
+                true,
+                Some(never_ready(S::False, Some(1))),
+                false,
             ),
             (
                 "running unready at grace",

@@ -12,7 +12,12 @@ use provkit_machines::cloud::{
     NODE_JOIN_REQUEUE, ProviderError, ValidationCache, after_create_step, deletion_step, next_step,
     spec_digest,
 };
-use provkit_testing::machines::{FakeCloudConfig, FakeCloudProvider, Method};
+use provkit_machines::cloud::{BootstrapData, CreateIntent, PendingCreate, VISIBILITY_POLL};
+use provkit_testing::machines::{FakeCloudConfig, FakeCloudProvider, InMemoryProgress, Method};
+
+fn intent(m: &MachineView) -> CreateIntent {
+    CreateIntent::new(&m.uid, Utc.timestamp_opt(1_700_000_000, 0).unwrap())
+}
 
 fn machine(uid: &str) -> MachineView {
     MachineView::new(
@@ -122,7 +127,10 @@ async fn visibility_guard_waits_for_an_eventually_consistent_create() {
     let guard = CreateVisibilityGuard::new(fake, Duration::from_secs(2), Duration::from_secs(300));
     let m = machine("u1");
     let start = tokio::time::Instant::now();
-    let inst = guard.create(&m, "").await.unwrap();
+    let inst = guard
+        .create(&m, &intent(&m), "", &InMemoryProgress::default())
+        .await
+        .unwrap();
     assert_eq!(inst.name, "worker-u1");
     assert_eq!(
         start.elapsed(),
@@ -140,7 +148,15 @@ async fn visibility_guard_times_out() {
         ..FakeCloudConfig::default()
     });
     let guard = CreateVisibilityGuard::new(fake, Duration::from_secs(2), Duration::from_secs(10));
-    let err = guard.create(&machine("u1"), "").await.unwrap_err();
+    let err = guard
+        .create(
+            &machine("u1"),
+            &intent(&machine("u1")),
+            "",
+            &InMemoryProgress::default(),
+        )
+        .await
+        .unwrap_err();
     assert!(matches!(err, ProviderError::DeadlineExceeded { .. }));
 }
 
@@ -154,7 +170,11 @@ async fn without_the_guard_an_eventually_consistent_cloud_duplicates() {
     let m = machine("u1");
     for _ in 0..2 {
         if fake.get(&m).await.is_err() {
-            fake.create(&m, "").await.unwrap();
+            // A fresh intent every time: what a controller without a persisted intent does.
+            let i = CreateIntent::new(&m.uid, Utc.timestamp_opt(1_700_000_000, 0).unwrap());
+            fake.create(&m, &i, "", &InMemoryProgress::default())
+                .await
+                .unwrap();
         }
     }
     assert_eq!(fake.duplicate_instances(), 1);
@@ -168,7 +188,8 @@ async fn fake_knobs_addresses_errors_and_metrics() {
         ..FakeCloudConfig::default()
     });
     let m = machine("u1");
-    fake.create(&m, "").await.unwrap();
+    let progress = InMemoryProgress::default();
+    fake.create(&m, &intent(&m), "", &progress).await.unwrap();
     assert!(
         fake.get(&m).await.unwrap().addresses.is_empty(),
         "addresses delayed"
@@ -180,14 +201,17 @@ async fn fake_knobs_addresses_errors_and_metrics() {
     );
     assert!(fake.get(&m).await.unwrap_err().is_terminal());
     assert!(matches!(
-        fake.cleanup(&m).await.unwrap(),
+        fake.cleanup(&m, &progress).await.unwrap(),
         CleanupProgress::InProgress { .. }
     ));
     assert!(matches!(
-        fake.cleanup(&m).await.unwrap(),
+        fake.cleanup(&m, &progress).await.unwrap(),
         CleanupProgress::InProgress { .. }
     ));
-    assert_eq!(fake.cleanup(&m).await.unwrap(), CleanupProgress::Done);
+    assert_eq!(
+        fake.cleanup(&m, &progress).await.unwrap(),
+        CleanupProgress::Done
+    );
     assert_eq!(fake.metrics_labels(&m).unwrap()["size"], "small");
     let defaulted = fake
         .add_defaults(serde_json::json!({}))
@@ -231,7 +255,7 @@ fn inst(with_addresses: bool) -> Instance {
 #[test]
 fn next_step_table() {
     let ready = EnsureState {
-        bootstrap_secret_ready: true,
+        bootstrap: BootstrapData::Available,
         finalizers_present: true,
         ..EnsureState::default()
     };
@@ -253,7 +277,7 @@ fn next_step_table() {
         (
             "not found, finalizers missing: add before create",
             EnsureState {
-                bootstrap_secret_ready: true,
+                bootstrap: BootstrapData::Available,
                 ..EnsureState::default()
             },
             Err(ProviderError::NotFound),
@@ -287,9 +311,81 @@ fn next_step_table() {
             },
         ),
         (
+            "OCPBUGS-34158: a transient bootstrap-data read error is retried, not terminal",
+            EnsureState {
+                bootstrap: BootstrapData::ReadFailed,
+                finalizers_present: true,
+                ..EnsureState::default()
+            },
+            Err(ProviderError::NotFound),
+            InstanceStep::RetryWithBackoff {
+                message: "reading the bootstrap data failed (transient)".into(),
+            },
+        ),
+        (
+            "not found with a young create intent: not visible yet, no second create",
+            EnsureState {
+                pending_create: Some(PendingCreate {
+                    age: Duration::from_secs(30),
+                    deadline: Duration::from_secs(600),
+                    idempotent_create: false,
+                }),
+                ..ready
+            },
+            Err(ProviderError::NotFound),
+            InstanceStep::Requeue {
+                after: VISIBILITY_POLL,
+                reason: "waiting for the created instance to become visible",
+            },
+        ),
+        (
+            "not found with a create intent close to its deadline: requeue at the deadline",
+            EnsureState {
+                pending_create: Some(PendingCreate {
+                    age: Duration::from_secs(597),
+                    deadline: Duration::from_secs(600),
+                    idempotent_create: false,
+                }),
+                ..ready
+            },
+            Err(ProviderError::NotFound),
+            InstanceStep::Requeue {
+                after: Duration::from_secs(3),
+                reason: "waiting for the created instance to become visible",
+            },
+        ),
+        (
+            "not found with an expired create intent: typed error, never a second create",
+            EnsureState {
+                pending_create: Some(PendingCreate {
+                    age: Duration::from_secs(600),
+                    deadline: Duration::from_secs(600),
+                    idempotent_create: false,
+                }),
+                ..ready
+            },
+            Err(ProviderError::NotFound),
+            InstanceStep::CreateNotVisible {
+                waited: Duration::from_secs(600),
+            },
+        ),
+        (
+            "not found with a create intent, idempotent provider: re-issue the same create",
+            EnsureState {
+                pending_create: Some(PendingCreate {
+                    age: Duration::from_secs(6_000),
+                    deadline: Duration::from_secs(600),
+                    idempotent_create: true,
+                }),
+                ..ready
+            },
+            Err(ProviderError::NotFound),
+            InstanceStep::Create,
+        ),
+        (
             "found, finalizers missing",
             EnsureState {
-                bootstrap_secret_ready: true,
+                bootstrap: BootstrapData::Available,
                 ..EnsureState::default()
             },
             Ok(inst(true)),

@@ -6,7 +6,14 @@
 
 use std::time::Duration;
 
-use provkit_machines::cloud::{CleanupProgress, CloudProvider, MachineView, ProviderError};
+use provkit_machines::cloud::{
+    CleanupProgress, CloudProvider, CreateIntent, MachineProgress, MachineView, ProgressHandle,
+    ProviderError,
+};
+
+use provkit_core::{Clock, SystemClock};
+
+use super::InMemoryProgress;
 use provkit_machines::set::{CreatableIndexes, MachineSetError, MachineSetProvider, parse_index};
 use provkit_machines::{GroupVersionResource, ObjectRef};
 
@@ -48,8 +55,10 @@ async fn poll_found(
 }
 
 /// The lifecycle of the Kubermatic provider conformance scenario (migrate-UID e2e test):
-/// not found → create → found → migrate UID → found by the new UID (and not the old) →
-/// cleanup until done → not found (terminated instances are ignored) → cleanup again is done.
+/// not found → create → found → (an idempotent provider: a second create with the same intent
+/// returns the same instance) → migrate UID → found by the new UID (and not the old) →
+/// cleanup until done, with no sub-resource finalizer left in the progress record → not found
+/// (terminated instances are ignored) → cleanup again is done.
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
@@ -70,7 +79,11 @@ pub async fn cloud_lifecycle(
         p.get(machine).await.err().is_some_and(|e| e.is_not_found()),
         "get before create must be not-found"
     );
-    let created = p.create(machine, "#cloud-config\n").await;
+    let progress = InMemoryProgress::default();
+    let intent = CreateIntent::new(&machine.uid, SystemClock.now());
+    let created = p
+        .create(machine, &intent, "#cloud-config\n", &progress)
+        .await;
     assert!(created.is_ok(), "create failed: {:?}", created.err());
     if caps.create_immediately_visible {
         let got = p.get(machine).await;
@@ -82,6 +95,16 @@ pub async fn cloud_lifecycle(
     }
     let found = poll_found(p, machine, caps).await;
     assert_eq!(found.name, machine.name, "instance name");
+    if p.idempotent_create() {
+        let again = p
+            .create(machine, &intent, "#cloud-config\n", &progress)
+            .await;
+        assert_eq!(
+            again.ok().map(|i| i.id),
+            Some(found.id.clone()),
+            "an idempotent create with the same intent must return the same instance"
+        );
+    }
 
     let migrated = p.migrate_uid(machine, new_uid).await;
     assert!(migrated.is_ok(), "migrate_uid failed: {:?}", migrated.err());
@@ -94,7 +117,7 @@ pub async fn cloud_lifecycle(
 
     let mut done = false;
     for _ in 0..caps.max_polls.max(1) {
-        match p.cleanup(&renamed).await {
+        match p.cleanup(&renamed, &progress).await {
             Ok(CleanupProgress::Done) => {
                 done = true;
                 break;
@@ -105,6 +128,11 @@ pub async fn cloud_lifecycle(
     }
     assert!(done, "cleanup never reported done");
     assert!(
+        progress.snapshot().finalizers.is_empty(),
+        "cleanup reported done with sub-resource finalizers left: {:?}",
+        progress.snapshot().finalizers
+    );
+    assert!(
         p.get(&renamed)
             .await
             .err()
@@ -112,7 +140,7 @@ pub async fn cloud_lifecycle(
         "get after cleanup must be not-found (terminated instances are ignored)"
     );
     assert_eq!(
-        p.cleanup(&renamed).await.ok(),
+        p.cleanup(&renamed, &progress).await.ok(),
         Some(CleanupProgress::Done),
         "cleanup is repeatable"
     );
@@ -129,9 +157,87 @@ pub async fn cloud_lifecycle(
 /// # });
 /// ```
 pub async fn cloud_cleanup_never_created(p: &dyn CloudProvider, machine: &MachineView) {
-    assert!(matches!(p.get(machine).await, Err(ProviderError::NotFound)));
-    assert_eq!(p.cleanup(machine).await.ok(), Some(CleanupProgress::Done));
-    assert!(p.migrate_uid(machine, "other-uid").await.is_ok());
+    assert!(
+        matches!(p.get(machine).await, Err(ProviderError::NotFound)),
+        "get of a never-created machine must be not-found"
+    );
+    let progress = InMemoryProgress::default();
+    assert_eq!(
+        p.cleanup(machine, &progress).await.ok(),
+        Some(CleanupProgress::Done),
+        "cleanup of a never-created machine must be done"
+    );
+    assert!(
+        p.migrate_uid(machine, "other-uid").await.is_ok(),
+        "migrating a never-created machine must succeed"
+    );
+}
+
+/// The [`ProgressHandle`] contract, on a handle whose record starts empty: `load` of a fresh
+/// record is empty; `update` returns and persists the change; a no-op update changes nothing;
+/// successive updates keep each other's changes; the provided finalizer and instance-id
+/// writes round-trip.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use provkit_testing::machines::{conformance, InMemoryProgress};
+/// conformance::progress_handle_contract(&InMemoryProgress::default()).await;
+/// # });
+/// ```
+pub async fn progress_handle_contract(h: &dyn ProgressHandle) {
+    let empty = h.load().await;
+    assert!(
+        empty.as_ref().is_ok_and(MachineProgress::is_empty),
+        "a fresh record must load empty: {empty:?}"
+    );
+    let intent = CreateIntent::new("conformance-uid", SystemClock.now());
+    let want_intent = intent.clone();
+    let stored = h
+        .update(&|p: &mut MachineProgress| p.create_intent = Some(intent.clone()))
+        .await;
+    assert_eq!(
+        stored.ok().and_then(|p| p.create_intent),
+        Some(want_intent.clone()),
+        "update must return the stored change"
+    );
+    let loaded = h.load().await.ok();
+    assert_eq!(
+        loaded.as_ref().and_then(|p| p.create_intent.clone()),
+        Some(want_intent.clone()),
+        "load must see the persisted intent"
+    );
+    let same = h.update(&|_: &mut MachineProgress| {}).await.ok();
+    assert_eq!(same, loaded, "a no-op update must change nothing");
+    let _ = h.add_finalizer("conformance-nic").await;
+    let _ = h.add_finalizer("conformance-ip").await;
+    let _ = h.set_instance_id("conformance-i-1").await;
+    let after = h.load().await.unwrap_or_default();
+    assert_eq!(
+        after.create_intent,
+        Some(want_intent),
+        "later updates must keep earlier changes"
+    );
+    assert_eq!(
+        after
+            .finalizers
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        ["conformance-ip", "conformance-nic"],
+        "both finalizers must be kept"
+    );
+    assert_eq!(after.instance_id.as_deref(), Some("conformance-i-1"));
+    let _ = h.remove_finalizer("conformance-nic").await;
+    let removed = h.load().await.unwrap_or_default();
+    assert_eq!(
+        removed
+            .finalizers
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        ["conformance-ip"],
+        "remove_finalizer must remove exactly that finalizer"
+    );
 }
 
 /// Validation: `valid` passes (twice, as a cache would serve it), `invalid` fails with a

@@ -1,11 +1,11 @@
 //! [`FakeCloudProvider`].
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use provkit_machines::cloud::{
-    AddressType, CleanupProgress, CloudProvider, DefaultedSpec, Instance, InstanceStatus,
-    MachineErrorReason, MachineView, NodeAddress, ProviderError,
+    AddressType, CleanupProgress, CloudProvider, CreateIntent, DefaultedSpec, DynProgressHandle,
+    Instance, InstanceStatus, MachineErrorReason, MachineView, NodeAddress, ProviderError,
 };
 
 /// A [`CloudProvider`] method, for error injection.
@@ -38,6 +38,15 @@ pub struct FakeCloudConfig {
     pub cleanup_calls_in_progress: u32,
     /// Addresses appear only after this many successful `get`s.
     pub address_delay_gets: u32,
+    /// Deduplicate creates by the intent token, like AWS `ClientToken`
+    /// ([`CloudProvider::idempotent_create`]).
+    pub idempotent_create: bool,
+    /// Sub-resources made before the instance (Azure-style public IP, NIC, disk), each guarded
+    /// by a finalizer of the same name recorded through the progress handle.
+    pub sub_resources: Vec<String>,
+    /// A deliberate bug for tests of crash tests: record each sub-resource finalizer *after*
+    /// creating the sub-resource (a crash in between orphans it).
+    pub record_finalizer_after_create: bool,
 }
 
 impl Default for FakeCloudConfig {
@@ -47,6 +56,9 @@ impl Default for FakeCloudConfig {
             get_misses_after_create: 0,
             cleanup_calls_in_progress: 1,
             address_delay_gets: 0,
+            idempotent_create: false,
+            sub_resources: Vec::new(),
+            record_finalizer_after_create: false,
         }
     }
 }
@@ -54,6 +66,7 @@ impl Default for FakeCloudConfig {
 #[derive(Debug)]
 struct FakeInstance {
     instance: Instance,
+    token: String,
     misses_left: u32,
     address_gets_left: u32,
     cleanup_left: Option<u32>,
@@ -63,6 +76,7 @@ struct FakeInstance {
 #[derive(Debug, Default)]
 struct State {
     instances: BTreeMap<String, Vec<FakeInstance>>,
+    sub_resources: BTreeMap<String, BTreeSet<String>>,
     next_errors: HashMap<Method, VecDeque<ProviderError>>,
     always_errors: HashMap<Method, ProviderError>,
     create_calls: u64,
@@ -80,16 +94,19 @@ struct State {
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use provkit_machines::cloud::{CleanupProgress, CloudProvider, MachineView};
-/// use provkit_testing::machines::FakeCloudProvider;
+/// use chrono::{TimeZone, Utc};
+/// use provkit_machines::cloud::{CleanupProgress, CloudProvider, CreateIntent, MachineView};
+/// use provkit_testing::machines::{FakeCloudProvider, InMemoryProgress};
 ///
 /// let cloud = FakeCloudProvider::default();
+/// let progress = InMemoryProgress::default();
 /// let m = MachineView::new("uid-1", "worker-1", serde_json::json!({"size": "small"}));
 /// assert!(cloud.get(&m).await.unwrap_err().is_not_found());
-/// cloud.create(&m, "#cloud-config").await.unwrap();
+/// let intent = CreateIntent::new(&m.uid, Utc.timestamp_opt(0, 0).unwrap());
+/// cloud.create(&m, &intent, "#cloud-config", &progress).await.unwrap();
 /// assert_eq!(cloud.get(&m).await.unwrap().name, "worker-1");
-/// assert!(matches!(cloud.cleanup(&m).await.unwrap(), CleanupProgress::InProgress { .. }));
-/// assert_eq!(cloud.cleanup(&m).await.unwrap(), CleanupProgress::Done);
+/// assert!(matches!(cloud.cleanup(&m, &progress).await.unwrap(), CleanupProgress::InProgress { .. }));
+/// assert_eq!(cloud.cleanup(&m, &progress).await.unwrap(), CleanupProgress::Done);
 /// assert!(cloud.get(&m).await.unwrap_err().is_not_found());
 /// # });
 /// ```
@@ -212,6 +229,20 @@ impl FakeCloudProvider {
             .map_or(0, |v| v.iter().filter(|i| !i.terminated).count())
     }
 
+    /// Sub-resources of a UID that exist in the cloud.
+    ///
+    /// ```
+    /// assert!(provkit_testing::machines::FakeCloudProvider::default().sub_resources("u").is_empty());
+    /// ```
+    #[must_use]
+    pub fn sub_resources(&self, uid: &str) -> BTreeSet<String> {
+        self.lock()
+            .sub_resources
+            .get(uid)
+            .cloned()
+            .unwrap_or_default()
+    }
+
     fn enter(&self, method: Method) -> Result<MutexGuard<'_, State>, ProviderError> {
         let mut s = self.lock();
         *s.calls.entry(method).or_default() += 1;
@@ -273,12 +304,35 @@ impl CloudProvider for FakeCloudProvider {
     async fn create(
         &self,
         machine: &MachineView,
+        intent: &CreateIntent,
         _user_data: &str,
+        progress: &DynProgressHandle,
     ) -> Result<Instance, ProviderError> {
-        let mut s = self.enter(Method::Create)?;
+        drop(self.enter(Method::Create)?);
+        for name in &self.config.sub_resources {
+            if !self.config.record_finalizer_after_create {
+                progress.add_finalizer(name).await?;
+            }
+            self.lock()
+                .sub_resources
+                .entry(machine.uid.clone())
+                .or_default()
+                .insert(name.clone());
+            if self.config.record_finalizer_after_create {
+                progress.add_finalizer(name).await?;
+            }
+        }
+        let mut s = self.lock();
         s.create_calls += 1;
         let n = s.create_calls;
         let entry = s.instances.entry(machine.uid.clone()).or_default();
+        if self.config.idempotent_create
+            && let Some(same) = entry
+                .iter()
+                .find(|i| !i.terminated && i.token == intent.token)
+        {
+            return Ok(same.instance.clone());
+        }
         let duplicate = entry.iter().any(|i| !i.terminated);
         let id = format!("fake-{n}");
         let instance = Instance::new(machine.name.clone(), id.clone(), InstanceStatus::Running)
@@ -289,6 +343,7 @@ impl CloudProvider for FakeCloudProvider {
             )]);
         entry.push(FakeInstance {
             instance: instance.clone(),
+            token: intent.token.clone(),
             misses_left: self.config.get_misses_after_create,
             address_gets_left: self.config.address_delay_gets,
             cleanup_left: None,
@@ -300,7 +355,63 @@ impl CloudProvider for FakeCloudProvider {
         Ok(instance)
     }
 
-    async fn cleanup(&self, machine: &MachineView) -> Result<CleanupProgress, ProviderError> {
+    async fn cleanup(
+        &self,
+        machine: &MachineView,
+        progress: &DynProgressHandle,
+    ) -> Result<CleanupProgress, ProviderError> {
+        if self.cleanup_instances(machine)? == CleanupProgress::Done {
+            // The instance is gone: delete the recorded sub-resources, each finalizer after
+            // its sub-resource.
+            for name in progress.load().await?.finalizers {
+                if let Some(set) = self.lock().sub_resources.get_mut(&machine.uid) {
+                    set.remove(&name);
+                }
+                progress.remove_finalizer(&name).await?;
+            }
+            return Ok(CleanupProgress::Done);
+        }
+        Ok(CleanupProgress::InProgress { retry_after: None })
+    }
+
+    async fn migrate_uid(&self, machine: &MachineView, new_uid: &str) -> Result<(), ProviderError> {
+        let mut s = self.enter(Method::MigrateUid)?;
+        if let Some(list) = s.instances.remove(&machine.uid) {
+            s.instances
+                .entry(new_uid.to_owned())
+                .or_default()
+                .extend(list);
+        }
+        if let Some(subs) = s.sub_resources.remove(&machine.uid) {
+            s.sub_resources
+                .entry(new_uid.to_owned())
+                .or_default()
+                .extend(subs);
+        }
+        Ok(())
+    }
+
+    fn metrics_labels(
+        &self,
+        machine: &MachineView,
+    ) -> Result<BTreeMap<String, String>, ProviderError> {
+        drop(self.enter(Method::MetricsLabels)?);
+        let size = machine
+            .provider_spec
+            .get("size")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("unknown");
+        Ok(BTreeMap::from([("size".to_owned(), size.to_owned())]))
+    }
+
+    fn idempotent_create(&self) -> bool {
+        self.config.idempotent_create
+    }
+}
+
+impl FakeCloudProvider {
+    /// The instance part of `cleanup`: terminates live instances (asynchronously).
+    fn cleanup_instances(&self, machine: &MachineView) -> Result<CleanupProgress, ProviderError> {
         let mut s = self.enter(Method::Cleanup)?;
         let in_progress = self.config.cleanup_calls_in_progress;
         let Some(list) = s.instances.get_mut(&machine.uid) else {
@@ -323,29 +434,5 @@ impl CloudProvider for FakeCloudProvider {
         } else {
             CleanupProgress::Done
         })
-    }
-
-    async fn migrate_uid(&self, machine: &MachineView, new_uid: &str) -> Result<(), ProviderError> {
-        let mut s = self.enter(Method::MigrateUid)?;
-        if let Some(list) = s.instances.remove(&machine.uid) {
-            s.instances
-                .entry(new_uid.to_owned())
-                .or_default()
-                .extend(list);
-        }
-        Ok(())
-    }
-
-    fn metrics_labels(
-        &self,
-        machine: &MachineView,
-    ) -> Result<BTreeMap<String, String>, ProviderError> {
-        drop(self.enter(Method::MetricsLabels)?);
-        let size = machine
-            .provider_spec
-            .get("size")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or("unknown");
-        Ok(BTreeMap::from([("size".to_owned(), size.to_owned())]))
     }
 }

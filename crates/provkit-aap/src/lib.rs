@@ -36,3 +36,8 @@ pub use retry::RetryConfig;
 pub use types::{
     AapJobStatus, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template, TemplateKind,
 };
+
+/// The `async_trait` attribute macro, re-exported so that implementing [`AapApi`] (for a test
+/// double) needs no `async-trait` dependency of your own: `#[provkit_aap::async_trait]`.
+#[doc(no_inline)]
+pub use async_trait::async_trait;

@@ -53,3 +53,9 @@ pub use provider::{
 };
 #[doc(inline)]
 pub use resource::{ResourceMeta, ResourceView, ViewError};
+
+/// The `async_trait` attribute macro, re-exported so that implementing
+/// [`ProvisioningProvider`], [`StaleCacheCheck`] or [`StatusFlush`] needs no `async-trait`
+/// dependency of your own: `#[provkit_lifecycle::async_trait]`.
+#[doc(no_inline)]
+pub use async_trait::async_trait;

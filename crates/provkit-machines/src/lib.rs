@@ -70,3 +70,9 @@ pub use set::{
     MachineSetError, MachineSetProvider, MappingError, Plan, execute_plan, group_by_index,
     index_for_machine, plan_on_delete, plan_rolling_update,
 };
+
+/// The `async_trait` attribute macro, re-exported so that implementing [`MachineSetProvider`]
+/// or [`CloudProvider`] needs no `async-trait` dependency of your own:
+/// `#[provkit_machines::async_trait]`.
+#[doc(no_inline)]
+pub use async_trait::async_trait;

@@ -43,8 +43,15 @@ async fn child_kube_then_aap() {
 async fn child_aap_then_kube() {
     no_provider_installed_yet();
     build_aap_client();
+    // The AAP client carries ring inside its own TLS configuration: no process default
+    // (docs/aap.md, "TLS").
+    assert!(
+        rustls::crypto::CryptoProvider::get_default().is_none(),
+        "building an AapClient installed a process-level CryptoProvider"
+    );
     build_kube_client();
-    // The AAP client installed ring as the process default; kube uses it.
+    // kube builds its config through rustls, which installs the only compiled-in provider
+    // (ring) as the process default.
     assert!(rustls::crypto::CryptoProvider::get_default().is_some());
 }
 

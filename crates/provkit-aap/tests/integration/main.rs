@@ -18,5 +18,6 @@ mod client_lookup;
 mod client_tls;
 mod conformance;
 mod provider;
+// `MockAapApi` exists only with the `mock` feature; `cargo test -p provkit-aap` must build without it.
 #[cfg(feature = "mock")]
 mod provider_mock;

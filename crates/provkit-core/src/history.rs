@@ -247,7 +247,10 @@ pub fn find_latest_job_by_type_and_target<'a>(
 /// ```
 #[must_use]
 pub fn jobs_of_target(jobs: &[JobStatus], target: &str) -> Vec<JobStatus> {
-    jobs.iter().filter(|j| j.target == target).cloned().collect()
+    jobs.iter()
+        .filter(|j| j.target == target)
+        .cloned()
+        .collect()
 }
 
 /// Tags every untagged job (`target == ""`) with `owner` and returns how many were tagged (Go's

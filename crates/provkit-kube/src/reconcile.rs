@@ -12,7 +12,7 @@ use kube::{Api, Client, ResourceExt};
 use provkit_core::{ConfigHasher, JobState, JobStatus, JobType, find_latest_job_by_type};
 use provkit_lifecycle::{
     DeprovisionHooks, DeprovisionStep, LaunchContext, Lifecycle, LifecycleError, ProvisionHooks,
-    ProvisionStatus, ProvisionStep, ResourceView, decide::is_config_applied,
+    ProvisionStatus, ProvisionStep, ResourceView,
 };
 use tracing::Instrument;
 
@@ -242,7 +242,10 @@ impl<K: ProvisionedResource> Provisioner<K> {
             .provisioning_status_mut()
             .desired_config_version
             .clone_from(&desired);
-        let applied = is_config_applied(working.provisioning_jobs(), &desired);
+        let applied = self
+            .lifecycle
+            .policy()
+            .is_config_applied(working.provisioning_jobs(), &desired);
         callbacks.on_apply(&mut working, applied);
 
         let session = self.session(api, obj, &object)?;

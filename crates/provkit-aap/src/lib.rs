@@ -29,5 +29,6 @@ pub use provider::{AapProvider, AapProviderBuilder};
 pub use rate_limit::RateLimit;
 pub use retry::RetryConfig;
 pub use types::{
-    AapJobStatus, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template, TemplateKind,
+    AapJobEvent, AapJobStatus, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template,
+    TemplateKind,
 };

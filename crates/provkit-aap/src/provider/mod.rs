@@ -34,7 +34,10 @@ pub use extra_vars::{ExtraVarsError, IDEMPOTENCY_KEY_VAR, build_extra_vars, payl
 pub(crate) use idempotency::carries_key;
 pub use idempotency::find_marked_job;
 pub use naming::{NamingError, TemplateAction, TemplateNames, kebab_case};
-pub use status::{map_status, provision_status};
+pub use status::{
+    MAX_EVENT_DETAILS_BYTES, MAX_FAILED_EVENTS, map_status, provision_status,
+    provision_status_with_outputs,
+};
 
 use crate::api::AapApi;
 use crate::client::AapClient;
@@ -371,7 +374,7 @@ impl AapProvider {
                 e,
             )
         })?;
-        Ok(provision_status(job_id, &job))
+        Ok(provision_status_with_outputs(self.api.as_ref(), job_id, &job).await)
     }
 
     async fn since(&self, resource: &ResourceView, key: &IdempotencyKey) -> DateTime<Utc> {

@@ -16,5 +16,6 @@ mod client_launch;
 mod client_lookup;
 mod client_tls;
 mod conformance;
+mod outputs;
 mod provider;
 mod provider_mock;

@@ -3,6 +3,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod adapters;
+pub mod cutover;
 pub mod error;
 pub mod events;
 pub mod flush;
@@ -16,6 +17,8 @@ pub mod time;
 
 #[doc(inline)]
 pub use adapters::{ApiServerJobs, SessionFlush, gvr_of, object_ref, resource_view};
+#[doc(inline)]
+pub use cutover::{CutoverError, CutoverReason, CutoverReport, check_cutover, check_cutover_all};
 #[doc(inline)]
 pub use error::{DEFAULT_ERROR_REQUEUE, ReconcileError, error_action, error_policy};
 #[doc(inline)]

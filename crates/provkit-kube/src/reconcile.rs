@@ -101,8 +101,8 @@ impl<K> fmt::Debug for Provisioner<K> {
 }
 
 impl<K: ProvisionedResource> Provisioner<K> {
-    /// A provisioner with the Go defaults: management annotation
-    /// `osac.openshift.io/management-state` (`unmanaged` skipped), no events, FNV-1a config
+    /// A provisioner with neutral defaults: every object managed (no management annotation; OSAC
+    /// operators add `.with_management(ManagementStatePolicy::osac())`), no events, FNV-1a config
     /// versions, status writes with the lifecycle's history cap.
     pub fn new(client: Client, lifecycle: Lifecycle, finalizer: impl Into<String>) -> Self {
         let status = StatusWriteConfig::default().with_max_history(lifecycle.policy().max_history);

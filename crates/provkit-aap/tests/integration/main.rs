@@ -16,6 +16,7 @@ mod client_launch;
 mod client_lookup;
 mod client_tls;
 mod conformance;
+mod multi_target;
 mod outputs;
 mod provider;
 mod provider_mock;

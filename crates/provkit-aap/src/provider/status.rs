@@ -221,6 +221,7 @@ mod event_tests {
     use crate::types::AapJobEvent;
     use serde_json::json;
 
+    #[allow(clippy::needless_pass_by_value)] // called with json!() temporaries
     fn ev(v: serde_json::Value) -> AapJobEvent {
         AapJobEvent::from_value(&v).unwrap()
     }

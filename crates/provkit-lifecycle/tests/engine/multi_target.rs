@@ -145,7 +145,7 @@ async fn each_target_launches_and_polls_its_own_jobs() {
     let mut hooks = MultiTargetHooks::new().on_success(|target, s| {
         seen.lock()
             .unwrap()
-            .push((target.to_owned(), s.outputs.clone()))
+            .push((target.to_owned(), s.outputs.clone()));
     });
     let out = t
         .engine

@@ -21,10 +21,12 @@
 //! Exit status: 0 when no object would be re-provisioned because of the cut-over itself, 2 when
 //! some would (hash mismatch), 1 on bad input.
 //!
-//! **Spec type.** The spec is hashed as a `serde_json::Value`, whose keys are sorted like a Go
-//! map. The Go operator hashes its spec *struct*, whose fields keep their declaration order, so
-//! for exact numbers replace [`Spec`] with your CRD's Rust spec type (the one your controller
-//! hashes) and re-run: a mismatch then means that type's serde output differs from Go's JSON.
+//! **Spec type.** This program reads untyped JSON, so the spec is hashed as a `serde_json::Value`,
+//! whose keys are sorted like a Go map. The Go operator hashes its spec *struct* (fields in
+//! declaration order) or a wrapper (`{Spec, ImplementationStrategy}`), so this program can report
+//! a false RE-PROVISION. For exact results use the library check on your typed CRD:
+//! `provkit_kube::cutover::check_cutover` (it hashes `ProvisionedResource::config_source()` as the
+//! controller does; see docs/migrating-from-go.md).
 #![allow(clippy::unwrap_used)]
 
 use std::fmt;

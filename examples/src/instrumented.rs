@@ -242,6 +242,26 @@ impl AapApi for CountingApi {
         r
     }
 
+    // The status enrichment's list requests (a workflow's node jobs, a failed job's events) count
+    // as job lists.
+    async fn failed_job_events(
+        &self,
+        id: u64,
+        limit: usize,
+    ) -> provkit_aap::Result<Vec<provkit_aap::AapJobEvent>> {
+        let r = self.inner.failed_job_events(id, limit).await;
+        self.stats
+            .record(Op::ListJobs, Some(id), r.as_ref().err().map(short));
+        r
+    }
+
+    async fn workflow_node_jobs(&self, id: u64) -> provkit_aap::Result<Vec<Job>> {
+        let r = self.inner.workflow_node_jobs(id).await;
+        self.stats
+            .record(Op::ListJobs, Some(id), r.as_ref().err().map(short));
+        r
+    }
+
     async fn jobs_created_since(
         &self,
         kind: JobKind,

@@ -5,7 +5,9 @@ use chrono::{DateTime, Utc};
 
 use crate::client::AapClient;
 use crate::error::Result;
-use crate::types::{CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template, TemplateKind};
+use crate::types::{
+    AapJobEvent, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template, TemplateKind,
+};
 
 /// The AAP operations the provider uses. Implemented by [`AapClient`].
 #[cfg_attr(feature = "mock", mockall::automock)]
@@ -41,6 +43,12 @@ pub trait AapApi: Send + Sync {
         since: DateTime<Utc>,
         key: &str,
     ) -> Result<Option<Job>>;
+    /// The first `limit` events of job `id` flagged `failed` (one request; see
+    /// [`AapClient::failed_job_events`]).
+    async fn failed_job_events(&self, id: u64, limit: usize) -> Result<Vec<AapJobEvent>>;
+    /// The jobs workflow job `id` ran, in finish order (one request; see
+    /// [`AapClient::workflow_node_jobs`]).
+    async fn workflow_node_jobs(&self, id: u64) -> Result<Vec<Job>>;
 }
 
 #[async_trait::async_trait]
@@ -78,5 +86,11 @@ impl AapApi for AapClient {
         key: &str,
     ) -> Result<Option<Job>> {
         AapClient::newest_job_with_key(self, kind, template_kind, template_id, since, key).await
+    }
+    async fn failed_job_events(&self, id: u64, limit: usize) -> Result<Vec<AapJobEvent>> {
+        AapClient::failed_job_events(self, id, limit).await
+    }
+    async fn workflow_node_jobs(&self, id: u64) -> Result<Vec<Job>> {
+        AapClient::workflow_node_jobs(self, id).await
     }
 }

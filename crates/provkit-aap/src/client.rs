@@ -13,8 +13,8 @@ use crate::inner::{Inner, TemplateKey};
 use crate::response::RawResponse;
 use crate::transport::{Call, CallAuth};
 use crate::types::{
-    AapJobStatus, CancelOutcome, Job, JobKind, JobWire, LaunchRequest, Launched, ListedJob, Page,
-    Template, TemplateKind,
+    AapJobEvent, AapJobStatus, CancelOutcome, Job, JobKind, JobWire, LaunchRequest, Launched,
+    ListedJob, Page, Template, TemplateKind,
 };
 
 /// The "too large to display" notice AWX returns instead of stdout above 1 MiB.
@@ -618,6 +618,56 @@ impl AapClient {
                 .filter(|job| crate::marker::carries_key(job, key))
         })
         .await
+    }
+}
+
+impl AapClient {
+    /// The first `limit` (at most 200) events of job `id` flagged `failed`, in event order —
+    /// **one** request: `jobs/<id>/job_events/?failed=true&order_by=counter&page_size=<limit>`.
+    /// AWX marks the parents of a failed event failed too; [`AapJobEvent::is_task_failure`]
+    /// tells them apart.
+    ///
+    /// # Errors
+    /// HTTP/decoding errors.
+    pub async fn failed_job_events(&self, id: u64, limit: usize) -> Result<Vec<AapJobEvent>> {
+        let id_text = id.to_string();
+        let size = limit.clamp(1, 200).to_string();
+        let path = self
+            .path(
+                &["jobs", &id_text, "job_events"],
+                &[
+                    ("failed", "true"),
+                    ("order_by", "counter"),
+                    ("page_size", &size),
+                ],
+            )
+            .await?;
+        let (items, _) = self.inner.page(path, crate::pagination::decode_value_page).await?;
+        Ok(items.iter().filter_map(AapJobEvent::from_value).collect())
+    }
+
+    /// The jobs workflow job `id` ran (its nodes' jobs), in the order they finished — **one**
+    /// request: `jobs/?unified_job_node__workflow_job=<id>&order_by=finished&page_size=200`.
+    ///
+    /// # Errors
+    /// HTTP/decoding errors.
+    pub async fn workflow_node_jobs(&self, id: u64) -> Result<Vec<Job>> {
+        let id_text = id.to_string();
+        let path = self
+            .path(
+                &["jobs"],
+                &[
+                    ("unified_job_node__workflow_job", &id_text),
+                    ("order_by", "finished"),
+                    ("page_size", "200"),
+                ],
+            )
+            .await?;
+        let (items, _) = self.inner.page(path, crate::pagination::decode_value_page).await?;
+        Ok(items
+            .iter()
+            .filter_map(|v| Job::from_value(v, JobKind::Job))
+            .collect())
     }
 }
 

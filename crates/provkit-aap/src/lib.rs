@@ -34,7 +34,8 @@ pub use provider::{AapProvider, AapProviderBuilder};
 pub use rate_limit::RateLimit;
 pub use retry::RetryConfig;
 pub use types::{
-    AapJobStatus, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template, TemplateKind,
+    AapJobEvent, AapJobStatus, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template,
+    TemplateKind,
 };
 
 /// The `async_trait` attribute macro, re-exported so that implementing [`AapApi`] (for a test

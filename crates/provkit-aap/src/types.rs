@@ -595,6 +595,111 @@ pub enum CancelOutcome {
     AlreadyFinished,
 }
 
+/// One job event (`jobs/<id>/job_events/` item), the fields used to explain a failure.
+///
+/// A playbook failure leaves `job_explanation` and `result_traceback` empty (aap-observed.md
+/// §13.2); what failed is only in the `runner_on_failed` events.
+///
+/// ```
+/// use provkit_aap::AapJobEvent;
+/// let e = AapJobEvent::from_value(&serde_json::json!({
+///     "counter": 7, "event": "runner_on_failed", "failed": true, "task": "Create VM",
+///     "host_name": "localhost", "event_data": {"res": {"msg": "quota exceeded"}},
+/// })).unwrap();
+/// assert!(e.is_task_failure());
+/// assert_eq!(e.summary(), "Create VM on localhost: quota exceeded");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct AapJobEvent {
+    /// Position in the job's event stream.
+    pub counter: u64,
+    /// Event name (`runner_on_failed`, `playbook_on_task_start`, …).
+    pub event: String,
+    /// `failed` (AWX also sets it on the parents of a failed event).
+    pub failed: bool,
+    /// Task name.
+    pub task: String,
+    /// Host name.
+    pub host_name: String,
+    /// The event's standard output (may hold ANSI colour codes).
+    pub stdout: String,
+    /// `event_data.res.msg` when it is a string.
+    pub result_msg: Option<String>,
+}
+
+impl AapJobEvent {
+    /// Decodes an event; `None` when `value` is not an object.
+    pub fn from_value(value: &Value) -> Option<Self> {
+        let obj = value.as_object()?;
+        let text = |k: &str| as_string(obj.get(k));
+        Some(Self {
+            counter: obj.get("counter").and_then(as_u64).unwrap_or(0),
+            event: text("event"),
+            failed: obj.get("failed").and_then(Value::as_bool).unwrap_or(false),
+            task: text("task"),
+            host_name: text("host_name"),
+            stdout: text("stdout"),
+            result_msg: obj
+                .get("event_data")
+                .and_then(|d| d.get("res"))
+                .and_then(|r| r.get("msg"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        })
+    }
+
+    /// A failed task on a host (`runner_on_failed`, `runner_item_on_failed`,
+    /// `runner_on_unreachable`, `runner_on_async_failed`), not a parent event marked failed.
+    pub fn is_task_failure(&self) -> bool {
+        self.failed && self.event.starts_with("runner_")
+    }
+
+    /// `"<task> on <host>: <message>"`, the message being `event_data.res.msg` or else the
+    /// event's stdout without colour codes.
+    pub fn summary(&self) -> String {
+        let message = self
+            .result_msg
+            .clone()
+            .unwrap_or_else(|| strip_ansi(&self.stdout).trim().to_owned());
+        let mut out = String::new();
+        if !self.task.is_empty() {
+            out.push_str(&self.task);
+        }
+        if !self.host_name.is_empty() {
+            if !out.is_empty() {
+                out.push_str(" on ");
+            }
+            out.push_str(&self.host_name);
+        }
+        if !message.is_empty() {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&message);
+        }
+        out
+    }
+}
+
+/// Removes ANSI escape sequences (`ESC [ … letter`).
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for n in chars.by_ref() {
+                if n.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// One page of a list endpoint (items as JSON trees, or as a slim typed `T`).
 #[derive(Clone, Debug, Deserialize)]
 pub(crate) struct Page<T = Value> {

@@ -22,8 +22,10 @@
 //!   newer job.
 //! - **[`append_job`] never evicts the latest provision job (caps ≥ 2).** Go drops the oldest
 //!   entries whatever their type, so ten deprovision retries can push the last provision job
-//!   out of a ten-entry history. Here, when trimming would drop the latest provision job (as
-//!   [`find_latest_job_by_type`] picks it), the oldest *other* job is dropped instead; the
+//!   out of a ten-entry history. Here, when trimming would drop the latest provision job of a
+//!   target ([`JobStatus::target`]; one target, `""`, for most resources), the oldest *other*
+//!   job is dropped instead (only when there are more targets than room does the oldest
+//!   target's latest provision job go); the
 //!   length still never exceeds the cap and the newest job is always kept. With a cap of 1
 //!   only the newest job is kept (nothing else fits). The cap is a [`NonZeroUsize`], so Go's
 //!   "zero cap empties the history" and "negative cap panics" cannot happen.
@@ -54,8 +56,9 @@ pub const DEFAULT_MAX_JOB_HISTORY: NonZeroUsize = match NonZeroUsize::new(10) {
 ///
 /// - `jobs.len() <= max_history` afterwards, and `job` is the last element.
 /// - Entries are dropped oldest first, by array position (like Go), **except** that for
-///   `max_history >= 2` the latest provision job (by [`find_latest_job_by_type`]) is never
-///   dropped: the oldest other job goes instead. With `max_history == 1` only `job` remains.
+///   `max_history >= 2` the latest provision job of each target (by
+///   [`find_latest_job_by_type_and_target`]) is dropped only after every other job: the oldest
+///   other job goes instead. With `max_history == 1` only `job` remains.
 /// - The relative order of the kept entries does not change.
 ///
 /// ```
@@ -79,25 +82,52 @@ pub const DEFAULT_MAX_JOB_HISTORY: NonZeroUsize = match NonZeroUsize::new(10) {
 pub fn append_job(jobs: &mut Vec<JobStatus>, job: JobStatus, max_history: NonZeroUsize) {
     jobs.push(job);
     let cap = max_history.get();
-    let Some(mut excess) = jobs.len().checked_sub(cap).filter(|&n| n > 0) else {
+    let Some(excess) = jobs.len().checked_sub(cap).filter(|&n| n > 0) else {
         return;
     };
     if cap == 1 {
         jobs.drain(..excess);
         return;
     }
-    let protected = latest_index_by_type(jobs, &JobType::Provision);
+    let newest = jobs.len() - 1;
+    let protected = latest_provision_per_target(jobs);
+    // Drop the oldest unprotected jobs first; only when the protected ones alone exceed the cap
+    // (more targets than room) do the oldest protected ones go too. The newest job always stays.
+    let mut drop = vec![false; jobs.len()];
+    let mut left = excess;
+    for pass_protected in [false, true] {
+        for (i, slot) in drop.iter_mut().enumerate() {
+            if left == 0 {
+                break;
+            }
+            if i == newest || *slot || protected.contains(&i) != pass_protected {
+                continue;
+            }
+            *slot = true;
+            left -= 1;
+        }
+    }
     let mut index = 0;
     jobs.retain(|_| {
-        let i = index;
+        let keep = !drop[index];
         index += 1;
-        if excess > 0 && Some(i) != protected {
-            excess -= 1;
-            false
-        } else {
-            true
-        }
+        keep
     });
+}
+
+/// The index of the latest provision job of every target present in `jobs`.
+fn latest_provision_per_target(jobs: &[JobStatus]) -> Vec<usize> {
+    let mut targets: Vec<&str> = jobs
+        .iter()
+        .filter(|j| j.job_type == JobType::Provision)
+        .map(|j| j.target.as_str())
+        .collect();
+    targets.sort_unstable();
+    targets.dedup();
+    targets
+        .into_iter()
+        .filter_map(|t| latest_index(jobs, &JobType::Provision, Some(t)))
+        .collect()
 }
 
 /// Replaces the **first** job whose id equals `job.job_id` with a copy of `job` (every field,
@@ -166,13 +196,94 @@ pub fn find_latest_job_by_type<'a>(
     jobs: &'a [JobStatus],
     job_type: &JobType,
 ) -> Option<&'a JobStatus> {
-    latest_index_by_type(jobs, job_type).and_then(|i| jobs.get(i))
+    latest_index(jobs, job_type, None).and_then(|i| jobs.get(i))
 }
 
-fn latest_index_by_type(jobs: &[JobStatus], job_type: &JobType) -> Option<usize> {
+/// The job of type `job_type` **and** target `target` with the latest timestamp (Go
+/// `FindLatestJobByTypeAndTarget`); `None` if there is none. `""` is the untagged target of a
+/// single-target resource. Ties as in [`find_latest_job_by_type`].
+///
+/// *Differs from Go's `FindLatestJobByType`:* that Go function only sees untagged jobs
+/// (`target == ""`); [`find_latest_job_by_type`] sees every job, because a single-target
+/// resource's history is the whole array. Use this function (or [`jobs_of_target`]) for
+/// multi-target histories.
+///
+/// ```
+/// use chrono::{TimeZone, Utc};
+/// use provkit_core::{find_latest_job_by_type_and_target, JobState, JobStatus, JobType};
+///
+/// let t = |s| Utc.timestamp_opt(s, 0).unwrap();
+/// let mut cluster = JobStatus::new("1", JobType::Provision, JobState::Succeeded, t(10));
+/// cluster.target = "cluster".into();
+/// let mut storage = JobStatus::new("2", JobType::Provision, JobState::Running, t(20));
+/// storage.target = "storage".into();
+/// let jobs = vec![cluster, storage];
+/// let latest = find_latest_job_by_type_and_target(&jobs, &JobType::Provision, "cluster");
+/// assert_eq!(latest.unwrap().job_id, "1");
+/// assert!(find_latest_job_by_type_and_target(&jobs, &JobType::Provision, "").is_none());
+/// ```
+#[must_use]
+pub fn find_latest_job_by_type_and_target<'a>(
+    jobs: &'a [JobStatus],
+    job_type: &JobType,
+    target: &str,
+) -> Option<&'a JobStatus> {
+    latest_index(jobs, job_type, Some(target)).and_then(|i| jobs.get(i))
+}
+
+/// The jobs tagged with `target`, in array order (Go's `filterJobsByTarget`); `""` selects the
+/// untagged jobs.
+///
+/// ```
+/// use chrono::{TimeZone, Utc};
+/// use provkit_core::{jobs_of_target, JobState, JobStatus, JobType};
+///
+/// let mut a = JobStatus::new("1", JobType::Provision, JobState::Running, Utc.timestamp_opt(0, 0).unwrap());
+/// a.target = "a".into();
+/// let untagged = JobStatus::new("2", JobType::Provision, JobState::Running, Utc.timestamp_opt(0, 0).unwrap());
+/// let jobs = vec![a, untagged];
+/// assert_eq!(jobs_of_target(&jobs, "a").len(), 1);
+/// assert_eq!(jobs_of_target(&jobs, "")[0].job_id, "2");
+/// ```
+#[must_use]
+pub fn jobs_of_target(jobs: &[JobStatus], target: &str) -> Vec<JobStatus> {
+    jobs.iter()
+        .filter(|j| j.target == target)
+        .cloned()
+        .collect()
+}
+
+/// Tags every untagged job (`target == ""`) with `owner` and returns how many were tagged (Go's
+/// `backfillLegacyJobTargets`): a resource that moves from a single-target to a multi-target
+/// lifecycle keeps its history on the target that used to be its only one, instead of that
+/// target starting from scratch (a duplicate provisioning). An empty `owner` changes nothing.
+/// Idempotent: a second call tags nothing.
+///
+/// ```
+/// use chrono::{TimeZone, Utc};
+/// use provkit_core::{absorb_legacy_history, JobState, JobStatus, JobType};
+///
+/// let mut jobs = vec![JobStatus::new("1", JobType::Provision, JobState::Succeeded, Utc.timestamp_opt(0, 0).unwrap())];
+/// assert_eq!(absorb_legacy_history(&mut jobs, "cluster"), 1);
+/// assert_eq!(jobs[0].target, "cluster");
+/// assert_eq!(absorb_legacy_history(&mut jobs, "cluster"), 0);
+/// ```
+pub fn absorb_legacy_history(jobs: &mut [JobStatus], owner: &str) -> usize {
+    if owner.is_empty() {
+        return 0;
+    }
+    let mut tagged = 0;
+    for job in jobs.iter_mut().filter(|j| j.target.is_empty()) {
+        owner.clone_into(&mut job.target);
+        tagged += 1;
+    }
+    tagged
+}
+
+fn latest_index(jobs: &[JobStatus], job_type: &JobType, target: Option<&str>) -> Option<usize> {
     let mut best: Option<usize> = None;
     for (i, job) in jobs.iter().enumerate() {
-        if job.job_type != *job_type {
+        if job.job_type != *job_type || target.is_some_and(|t| job.target != t) {
             continue;
         }
         let newer = best

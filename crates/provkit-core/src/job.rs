@@ -14,6 +14,7 @@
 //! | [`JobStatus::message`] | `message` | only when non-empty |
 //! | [`JobStatus::block_deletion_on_failure`] | `blockDeletionOnFailure` | only when `true` |
 //! | [`JobStatus::config_version`] | `configVersion` | only when non-empty |
+//! | [`JobStatus::target`] | `target` | only when non-empty (newest Go operator; multi-target resources) |
 //! | [`JobStatus::extra`] | any other key | verbatim, after the known keys |
 //!
 //! # Tolerant reading
@@ -22,8 +23,8 @@
 //!   kept verbatim in an `Other` variant and written back unchanged; an unknown state is never
 //!   terminal.
 //! - A missing `timestamp` reads as `None`, like `null`.
-//! - Missing `message`, `blockDeletionOnFailure`, `configVersion`, `jobID`, `type` and `state`
-//!   read as their defaults (`""`, `false`, `""`, `""`, provision, `Pending`): Go's decoder is
+//! - Missing `message`, `blockDeletionOnFailure`, `configVersion`, `target`, `jobID`, `type` and
+//!   `state` read as their defaults (`""`, `false`, `""`, `""`, `""`, provision, `Pending`): Go's decoder is
 //!   just as lenient, and a status that lost a field must not make the resource unreadable.
 //! - Keys this version does not know are kept in [`JobStatus::extra`] and written back, so
 //!   rewriting a status written by a newer operator never loses data.
@@ -361,6 +362,11 @@ pub struct JobStatus {
         skip_serializing_if = "String::is_empty"
     )]
     pub config_version: String,
+    /// Which provisioning target (manager) the job was dispatched to, for resources provisioned
+    /// through several targets at once (Go `JobStatus.Target`, newest operator); empty for a
+    /// resource with one target. Omitted from JSON when empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub target: String,
     /// Keys this version does not know, kept verbatim and written back after the known keys.
     /// Do not put the known keys (`jobID`, `type`, …) here: they would be written twice.
     #[serde(flatten)]

@@ -4,7 +4,8 @@
 //! - [`JobStatus`], [`JobType`], [`JobState`]: one entry of the job history a resource keeps in
 //!   its CRD status, with Go's exact JSON (module [`job`]).
 //! - [`append_job`], [`update_job`], [`find_job_by_id`], [`find_latest_job_by_type`],
-//!   [`has_job_id`]: the history operations (module [`history`], which documents two
+//!   [`has_job_id`], and for multi-target histories [`find_latest_job_by_type_and_target`],
+//!   [`jobs_of_target`], [`absorb_legacy_history`]: the history operations (module [`history`], which documents two
 //!   deliberate deviations from Go).
 //! - [`compute_desired_config_version`] and [`ConfigHasher`]: the spec hash that decides when to
 //!   re-provision, byte-compatible with Go (module [`config_version`]).
@@ -62,11 +63,13 @@ pub mod k8s;
 pub use clock::{Clock, ManualClock, SystemClock};
 #[doc(inline)]
 pub use config_version::{
-    ConfigHasher, ConfigVersionError, compute_desired_config_version, to_go_json,
+    ConfigHasher, ConfigVersionError, SpecWithStrategy, SpecWithStrategyAndTargetIp,
+    compute_desired_config_version, to_go_json,
 };
 #[doc(inline)]
 pub use history::{
-    DEFAULT_MAX_JOB_HISTORY, append_job, find_job_by_id, find_latest_job_by_type, has_job_id,
+    DEFAULT_MAX_JOB_HISTORY, absorb_legacy_history, append_job, find_job_by_id,
+    find_latest_job_by_type, find_latest_job_by_type_and_target, has_job_id, jobs_of_target,
     update_job,
 };
 #[doc(inline)]

@@ -3,6 +3,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod adapters;
+pub mod cutover;
 pub mod error;
 pub mod error_chain;
 pub mod events;
@@ -23,6 +24,8 @@ pub mod user_agent;
 
 #[doc(inline)]
 pub use adapters::{ApiServerJobs, SessionFlush, gvr_of, object_ref, resource_view};
+#[doc(inline)]
+pub use cutover::{CutoverError, CutoverReason, CutoverReport, check_cutover, check_cutover_all};
 #[doc(inline)]
 pub use error::{DEFAULT_ERROR_REQUEUE, ReconcileError, error_policy};
 #[doc(inline)]

@@ -3,8 +3,12 @@
 //! The Go OSAC operator skips objects annotated `osac.openshift.io/management-state: unmanaged`
 //! unless they are being deleted, and for some kinds (ComputeInstance, ClusterOrder) also
 //! skips provisioning **and** deprovisioning when the value is `manual`
-//! (osac-provisioning.md §6). [`ManagementStatePolicy::default`] is exactly the first rule;
+//! (osac-provisioning.md §6). [`ManagementStatePolicy::osac`] is exactly the first rule;
 //! [`ManagementStatePolicy::with_manual`] adds the second.
+//!
+//! [`ManagementStatePolicy::default`] is neutral: it reads no annotation and manages every object
+//! until [`ManagementStatePolicy::with_annotation`] names one (the `unmanaged` value is then
+//! honoured). OSAC operators migrate with one line: `.with_management(ManagementStatePolicy::osac())`.
 
 use kube::Resource;
 
@@ -39,7 +43,7 @@ pub trait ManagementHook: Send + Sync + std::fmt::Debug {
 /// use provkit_kube::management::{Management, ManagementHook, ManagementStatePolicy};
 /// use std::collections::BTreeMap;
 ///
-/// let p = ManagementStatePolicy::default();
+/// let p = ManagementStatePolicy::osac();
 /// let ann = BTreeMap::from([("osac.openshift.io/management-state".to_owned(), "unmanaged".to_owned())]);
 /// assert_eq!(p.management(&ann, false), Management::Skip);
 /// assert_eq!(p.management(&ann, true), Management::Managed); // deletion still cleans up
@@ -47,11 +51,18 @@ pub trait ManagementHook: Send + Sync + std::fmt::Debug {
 /// let manual = BTreeMap::from([("osac.openshift.io/management-state".to_owned(), "manual".to_owned())]);
 /// assert_eq!(p.management(&manual, false), Management::Managed);
 /// assert_eq!(p.clone().with_manual().management(&manual, true), Management::Skip);
+///
+/// // Neutral default: no annotation is read until one is named.
+/// assert_eq!(ManagementStatePolicy::default().management(&ann, false), Management::Managed);
+/// let mine = ManagementStatePolicy::default().with_annotation("example.com/management-state");
+/// let ann = BTreeMap::from([("example.com/management-state".to_owned(), "unmanaged".to_owned())]);
+/// assert_eq!(mine.management(&ann, false), Management::Skip);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ManagementStatePolicy {
-    /// Annotation key (default [`MANAGEMENT_STATE_ANNOTATION`]).
+    /// Annotation key (default empty: none is read; [`MANAGEMENT_STATE_ANNOTATION`] with
+    /// [`ManagementStatePolicy::osac`]).
     pub annotation: String,
     /// Values skipped unless the object is being deleted (default `["unmanaged"]`).
     pub unmanaged_values: Vec<String>,
@@ -60,9 +71,11 @@ pub struct ManagementStatePolicy {
 }
 
 impl Default for ManagementStatePolicy {
+    /// Neutral: no annotation, so every object is managed; `unmanaged` is honoured once
+    /// [`with_annotation`](Self::with_annotation) names a key.
     fn default() -> Self {
         Self {
-            annotation: MANAGEMENT_STATE_ANNOTATION.to_owned(),
+            annotation: String::new(),
             unmanaged_values: vec!["unmanaged".to_owned()],
             manual_values: Vec::new(),
         }
@@ -70,6 +83,13 @@ impl Default for ManagementStatePolicy {
 }
 
 impl ManagementStatePolicy {
+    /// The OSAC preset: the Go OSAC operator's annotation [`MANAGEMENT_STATE_ANNOTATION`], with
+    /// `unmanaged` skipped unless deleting (add [`with_manual`](Self::with_manual) for the
+    /// ComputeInstance / ClusterOrder rule).
+    pub fn osac() -> Self {
+        Self::default().with_annotation(MANAGEMENT_STATE_ANNOTATION)
+    }
+
     /// Also skip objects marked `manual`, even while deleting (Go's ComputeInstance and
     /// ClusterOrder rule).
     #[must_use]
@@ -114,6 +134,9 @@ impl ManagementHook for ManagementStatePolicy {
         annotations: &std::collections::BTreeMap<String, String>,
         deleting: bool,
     ) -> Management {
+        if self.annotation.is_empty() {
+            return Management::Managed;
+        }
         // The Go operator compares the value exactly (lower case).
         match annotations.get(&self.annotation) {
             Some(v) if self.manual_values.iter().any(|m| m == v) => Management::Skip,
@@ -132,8 +155,9 @@ mod tests {
 
     #[test]
     fn table() {
-        let go = ManagementStatePolicy::default();
-        let manual = ManagementStatePolicy::default().with_manual();
+        let go = ManagementStatePolicy::osac();
+        let manual = ManagementStatePolicy::osac().with_manual();
+        let neutral = ManagementStatePolicy::default().with_manual();
         let cases: &[(Option<&str>, bool, Management, Management)] = &[
             (None, false, Management::Managed, Management::Managed),
             (Some("unmanaged"), false, Management::Skip, Management::Skip),
@@ -172,6 +196,11 @@ mod tests {
                 manual.management(&ann, *deleting),
                 *want_manual,
                 "{value:?} {deleting}"
+            );
+            assert_eq!(
+                neutral.management(&ann, *deleting),
+                Management::Managed,
+                "neutral default ignores the OSAC annotation: {value:?} {deleting}"
             );
         }
         let ann = BTreeMap::from([(

@@ -12,7 +12,7 @@ use kube::{Api, Client, ResourceExt};
 use provkit_core::{ConfigHasher, JobState, JobStatus, JobType, find_latest_job_by_type};
 use provkit_lifecycle::{
     DeprovisionHooks, DeprovisionStep, LaunchContext, Lifecycle, LifecycleError, ProvisionHooks,
-    ProvisionStatus, ProvisionStep, ResourceView, decide::is_config_applied,
+    ProvisionStatus, ProvisionStep, ResourceView,
 };
 use tracing::Instrument;
 
@@ -103,8 +103,8 @@ impl<K> fmt::Debug for Provisioner<K> {
 }
 
 impl<K: ProvisionedResource> Provisioner<K> {
-    /// A provisioner with the Go defaults: management annotation
-    /// `osac.openshift.io/management-state` (`unmanaged` skipped), no events, FNV-1a config
+    /// A provisioner with neutral defaults: every object managed (no management annotation; OSAC
+    /// operators add `.with_management(ManagementStatePolicy::osac())`), no events, FNV-1a config
     /// versions, status writes with the lifecycle's history cap.
     pub fn new(client: Client, lifecycle: Lifecycle, finalizer: impl Into<String>) -> Self {
         let status = StatusWriteConfig::default().with_max_history(lifecycle.policy().max_history);
@@ -283,7 +283,10 @@ impl<K: ProvisionedResource> Provisioner<K> {
             .provisioning_status_mut()
             .desired_config_version
             .clone_from(&desired);
-        let applied = is_config_applied(working.provisioning_jobs(), &desired);
+        let applied = self
+            .lifecycle
+            .policy()
+            .is_config_applied(working.provisioning_jobs(), &desired);
         callbacks.on_apply(&mut working, applied);
 
         let session = self.session(api, obj, &object)?;

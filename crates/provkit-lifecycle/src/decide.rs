@@ -54,8 +54,13 @@ pub enum LegacyJobs {
     /// spec change then re-provisions. *Changed from Go.*
     #[default]
     Adopt,
-    /// Go's behaviour: Skip forever, even after spec changes, until a new job appears some other way.
+    /// Go v0.1.1's behaviour: Skip forever, even after spec changes, until a new job appears some
+    /// other way.
     SkipForever,
+    /// The newest Go operator's behaviour (osac-project/osac monorepo): a legacy job proves nothing,
+    /// so the resource is provisioned again once (Trigger) unless the desired version is empty too;
+    /// [`is_config_applied_under`] is false for it.
+    Reprovision,
 }
 
 /// The result of [`evaluate_action`].
@@ -79,7 +84,7 @@ pub struct Evaluation<'a> {
 /// | has an id, non-terminal (incl. `Unknown`, `""`, unrecognised) | Poll |
 /// | has an id, version = desired, Succeeded | Skip |
 /// | has an id, version = desired, Failed or Canceled | Backoff |
-/// | has an id, version empty, Succeeded, desired non-empty | Skip (legacy; `adopt_legacy` under [`LegacyJobs::Adopt`]) |
+/// | has an id, version empty, Succeeded, desired non-empty | Skip (legacy; `adopt_legacy` under [`LegacyJobs::Adopt`]); Trigger under [`LegacyJobs::Reprovision`] |
 /// | none, empty id, or terminal with another version | Trigger ("would trigger", confirm with the stale check) |
 ///
 /// ```
@@ -120,7 +125,10 @@ pub fn evaluate_action<'a>(
                 adopt_legacy: false,
             };
         }
-        if job.config_version.is_empty() && job.state == JobState::Succeeded {
+        if job.config_version.is_empty()
+            && job.state == JobState::Succeeded
+            && legacy != LegacyJobs::Reprovision
+        {
             return Evaluation {
                 action: Action::Skip,
                 latest,
@@ -329,9 +337,32 @@ pub fn backoff_remaining(
 /// assert!(is_config_applied(&jobs, "v2"));
 /// ```
 pub fn is_config_applied(jobs: &[JobStatus], desired: &str) -> bool {
+    is_config_applied_under(jobs, desired, LegacyJobs::SkipForever)
+}
+
+/// `IsConfigApplied` under a legacy-job rule: with [`LegacyJobs::Adopt`] and
+/// [`LegacyJobs::SkipForever`] it is Go v0.1.1's [`is_config_applied`]; with
+/// [`LegacyJobs::Reprovision`] it is the newest Go operator's: an empty desired version is never
+/// applied, and a legacy job (empty version) does not count.
+///
+/// ```
+/// use chrono::{TimeZone, Utc};
+/// use provkit_core::{JobState, JobStatus, JobType};
+/// use provkit_lifecycle::decide::{is_config_applied_under, LegacyJobs};
+///
+/// let legacy = vec![JobStatus::new("1", JobType::Provision, JobState::Succeeded, Utc.timestamp_opt(0, 0).unwrap())];
+/// assert!(is_config_applied_under(&legacy, "v1", LegacyJobs::SkipForever));
+/// assert!(!is_config_applied_under(&legacy, "v1", LegacyJobs::Reprovision));
+/// assert!(!is_config_applied_under(&legacy, "", LegacyJobs::Reprovision));
+/// ```
+pub fn is_config_applied_under(jobs: &[JobStatus], desired: &str, legacy: LegacyJobs) -> bool {
+    if legacy == LegacyJobs::Reprovision && desired.is_empty() {
+        return false;
+    }
     find_latest_job_by_type(jobs, &JobType::Provision).is_some_and(|j| {
         j.state == JobState::Succeeded
-            && (j.config_version == desired || j.config_version.is_empty())
+            && (j.config_version == desired
+                || (j.config_version.is_empty() && legacy != LegacyJobs::Reprovision))
     })
 }
 

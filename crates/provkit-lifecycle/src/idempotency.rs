@@ -46,6 +46,31 @@ impl IdempotencyKey {
         desired_version: &str,
         predecessor: Option<&JobStatus>,
     ) -> Self {
+        Self::for_target_attempt(uid, "", job_type, desired_version, predecessor)
+    }
+
+    /// [`for_attempt`](Self::for_attempt) for one target of a multi-target resource
+    /// ([`JobStatus::target`]): two targets' first attempts get different keys, so a lookup for one
+    /// target never finds the other's job. The empty target gives exactly
+    /// [`for_attempt`](Self::for_attempt)'s key.
+    ///
+    /// ```
+    /// use provkit_core::JobType;
+    /// use provkit_lifecycle::IdempotencyKey;
+    ///
+    /// let plain = IdempotencyKey::for_attempt("uid-1", &JobType::Provision, "v1", None);
+    /// let untagged = IdempotencyKey::for_target_attempt("uid-1", "", &JobType::Provision, "v1", None);
+    /// let storage = IdempotencyKey::for_target_attempt("uid-1", "storage", &JobType::Provision, "v1", None);
+    /// assert_eq!(plain, untagged);
+    /// assert_ne!(plain, storage);
+    /// ```
+    pub fn for_target_attempt(
+        uid: &str,
+        target: &str,
+        job_type: &JobType,
+        desired_version: &str,
+        predecessor: Option<&JobStatus>,
+    ) -> Self {
         let type_tag = match job_type {
             JobType::Provision => "p",
             JobType::Deprovision => "d",
@@ -58,6 +83,12 @@ impl IdempotencyKey {
         h.write(&[0]);
         h.write(desired_version.as_bytes());
         h.write(&[0]);
+        if !target.is_empty() {
+            h.write(b"target");
+            h.write(&[0]);
+            h.write(target.as_bytes());
+            h.write(&[0]);
+        }
         match predecessor.filter(|p| !p.job_id.is_empty()) {
             None => h.write(b"first"),
             Some(p) => {

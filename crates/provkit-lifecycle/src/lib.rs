@@ -19,6 +19,12 @@ pub use decide::{Action, Backoff, LegacyJobs};
 #[doc(inline)]
 pub use engine::Lifecycle;
 #[doc(inline)]
+pub use engine::multi_target::{
+    JobTarget, MultiTargetDeprovisionOutcome, MultiTargetError, MultiTargetHooks,
+    MultiTargetLifecycle, MultiTargetOutcome, MultiTargetProvisionOutcome, TargetError,
+    TargetResult,
+};
+#[doc(inline)]
 pub use engine_error::LifecycleError;
 #[doc(inline)]
 pub use error::{

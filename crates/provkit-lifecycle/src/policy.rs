@@ -65,7 +65,14 @@ pub enum LookupBeforeLaunch {
     AfterUnknownOutcome,
 }
 
-/// The engine's tunables. `Default` gives Go's values and the fixed behaviours.
+/// The engine's tunables. `Default` gives Go's values and provkit's fixed behaviours;
+/// [`go_v0_1_1`](Self::go_v0_1_1) and [`go_monorepo`](Self::go_monorepo) give the behaviour sets of the
+/// two Go versions (docs/migrating-from-go.md lists the differences).
+///
+/// The default is neither Go set: it fixes the Go bugs provkit documents and **adopts** legacy jobs
+/// ([`LegacyJobs::Adopt`]) — unlike v0.1.1 a later spec change re-provisions, and unlike the newest
+/// Go operator a cut-over does not re-provision every resource whose history predates config
+/// versions.
 ///
 /// ```
 /// use std::time::Duration;
@@ -137,11 +144,18 @@ impl Default for LifecyclePolicy {
 }
 
 impl LifecyclePolicy {
-    /// Go's exact behaviour for the switches that changed (legacy jobs skipped forever, stale check only
-    /// for non-terminal jobs and only before plain triggers, purged jobs polled forever, no requeue after
-    /// a failed poll). The history cap never evicting the latest provision job (provkit-core) is not
-    /// switchable.
-    pub fn go_compatible() -> Self {
+    /// The Go operator **v0.1.1** (osac-project/osac-operator `pkg/provisioning`, the version
+    /// osac-provisioning.md describes): Go's exact behaviour for every switch provkit changed —
+    /// legacy jobs skipped forever, stale check only for non-terminal jobs and only before plain
+    /// triggers, purged jobs polled forever, no requeue after a failed poll. The history cap never
+    /// evicting a target's latest provision job (provkit-core) is not switchable.
+    ///
+    /// ```
+    /// use provkit_lifecycle::{LifecyclePolicy, decide::LegacyJobs};
+    /// assert_eq!(LifecyclePolicy::go_v0_1_1().legacy_jobs, LegacyJobs::SkipForever);
+    /// assert_eq!(LifecyclePolicy::go_v0_1_1(), LifecyclePolicy::go_compatible());
+    /// ```
+    pub fn go_v0_1_1() -> Self {
         Self {
             legacy_jobs: LegacyJobs::SkipForever,
             stale_check_before_backoff_retry: false,
@@ -150,6 +164,42 @@ impl LifecyclePolicy {
             requeue_after_failed_poll: false,
             ..Self::default()
         }
+    }
+
+    /// The newest Go operator (the `osac-operator/pkg/provisioning` package inside the
+    /// osac-project/osac monorepo, the version with multi-target lifecycles): as
+    /// [`go_v0_1_1`](Self::go_v0_1_1) except that the legacy Skip path is gone
+    /// ([`LegacyJobs::Reprovision`]: a succeeded job with an empty config version no longer counts
+    /// as applied, so such a resource is provisioned once more, and an empty desired version is
+    /// never "applied"). Multi-target histories ([`MultiTargetLifecycle`](crate::MultiTargetLifecycle))
+    /// and the provision history handed to `trigger_deprovision` work the same under every policy.
+    ///
+    /// ```
+    /// use provkit_lifecycle::{LifecyclePolicy, decide::LegacyJobs};
+    /// let newest = LifecyclePolicy::go_monorepo();
+    /// assert_eq!(newest.legacy_jobs, LegacyJobs::Reprovision);
+    /// assert_eq!(
+    ///     newest.with_legacy_jobs(LegacyJobs::SkipForever),
+    ///     LifecyclePolicy::go_v0_1_1(),
+    /// );
+    /// ```
+    pub fn go_monorepo() -> Self {
+        Self {
+            legacy_jobs: LegacyJobs::Reprovision,
+            ..Self::go_v0_1_1()
+        }
+    }
+
+    /// The same as [`go_v0_1_1`](Self::go_v0_1_1), the only Go version this name ever meant; kept for
+    /// existing callers.
+    pub fn go_compatible() -> Self {
+        Self::go_v0_1_1()
+    }
+
+    /// Go's `IsConfigApplied` under this policy's legacy rule (see
+    /// [`is_config_applied_under`](crate::decide::is_config_applied_under)).
+    pub fn is_config_applied(&self, jobs: &[provkit_core::JobStatus], desired: &str) -> bool {
+        crate::decide::is_config_applied_under(jobs, desired, self.legacy_jobs)
     }
 
     /// Sets the poll interval.

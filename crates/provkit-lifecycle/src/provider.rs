@@ -65,8 +65,13 @@ pub struct ProvisionStatus {
     pub end_time: Option<DateTime<Utc>>,
     /// The config version the backend reports as applied (AAP: never set).
     pub reconciled_version: String,
-    /// Error details (AAP: the result traceback of a failed job).
+    /// Error details (AAP: the result traceback of a failed job, or its explanation, or the
+    /// failed task events of a playbook failure).
     pub error_details: String,
+    /// What the job published (Go `Outputs`; AAP: the job's `artifacts`, i.e. what the playbook
+    /// set with `set_stats`; for a workflow, its node jobs' artifacts). Empty when nothing was
+    /// published or the provider has no outputs.
+    pub outputs: serde_json::Map<String, serde_json::Value>,
 }
 
 impl ProvisionStatus {
@@ -92,6 +97,22 @@ impl ProvisionStatus {
     pub fn with_times(mut self, start: Option<DateTime<Utc>>, end: Option<DateTime<Utc>>) -> Self {
         self.start_time = start;
         self.end_time = end;
+        self
+    }
+
+    /// Sets the outputs.
+    ///
+    /// ```
+    /// use provkit_core::JobState;
+    /// use provkit_lifecycle::ProvisionStatus;
+    ///
+    /// let outputs = serde_json::json!({"vm_ip": "10.0.0.5"}).as_object().cloned().unwrap();
+    /// let st = ProvisionStatus::new("104", JobState::Succeeded, "successful").with_outputs(outputs);
+    /// assert_eq!(st.outputs["vm_ip"], "10.0.0.5");
+    /// ```
+    #[must_use]
+    pub fn with_outputs(mut self, outputs: serde_json::Map<String, serde_json::Value>) -> Self {
+        self.outputs = outputs;
         self
     }
 

@@ -72,8 +72,13 @@ impl ProvisioningCallbacks<VirtualNetwork> for VirtualNetworkCallbacks {
         self.ready(obj, ConditionStatus::False, "ProvisioningFailed", message);
     }
 
-    fn on_succeeded(&self, obj: &mut VirtualNetwork, _status: &ProvisionStatus) {
-        obj.status.get_or_insert_with(Default::default).phase = Some(Phase::Ready);
+    fn on_succeeded(&self, obj: &mut VirtualNetwork, status: &ProvisionStatus) {
+        let st = obj.status.get_or_insert_with(Default::default);
+        st.phase = Some(Phase::Ready);
+        // One chosen output of the job: what the playbook published as `network_id`.
+        if let Some(id) = status.outputs.get("network_id").and_then(|v| v.as_str()) {
+            st.network_id = Some(id.to_owned());
+        }
         self.ready(
             obj,
             ConditionStatus::True,
@@ -126,11 +131,17 @@ mod tests {
         // Failed is kept during backoff
         cb.on_apply(&mut n, false);
         assert_eq!(n.status.as_ref().unwrap().phase, Some(Phase::Failed));
+        let outputs = serde_json::json!({"network_id": "net-42"});
         cb.on_succeeded(
             &mut n,
-            &ProvisionStatus::new("1", provkit_core::JobState::Succeeded, "successful"),
+            &ProvisionStatus::new("1", provkit_core::JobState::Succeeded, "successful")
+                .with_outputs(outputs.as_object().cloned().unwrap()),
         );
         assert_eq!(n.status.as_ref().unwrap().phase, Some(Phase::Ready));
+        assert_eq!(
+            n.status.as_ref().unwrap().network_id.as_deref(),
+            Some("net-42")
+        );
         assert_eq!(
             n.status.as_ref().unwrap().provisioning.conditions[0].status,
             "True"

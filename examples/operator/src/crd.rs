@@ -46,6 +46,10 @@ pub struct VirtualNetworkStatus {
     /// Lifecycle phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
+    /// The network id the provision playbook published (`set_stats: {network_id: …}`, read from
+    /// the job's outputs when it succeeds).
+    #[serde(default, rename = "networkID", skip_serializing_if = "Option::is_none")]
+    pub network_id: Option<String>,
     /// Job history, desired config version and conditions.
     #[serde(flatten)]
     pub provisioning: ProvisioningStatus,

@@ -31,8 +31,11 @@ use provkit_lifecycle::{
 pub use crate::marker::{IDEMPOTENCY_KEY_VAR, find_marked_job};
 use attempts::Attempts;
 pub use extra_vars::{ExtraVarsError, build_extra_vars, payload};
-pub use naming::{NamingError, TemplateAction, TemplateNames, kebab_case};
-pub use status::{map_status, provision_status};
+pub use naming::{NamingError, OSAC_KIND_SUFFIXES, TemplateAction, TemplateNames, kebab_case};
+pub use status::{
+    MAX_EVENT_DETAILS_BYTES, MAX_FAILED_EVENTS, map_status, provision_status,
+    provision_status_with_outputs,
+};
 
 use crate::api::AapApi;
 use crate::client::AapClient;
@@ -86,7 +89,7 @@ impl AapProviderBuilder {
         self
     }
 
-    /// Adds a kind → template-suffix override (`ClusterOrder` → `hosted-cluster` is built in).
+    /// Adds a kind → template-suffix override (none built in; [`TemplateNames::osac`] has OSAC's).
     pub fn kind_suffix(mut self, kind: impl Into<String>, suffix: impl Into<String>) -> Self {
         self.names = self.names.kind_suffix(kind, suffix);
         self
@@ -238,11 +241,19 @@ impl AapProvider {
             .build()
     }
 
-    /// Go's `NewAAPProviderWithPrefix`: names derived from a prefix.
+    /// Go's `NewAAPProviderWithPrefix`: names derived from a prefix, with no kind overrides
+    /// (OSAC users: [`AapProvider::osac`]).
     pub fn with_prefix(api: impl IntoAapApi, prefix: impl Into<String>) -> Self {
         Self::builder(api)
             .templates(TemplateNames::with_prefix(prefix))
             .build()
+    }
+
+    /// The OSAC preset: the template names the Go OSAC operator derives ([`TemplateNames::osac`]:
+    /// prefix `osac`, `ClusterOrder` → `osac-create-hosted-cluster`). Migrating from
+    /// `with_prefix(api, "osac")` before the preset existed is this one call.
+    pub fn osac(api: impl IntoAapApi) -> Self {
+        Self::builder(api).templates(TemplateNames::osac()).build()
     }
 
     /// The naming rules.
@@ -369,7 +380,7 @@ impl AapProvider {
                 e,
             )
         })?;
-        Ok(provision_status(job_id, &job))
+        Ok(provision_status_with_outputs(self.api.as_ref(), job_id, &job).await)
     }
 
     async fn since(&self, resource: &ResourceView, key: &IdempotencyKey) -> DateTime<Utc> {

@@ -1,5 +1,6 @@
 //! Template names: explicit names, or `{prefix}-{create|delete}-{suffix}` where the suffix comes
-//! from an override table (`ClusterOrder` → `hosted-cluster`) or go-strcase `KebabCase(kind)`.
+//! from an override table or go-strcase `KebabCase(kind)`. The table is empty by default; the
+//! OSAC preset ([`TemplateNames::osac`]) adds OSAC's `ClusterOrder` → `hosted-cluster`.
 
 use std::collections::BTreeMap;
 
@@ -41,9 +42,12 @@ pub enum NamingError {
 ///
 /// ```
 /// use provkit_aap::provider::{TemplateAction, TemplateNames};
-/// let names = TemplateNames::with_prefix("osac");
-/// assert_eq!(names.resolve(TemplateAction::Create, "VirtualNetwork").unwrap(), "osac-create-virtual-network");
-/// assert_eq!(names.resolve(TemplateAction::Delete, "ClusterOrder").unwrap(), "osac-delete-hosted-cluster");
+/// let names = TemplateNames::with_prefix("acme");
+/// assert_eq!(names.resolve(TemplateAction::Create, "VirtualNetwork").unwrap(), "acme-create-virtual-network");
+/// assert_eq!(names.resolve(TemplateAction::Delete, "ClusterOrder").unwrap(), "acme-delete-cluster-order");
+/// // The OSAC preset: prefix `osac` and OSAC's override table.
+/// let osac = TemplateNames::osac();
+/// assert_eq!(osac.resolve(TemplateAction::Delete, "ClusterOrder").unwrap(), "osac-delete-hosted-cluster");
 /// let custom = TemplateNames::with_prefix("osac").kind_suffix("ExternalIP", "eip");
 /// assert_eq!(custom.resolve(TemplateAction::Create, "ExternalIP").unwrap(), "osac-create-eip");
 /// ```
@@ -56,17 +60,19 @@ pub struct TemplateNames {
 }
 
 impl Default for TemplateNames {
+    /// Nothing configured and no kind overrides (neutral: no OSAC names).
     fn default() -> Self {
-        let mut suffixes = BTreeMap::new();
-        suffixes.insert("ClusterOrder".to_owned(), "hosted-cluster".to_owned());
         Self {
             provision: None,
             deprovision: None,
             prefix: None,
-            suffixes,
+            suffixes: BTreeMap::new(),
         }
     }
 }
+
+/// OSAC's kind → template-suffix overrides (the Go operator's `kindToTemplateSuffix`).
+pub const OSAC_KIND_SUFFIXES: &[(&str, &str)] = &[("ClusterOrder", "hosted-cluster")];
 
 fn non_empty(s: impl Into<String>) -> Option<String> {
     Some(s.into()).filter(|s| !s.is_empty())
@@ -90,6 +96,22 @@ impl TemplateNames {
         }
     }
 
+    /// The OSAC preset: prefix `osac` (Go's default `OSAC_AAP_TEMPLATE_PREFIX`) with OSAC's kind
+    /// overrides ([`OSAC_KIND_SUFFIXES`]), i.e. the names the Go OSAC operator derives.
+    pub fn osac() -> Self {
+        Self::with_prefix("osac").osac_kind_suffixes()
+    }
+
+    /// Adds OSAC's kind overrides ([`OSAC_KIND_SUFFIXES`]) to these names.
+    #[must_use]
+    pub fn osac_kind_suffixes(mut self) -> Self {
+        for (kind, suffix) in OSAC_KIND_SUFFIXES {
+            self.suffixes
+                .insert((*kind).to_owned(), (*suffix).to_owned());
+        }
+        self
+    }
+
     /// Sets the explicit provision template (wins over the prefix for `create`).
     #[must_use]
     pub fn provision(mut self, name: impl Into<String>) -> Self {
@@ -111,8 +133,8 @@ impl TemplateNames {
         self
     }
 
-    /// Adds or replaces a kind → suffix override (the table starts with
-    /// `ClusterOrder` → `hosted-cluster`).
+    /// Adds or replaces a kind → suffix override (the table starts empty; see
+    /// [`osac_kind_suffixes`](Self::osac_kind_suffixes)).
     #[must_use]
     pub fn kind_suffix(mut self, kind: impl Into<String>, suffix: impl Into<String>) -> Self {
         self.suffixes.insert(kind.into(), suffix.into());
@@ -247,11 +269,25 @@ mod tests {
                 .unwrap(),
             "osac-delete-compute-instance"
         );
+        // Spec §7.3 case 3 is the OSAC preset; a bare prefix is neutral.
+        assert_eq!(
+            TemplateNames::osac()
+                .resolve(TemplateAction::Create, "ClusterOrder")
+                .unwrap(),
+            "osac-create-hosted-cluster"
+        );
         assert_eq!(
             TemplateNames::with_prefix("osac")
                 .resolve(TemplateAction::Create, "ClusterOrder")
                 .unwrap(),
-            "osac-create-hosted-cluster"
+            "osac-create-cluster-order"
+        );
+        assert_eq!(
+            TemplateNames::with_prefix("acme")
+                .osac_kind_suffixes()
+                .resolve(TemplateAction::Delete, "ClusterOrder")
+                .unwrap(),
+            "acme-delete-hosted-cluster"
         );
         assert_eq!(
             TemplateNames::explicit("my-provision", "my-deprovision")

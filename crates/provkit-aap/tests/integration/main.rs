@@ -17,6 +17,8 @@ mod client_launch;
 mod client_lookup;
 mod client_tls;
 mod conformance;
+mod multi_target;
+mod outputs;
 mod provider;
 // `MockAapApi` exists only with the `mock` feature; `cargo test -p provkit-aap` must build without it.
 #[cfg(feature = "mock")]

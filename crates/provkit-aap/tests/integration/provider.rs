@@ -443,6 +443,49 @@ async fn s72_deprovision_cancel_first_flow() {
     );
 }
 
+/// Presets over loopback HTTP: a neutral prefix provider asks for `<prefix>-create-cluster-order`,
+/// the OSAC preset for `osac-create-hosted-cluster`.
+#[tokio::test]
+async fn osac_preset_versus_neutral_prefix() {
+    let server = server_with(Mode::Gateway, |b| {
+        b.job_template(JobTemplateSpec::new("acme-create-cluster-order", "osac"))
+            .job_template(JobTemplateSpec::new("osac-create-hosted-cluster", "osac"))
+    })
+    .await;
+    let co = resource("ClusterOrder", "co");
+    for (p, want) in [
+        (
+            AapProvider::with_prefix(client(&server), "acme"),
+            "acme-create-cluster-order",
+        ),
+        (
+            AapProvider::osac(client(&server)),
+            "osac-create-hosted-cluster",
+        ),
+    ] {
+        p.trigger_provision(&co, &LaunchContext::new())
+            .await
+            .unwrap();
+        assert_eq!(
+            requests_to(&server, "/launch/").pop().unwrap().path,
+            format!(
+                "/api/controller/v2/job_templates/{}/launch/",
+                template_id(&server, want)
+            ),
+            "{want}"
+        );
+    }
+    // Without the override a neutral `osac` prefix does not find OSAC's template.
+    let err = AapProvider::with_prefix(client(&server), "osac")
+        .trigger_provision(&co, &LaunchContext::new())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("osac-create-cluster-order"),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn s72_prefix_naming_and_cluster_order() {
     let server = server_with(Mode::Awx, |b| {
@@ -452,7 +495,8 @@ async fn s72_prefix_naming_and_cluster_order() {
             .job_template(JobTemplateSpec::new("osac-delete-hosted-cluster", "osac"))
     })
     .await;
-    let p = AapProvider::with_prefix(client(&server), "osac");
+    // The OSAC preset (Go's names); the neutral prefix provider has no ClusterOrder override.
+    let p = AapProvider::osac(client(&server));
     p.trigger_provision(&resource("VirtualNetwork", "vn"), &LaunchContext::new())
         .await
         .unwrap();
@@ -545,7 +589,8 @@ async fn s73_factory_combinations() {
             .query
             .contains("name=osac-delete-compute-instance")
     );
-    let prefix_only = AapProvider::with_prefix(client(&server), "osac");
+    // Go's factory with only a prefix: the OSAC preset (prefix `osac` + OSAC's overrides).
+    let prefix_only = AapProvider::osac(client(&server));
     prefix_only
         .trigger_provision(&resource("ClusterOrder", "co"), &LaunchContext::new())
         .await

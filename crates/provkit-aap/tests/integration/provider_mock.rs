@@ -78,6 +78,10 @@ async fn launched_workflow_jobs_are_polled_as_workflow_jobs_without_a_kind_looku
             url: None,
         })
     });
+    // A terminal workflow's outputs come from its node jobs: one list request.
+    mock.expect_workflow_node_jobs()
+        .times(1)
+        .returning(|_| Ok(Vec::new()));
     mock.expect_find_job_kind().times(0);
     mock.expect_get_unified()
         .withf(|kind, id| *kind == JobKind::WorkflowJob && *id == 456)

@@ -101,11 +101,13 @@ mod error;
 mod go_format;
 mod serializer;
 mod sink;
+mod wrapper;
 
 use serde::Serialize;
 use sha2::Digest as _;
 
 pub use error::ConfigVersionError;
+pub use wrapper::{SpecWithStrategy, SpecWithStrategyAndTargetIp};
 
 use serializer::GoJsonSerializer;
 use sink::{Buffered, Fnv1a64, Sink};

@@ -286,3 +286,87 @@ fn large_histories_do_not_panic() {
     let back: Vec<JobStatus> = serde_json::from_slice(&json).unwrap();
     assert_eq!(back.len(), 10_000);
 }
+
+fn tagged(mut j: JobStatus, target: &str) -> JobStatus {
+    j.target = target.to_owned();
+    j
+}
+
+#[test]
+fn find_latest_by_type_and_target_table() {
+    use provkit_core::find_latest_job_by_type_and_target as find;
+    let jobs = vec![
+        tagged(prov("a-old", 0), "a"),
+        tagged(prov("b", 5), "b"),
+        tagged(prov("a-new", 10), "a"),
+        tagged(deprov("a-d", 20), "a"),
+        prov("legacy", 30),
+    ];
+    let cases: [(&JobType, &str, Option<&str>); 6] = [
+        (&JobType::Provision, "a", Some("a-new")),
+        (&JobType::Provision, "b", Some("b")),
+        (&JobType::Provision, "", Some("legacy")),
+        (&JobType::Provision, "c", None),
+        (&JobType::Deprovision, "a", Some("a-d")),
+        (&JobType::Deprovision, "b", None),
+    ];
+    for (t, target, want) in cases {
+        assert_eq!(
+            find(&jobs, t, target).map(|j| j.job_id.as_str()),
+            want,
+            "{t} {target:?}"
+        );
+    }
+    // Ties: the later element wins, per target.
+    let ties = vec![tagged(prov("x1", 0), "a"), tagged(prov("x2", 0), "a")];
+    assert_eq!(find(&ties, &JobType::Provision, "a").unwrap().job_id, "x2");
+    // The untargeted search still sees every job.
+    assert_eq!(
+        find_latest_job_by_type(&jobs, &JobType::Provision)
+            .unwrap()
+            .job_id,
+        "legacy"
+    );
+}
+
+#[test]
+fn jobs_of_target_keeps_order() {
+    let jobs = vec![
+        tagged(prov("1", 0), "a"),
+        tagged(prov("2", 1), "b"),
+        tagged(deprov("3", 2), "a"),
+        prov("4", 3),
+    ];
+    assert_eq!(ids(&provkit_core::jobs_of_target(&jobs, "a")), ["1", "3"]);
+    assert_eq!(ids(&provkit_core::jobs_of_target(&jobs, "")), ["4"]);
+    assert!(provkit_core::jobs_of_target(&jobs, "z").is_empty());
+}
+
+#[test]
+fn legacy_history_is_absorbed_by_one_owner() {
+    use provkit_core::absorb_legacy_history;
+    let mut jobs = vec![prov("1", 0), tagged(prov("2", 1), "b"), deprov("3", 2)];
+    assert_eq!(absorb_legacy_history(&mut jobs, ""), 0, "no owner: no-op");
+    assert!(jobs[0].target.is_empty());
+    assert_eq!(absorb_legacy_history(&mut jobs, "a"), 2);
+    let targets: Vec<&str> = jobs.iter().map(|j| j.target.as_str()).collect();
+    assert_eq!(targets, ["a", "b", "a"]);
+    assert_eq!(absorb_legacy_history(&mut jobs, "a"), 0, "idempotent");
+}
+
+#[test]
+fn append_job_keeps_each_targets_latest_provision_job() {
+    // Two targets, cap 3: target b's deprovision retries must not evict a's provision job.
+    let mut jobs = Vec::new();
+    append_job(&mut jobs, tagged(prov("pa", 0), "a"), cap(3));
+    append_job(&mut jobs, tagged(prov("pb", 1), "b"), cap(3));
+    for (i, id) in ["d1", "d2", "d3"].into_iter().enumerate() {
+        append_job(&mut jobs, tagged(deprov(id, 2 + i as i64), "b"), cap(3));
+    }
+    assert_eq!(ids(&jobs), ["pa", "pb", "d3"]);
+    // More targets than room: the oldest target's latest provision job goes, the newest job stays.
+    let mut jobs = vec![tagged(prov("pa", 0), "a"), tagged(prov("pb", 1), "b")];
+    append_job(&mut jobs, tagged(prov("pc", 2), "c"), cap(2));
+    assert_eq!(ids(&jobs), ["pb", "pc"]);
+    assert!(jobs.len() <= 2);
+}

@@ -203,3 +203,41 @@ fn enum_strings_are_exact() {
     assert!(JobState::Other("Failed".into()).is_terminal());
     assert_eq!(JobType::Other("deprovision".into()), JobType::Deprovision);
 }
+
+/// A status written by the newest Go operator (osac-project/osac `osac-operator`, with
+/// `JobStatus.Target`): a multi-target history next to untagged legacy jobs. Byte-exact: Go writes
+/// `target` last of the known keys and omits it when empty.
+const GO_MULTI_TARGET_STATUS: &str = r#"{"desiredConfigVersion":"90f31220e6080755","provisioningJobs":[{"jobID":"90","type":"provision","timestamp":"2026-06-28T09:00:00Z","state":"Succeeded","configVersion":"08f44b07b5901a25"},{"jobID":"101","type":"provision","timestamp":"2026-06-29T12:00:00Z","state":"Succeeded","message":"successful","configVersion":"90f31220e6080755","target":"fabric"},{"jobID":"102","type":"provision","timestamp":"2026-06-29T12:00:00Z","state":"Running","configVersion":"90f31220e6080755","target":"k8s"},{"jobID":"103","type":"deprovision","timestamp":"2026-06-29T12:05:00Z","state":"Failed","message":"failed","blockDeletionOnFailure":true,"target":"k8s"}]}"#;
+
+#[test]
+fn newest_go_status_with_target_round_trips_byte_for_byte() {
+    let status: Status = serde_json::from_str(GO_MULTI_TARGET_STATUS).unwrap();
+    assert_eq!(
+        serde_json::to_string(&status).unwrap(),
+        GO_MULTI_TARGET_STATUS
+    );
+    let targets: Vec<&str> = status
+        .provisioning_jobs
+        .iter()
+        .map(|j| j.target.as_str())
+        .collect();
+    assert_eq!(targets, ["", "fabric", "k8s", "k8s"]);
+    assert!(status.provisioning_jobs.iter().all(|j| j.extra.is_empty()));
+}
+
+#[test]
+fn target_is_written_after_config_version_and_omitted_when_empty() {
+    let mut job = JobStatus::new(
+        "9",
+        JobType::Provision,
+        JobState::Pending,
+        Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap(),
+    );
+    job.config_version = "v".into();
+    assert!(!serde_json::to_string(&job).unwrap().contains("target"));
+    job.target = "storage".into();
+    assert_eq!(
+        serde_json::to_string(&job).unwrap(),
+        r#"{"jobID":"9","type":"provision","timestamp":"2026-06-29T12:00:00Z","state":"Pending","configVersion":"v","target":"storage"}"#
+    );
+}

@@ -79,6 +79,7 @@ prop_compose! {
         message in any::<String>(),
         block in any::<bool>(),
         config_version in prop_oneof![Just(String::new()), "[0-9a-f]{16}"],
+        target in prop_oneof![Just(String::new()), "[a-z]{1,6}"],
         extra in prop::collection::btree_map("x[a-zA-Z]{0,6}", json_value(false), 0..3),
     ) -> JobStatus {
         JobStatus {
@@ -89,6 +90,7 @@ prop_compose! {
             message,
             block_deletion_on_failure: block,
             config_version,
+            target,
             extra: extra.into_iter().collect(),
         }
     }

@@ -15,8 +15,11 @@ fn job_status_schema() {
     assert_eq!(props["blockDeletionOnFailure"]["type"], "boolean");
     assert_eq!(props["configVersion"]["type"], "string");
     assert_eq!(props["message"]["type"], "string");
+    // Without `target` in the CRD schema the API server would prune what the newest Go
+    // operator writes.
+    assert_eq!(props["target"]["type"], "string");
     assert!(props.get("extra").is_none());
-    assert_eq!(props.as_object().unwrap().len(), 7);
+    assert_eq!(props.as_object().unwrap().len(), 8);
 }
 
 #[test]

@@ -8,6 +8,7 @@
 )]
 
 mod aap;
+mod cutover;
 mod fixtures;
 mod flush;
 mod leader;

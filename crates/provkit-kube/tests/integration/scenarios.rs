@@ -9,7 +9,9 @@ use std::time::Duration;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Recorder, Reporter};
 use provkit_core::{Clock, JobState, JobType, ManualClock, compute_desired_config_version};
-use provkit_kube::{EventPublisher, Provisioner, ProvisioningCallbacks, ReconcileError};
+use provkit_kube::{
+    EventPublisher, ManagementStatePolicy, Provisioner, ProvisioningCallbacks, ReconcileError,
+};
 use provkit_lifecycle::{Lifecycle, ProvisionStatus};
 use provkit_testing::scripted::{DeprovisionScript, ProviderCall, ScriptedProvider, StatusStep};
 use serde_json::{Value, json};
@@ -67,7 +69,9 @@ impl Harness {
     ) -> (Result<Action, ReconcileError>, Vec<String>) {
         let (client, verifier) = testcontext();
         let server = verifier.run(script);
-        let mut p = Provisioner::new(client.clone(), self.lifecycle.clone(), FINALIZER);
+        // The OSAC preset: these scenarios are the Go operator's.
+        let mut p = Provisioner::new(client.clone(), self.lifecycle.clone(), FINALIZER)
+            .with_management(ManagementStatePolicy::osac());
         if events {
             let reporter = Reporter {
                 controller: "provkit-test".into(),

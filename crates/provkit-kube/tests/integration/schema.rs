@@ -52,7 +52,8 @@ fn status_schema_snapshot() {
                             "state": {"default": "Pending", "type": "string"},
                             "message": {"type": "string"},
                             "blockDeletionOnFailure": {"type": "boolean"},
-                            "configVersion": {"type": "string"}
+                            "configVersion": {"type": "string"},
+                            "target": {"type": "string"}
                         }
                     }
                 },

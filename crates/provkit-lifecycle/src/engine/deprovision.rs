@@ -73,8 +73,13 @@ impl Lifecycle {
             ));
         }
         let predecessor = find_latest_job_by_type(jobs, &JobType::Deprovision);
-        let key =
-            IdempotencyKey::for_attempt(&resource.uid, &JobType::Deprovision, "", predecessor);
+        let key = IdempotencyKey::for_target_attempt(
+            &resource.uid,
+            &self.target,
+            &JobType::Deprovision,
+            "",
+            predecessor,
+        );
 
         if self.should_lookup_before_launch(&key)
             && let Some(found) = self.lookup(resource, &JobType::Deprovision, &key).await?

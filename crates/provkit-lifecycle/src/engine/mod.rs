@@ -2,6 +2,7 @@
 
 mod deprovision;
 mod launch;
+pub(crate) mod multi_target;
 mod provision;
 
 use std::collections::HashSet;
@@ -46,6 +47,9 @@ pub struct Lifecycle {
     clock: Arc<dyn Clock>,
     policy: LifecyclePolicy,
     journal: Arc<LaunchJournal>,
+    /// The target this engine works for inside a multi-target lifecycle (`""`: single target); it
+    /// scopes idempotency keys.
+    target: String,
 }
 
 impl fmt::Debug for Lifecycle {
@@ -54,6 +58,7 @@ impl fmt::Debug for Lifecycle {
             .field("provider", &self.provider.name())
             .field("clock", &self.clock)
             .field("policy", &self.policy)
+            .field("target", &self.target)
             .finish_non_exhaustive()
     }
 }
@@ -66,6 +71,7 @@ impl Lifecycle {
             clock,
             policy: LifecyclePolicy::default(),
             journal: Arc::new(LaunchJournal::default()),
+            target: String::new(),
         }
     }
 

@@ -141,8 +141,13 @@ impl Lifecycle {
         hooks: &mut ProvisionHooks<'_>,
     ) -> Result<ProvisionOutcome, LifecycleError> {
         let predecessor = find_latest_job_by_type(jobs, &JobType::Provision);
-        let key =
-            IdempotencyKey::for_attempt(&resource.uid, &JobType::Provision, desired, predecessor);
+        let key = IdempotencyKey::for_target_attempt(
+            &resource.uid,
+            &self.target,
+            &JobType::Provision,
+            desired,
+            predecessor,
+        );
 
         if self.should_lookup_before_launch(&key)
             && let Some(found) = self.lookup(resource, &JobType::Provision, &key).await?

@@ -14,6 +14,7 @@ mod duplicate_launch;
 mod go_changes;
 mod keys;
 mod mock;
+mod multi_target;
 mod properties;
 mod vectors_backoff;
 mod vectors_deprovision;

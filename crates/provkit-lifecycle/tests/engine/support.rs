@@ -277,3 +277,19 @@ impl StaleCacheCheck for FixedFresh {
         self.jobs.clone().map_err(Into::into)
     }
 }
+
+/// Go v0.1.1's test policy, explicitly: `LifecyclePolicy::go_v0_1_1()` with maxHistory and poll 30s.
+/// The spec's v0.1.1 vector tables run under it.
+pub fn v011_policy(max_history: usize) -> LifecyclePolicy {
+    LifecyclePolicy::go_v0_1_1()
+        .with_max_history(cap(max_history))
+        .with_poll_interval(POLL)
+}
+
+/// An engine over a [`TableProvider`] at `t0()` under [`v011_policy`].
+pub fn v011_engine(max_history: usize) -> (Arc<TableProvider>, ManualClock, Lifecycle) {
+    let provider = TableProvider::new();
+    let (clock, dyn_clock) = clock_at(t0());
+    let engine = Lifecycle::new(provider.clone(), dyn_clock).with_policy(v011_policy(max_history));
+    (provider, clock, engine)
+}

@@ -154,7 +154,7 @@ fn backoff_remaining_arithmetic() {
 #[tokio::test]
 async fn handle_backoff_vectors() {
     let r = resource("hb");
-    let (p, _c, engine) = table_engine(5);
+    let (p, _c, engine) = v011_engine(5);
 
     let mut jobs = vec![pjob("f", JobState::Failed, "v1", ago(180))];
     let latest = jobs[0].clone();

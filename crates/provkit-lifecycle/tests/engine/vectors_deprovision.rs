@@ -18,7 +18,7 @@ async fn trigger_deprovision_job_table() {
     let mut hooks = DeprovisionHooks::new();
 
     // 1. skipped -> Result{}, jobs empty; finalizer may go
-    let (p, _c, engine) = table_engine(5);
+    let (p, _c, engine) = v011_engine(5);
     p.on_deprovision(|_| Ok(DeprovisionResult::skipped()));
     let mut jobs = vec![];
     let out = engine
@@ -109,7 +109,7 @@ async fn poll_deprovision_job_table() {
     let r = resource("pdj");
     let ctx = LaunchContext::new();
     let mut hooks = DeprovisionHooks::new();
-    let (p, _c, engine) = table_engine(10);
+    let (p, _c, engine) = v011_engine(10);
 
     // 1. already succeeded -> done, no provider call
     let mut jobs = vec![djob("d1", JobState::Succeeded, true, ago(10))];
@@ -213,7 +213,7 @@ async fn canceled_blocking_deprovision_and_empty_id() {
     let r = resource("cx");
     let ctx = LaunchContext::new();
     let mut hooks = DeprovisionHooks::new();
-    let (p, _c, engine) = table_engine(10);
+    let (p, _c, engine) = v011_engine(10);
     let mut jobs = vec![djob("d1", JobState::Canceled, true, ago(30))];
     let out = engine
         .run_deprovisioning_lifecycle(&r, &mut jobs, &ctx, &mut hooks)

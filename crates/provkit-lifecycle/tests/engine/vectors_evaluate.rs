@@ -4,7 +4,7 @@ use std::cell::Cell;
 
 use provkit_core::{JobState, JobStatus};
 use provkit_lifecycle::decide::{Action, LegacyJobs, evaluate_action_with_check};
-use provkit_lifecycle::{LaunchContext, ProvisionHooks, ProvisionStep};
+use provkit_lifecycle::{LaunchContext, LifecyclePolicy, ProvisionHooks, ProvisionStep};
 
 use super::support::*;
 
@@ -134,7 +134,12 @@ fn evaluate_action_table() {
         },
     ];
     for c in cases {
-        for legacy in [LegacyJobs::Adopt, LegacyJobs::SkipForever] {
+        // The spec's v0.1.1 table, under the v0.1.1 policy explicitly (and provkit's default,
+        // which only differs in what it records for a legacy job).
+        for legacy in [
+            LifecyclePolicy::go_v0_1_1().legacy_jobs,
+            LifecyclePolicy::default().legacy_jobs,
+        ] {
             let called = Cell::new(false);
             let e = evaluate_action_with_check(&c.jobs, c.desired, legacy, || {
                 called.set(true);
@@ -162,7 +167,7 @@ fn evaluate_action_table() {
 async fn api_server_vectors_through_the_engine() {
     let r = resource("u1");
     // stale empty cache, API server has a Running job -> Requeue, no status change
-    let (p, _c, engine) = table_engine(10);
+    let (p, _c, engine) = v011_engine(10);
     let fresh = FixedFresh::jobs(vec![pjob("running", JobState::Running, "v1", t0())]);
     let mut jobs = vec![];
     let mut hooks = ProvisionHooks::new().stale_check(&fresh);
@@ -215,7 +220,7 @@ async fn api_server_vectors_through_the_engine() {
 #[tokio::test]
 async fn stale_check_only_on_launch_paths() {
     let r = resource("u2");
-    let (_p, _c, engine) = table_engine(10);
+    let (_p, _c, engine) = v011_engine(10);
     let fresh = FixedFresh::jobs(vec![]);
     for jobs in [
         vec![pjob("s", JobState::Succeeded, "v1", t0())],
@@ -237,7 +242,7 @@ async fn stale_check_only_on_launch_paths() {
 async fn stale_check_error_fails_open_or_closed() {
     let r = resource("u3");
     let fresh = FixedFresh::error("apiserver unavailable");
-    let (p, _c, engine) = table_engine(10);
+    let (p, _c, engine) = v011_engine(10);
     let mut jobs = vec![];
     let mut hooks = ProvisionHooks::new().stale_check(&fresh);
     let out = engine
@@ -259,4 +264,82 @@ async fn stale_check_error_fails_open_or_closed() {
     assert_eq!(out.action, Action::Requeue);
     assert_eq!(p.triggers(), 1);
     assert!(jobs.is_empty());
+}
+
+/// The newest Go operator (`LifecyclePolicy::go_monorepo()`): the rows where it differs from v0.1.1
+/// — the legacy Skip path is gone.
+#[test]
+fn evaluate_action_newest_go_table() {
+    let t = t0();
+    let legacy = LifecyclePolicy::go_monorepo().legacy_jobs;
+    assert_eq!(legacy, LegacyJobs::Reprovision);
+    // (name, jobs, desired, want)
+    let cases = [
+        (
+            "legacy succeeded, desired v1 -> trigger",
+            vec![pjob("l", JobState::Succeeded, "", t)],
+            "v1",
+            Action::Trigger,
+        ),
+        (
+            "legacy succeeded, desired empty -> skip",
+            vec![pjob("l", JobState::Succeeded, "", t)],
+            "",
+            Action::Skip,
+        ),
+        (
+            "legacy failed, desired v2 -> trigger",
+            vec![pjob("l", JobState::Failed, "", t)],
+            "v2",
+            Action::Trigger,
+        ),
+        (
+            "succeeded v1/v1 -> skip",
+            vec![pjob("s", JobState::Succeeded, "v1", t)],
+            "v1",
+            Action::Skip,
+        ),
+        (
+            "failed v1/v1 -> backoff",
+            vec![pjob("f", JobState::Failed, "v1", t)],
+            "v1",
+            Action::Backoff,
+        ),
+        (
+            "running -> poll",
+            vec![pjob("r", JobState::Running, "", t)],
+            "v1",
+            Action::Poll,
+        ),
+    ];
+    for (name, jobs, desired, want) in cases {
+        let e = evaluate_action_with_check(&jobs, desired, legacy, || false);
+        assert_eq!(e.action, want, "{name}");
+        assert!(!e.adopt_legacy, "{name}");
+    }
+}
+
+/// Through the engine: a resource whose history predates config versions is provisioned once more
+/// under the newest Go policy, and left alone under v0.1.1.
+#[tokio::test]
+async fn legacy_job_under_both_go_policies() {
+    for (policy, want_triggers) in [
+        (LifecyclePolicy::go_v0_1_1(), 0),
+        (LifecyclePolicy::go_monorepo(), 1),
+    ] {
+        let (p, _c, engine) = v011_engine(10);
+        let engine = engine.with_policy(policy.with_poll_interval(POLL));
+        let mut jobs = vec![pjob("legacy", JobState::Succeeded, "", ago(3600))];
+        engine
+            .run_provisioning_lifecycle(
+                &resource("lg"),
+                &mut jobs,
+                "v1",
+                &LaunchContext::new(),
+                &mut ProvisionHooks::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(p.triggers(), want_triggers);
+    }
 }

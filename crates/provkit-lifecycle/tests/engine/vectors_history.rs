@@ -8,6 +8,8 @@ use provkit_core::{
 };
 use provkit_lifecycle::decide::{is_config_applied, needs_provision_job};
 
+use provkit_lifecycle::LifecyclePolicy;
+
 use super::support::*;
 
 #[test]
@@ -94,30 +96,73 @@ fn find_latest_job_by_type_vectors() {
     );
 }
 
+/// `IsConfigApplied` in both Go versions: the spec's v0.1.1 table (§7.1) runs under
+/// `LifecyclePolicy::go_v0_1_1()`, and the newest operator's table under `go_monorepo()`.
 #[test]
 fn is_config_applied_vectors() {
-    assert!(
-        is_config_applied(&[pjob("1", JobState::Succeeded, "v1", t0())], "v1"),
-        "1"
-    );
-    assert!(!is_config_applied(&[], "v1"), "2 no jobs");
-    assert!(
-        !is_config_applied(&[pjob("1", JobState::Succeeded, "v1", t0())], "v2"),
-        "3"
-    );
-    assert!(
-        !is_config_applied(&[pjob("1", JobState::Failed, "v2", t0())], "v2"),
-        "4"
-    );
-    assert!(
-        is_config_applied(&[pjob("1", JobState::Succeeded, "", t0())], "v1"),
-        "5 legacy"
-    );
     let aba = vec![
         pjob("a", JobState::Succeeded, "v1", ago(60)),
         pjob("b", JobState::Succeeded, "v2", t0()),
     ];
-    assert!(!is_config_applied(&aba, "v1"), "6 A-B-A");
+    // (name, jobs, desired, v0.1.1, newest)
+    let cases: Vec<(&str, Vec<JobStatus>, &str, bool, bool)> = vec![
+        (
+            "1 succeeded v1/v1",
+            vec![pjob("1", JobState::Succeeded, "v1", t0())],
+            "v1",
+            true,
+            true,
+        ),
+        ("2 no jobs", vec![], "v1", false, false),
+        (
+            "3 succeeded v1, desired v2",
+            vec![pjob("1", JobState::Succeeded, "v1", t0())],
+            "v2",
+            false,
+            false,
+        ),
+        (
+            "4 failed v2/v2",
+            vec![pjob("1", JobState::Failed, "v2", t0())],
+            "v2",
+            false,
+            false,
+        ),
+        (
+            "5 legacy empty version",
+            vec![pjob("1", JobState::Succeeded, "", t0())],
+            "v1",
+            true,
+            false,
+        ),
+        ("6 A-B-A", aba, "v1", false, false),
+        (
+            "newest: empty desired is never applied",
+            vec![pjob("1", JobState::Succeeded, "", t0())],
+            "",
+            true,
+            false,
+        ),
+    ];
+    let v011 = LifecyclePolicy::go_v0_1_1();
+    let newest = LifecyclePolicy::go_monorepo();
+    for (name, jobs, desired, want_v011, want_newest) in cases {
+        assert_eq!(
+            v011.is_config_applied(&jobs, desired),
+            want_v011,
+            "v0.1.1 {name}"
+        );
+        assert_eq!(
+            is_config_applied(&jobs, desired),
+            want_v011,
+            "free fn = v0.1.1 {name}"
+        );
+        assert_eq!(
+            newest.is_config_applied(&jobs, desired),
+            want_newest,
+            "newest {name}"
+        );
+    }
 }
 
 #[test]

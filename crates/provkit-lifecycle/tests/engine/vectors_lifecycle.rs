@@ -15,7 +15,7 @@ async fn run_provisioning_lifecycle_table() {
     let r = resource("rpl");
 
     // 1. no jobs -> flush called, 30s, one job
-    let (_p, _c, engine) = table_engine(5);
+    let (_p, _c, engine) = v011_engine(5);
     let flush = RecordingFlush::default();
     let mut jobs = vec![];
     let mut hooks = ProvisionHooks::new().status_flush(&flush);
@@ -95,7 +95,7 @@ async fn run_provisioning_lifecycle_table() {
     assert_eq!(flush.count(), 0);
 
     // 6. rate-limited (45s) -> 45s, no flush, jobs still empty
-    let (p, _c, engine) = table_engine(5);
+    let (p, _c, engine) = v011_engine(5);
     p.on_trigger(|_| Err(ProviderError::rate_limited(Duration::from_secs(45))));
     let mut jobs = vec![];
     let mut hooks = ProvisionHooks::new().status_flush(&flush);
@@ -114,7 +114,7 @@ async fn run_provisioning_lifecycle_table() {
     assert_eq!(flush.count(), 0);
 
     // 7. no flush hook -> works, 30s, one job
-    let (_p, _c, engine) = table_engine(5);
+    let (_p, _c, engine) = v011_engine(5);
     let mut jobs = vec![];
     let out = engine
         .run_provisioning_lifecycle(
@@ -134,7 +134,7 @@ async fn run_provisioning_lifecycle_table() {
 #[tokio::test]
 async fn trigger_error_is_returned_with_go_prefix_and_records_nothing() {
     let r = resource("err");
-    let (p, _c, engine) = table_engine(5);
+    let (p, _c, engine) = v011_engine(5);
     p.on_trigger(|_| {
         Err(ProviderError::launch_not_made(
             "dial tcp: connection refused",
@@ -161,7 +161,7 @@ async fn trigger_error_is_returned_with_go_prefix_and_records_nothing() {
 #[tokio::test]
 async fn poll_updates_state_and_message_and_calls_callbacks() {
     let r = resource("poll");
-    let (p, _c, engine) = table_engine(10);
+    let (p, _c, engine) = v011_engine(10);
 
     // running -> requeue poll interval, state updated
     p.on_status(|id| Ok(ProvisionStatus::new(id, JobState::Running, "running")));
@@ -268,7 +268,7 @@ async fn poll_updates_state_and_message_and_calls_callbacks() {
 #[tokio::test]
 async fn compute_instance_vectors() {
     let r = resource("ci");
-    let (p, _c, engine) = table_engine(10);
+    let (p, _c, engine) = v011_engine(10);
     p.on_trigger(|_| Err(ProviderError::rate_limited(Duration::from_secs(5))));
     let mut jobs = vec![];
     let out = engine
@@ -336,7 +336,7 @@ async fn compute_instance_vectors() {
 #[test]
 fn futures_are_send() {
     fn assert_send<T: Send>(_: &T) {}
-    let (_p, _c, engine) = table_engine(10);
+    let (_p, _c, engine) = v011_engine(10);
     let r = resource("send");
     let mut jobs = vec![];
     let ctx = LaunchContext::new();

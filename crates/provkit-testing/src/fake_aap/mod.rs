@@ -72,7 +72,7 @@ pub use error::FakeAapError;
 pub use faults::{Fault, FaultAction, FaultId, RetryAfter, Strike, Trigger};
 pub use ovalue::{OMap, OValue};
 pub use request_log::{Counters, Endpoint, LoggedRequest};
-pub use script::{Hold, JobScript, Outcome, ScriptRule, Status};
+pub use script::{FailedEvent, Hold, JobScript, Outcome, ScriptRule, Status};
 pub use server::FakeAapServer;
 pub use spec::{
     AskFlags, Fixtures, InventorySpec, JobTemplateSpec, Mode, OrganizationSpec, Scope, Settings,

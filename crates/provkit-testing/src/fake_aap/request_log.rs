@@ -53,6 +53,8 @@ pub enum Endpoint {
     Stdout,
     /// `workflow_nodes/`
     WorkflowNodes,
+    /// `job_events/`
+    JobEvents,
     /// Token endpoints.
     Tokens,
     /// Anything else (404s, redirects, …).
@@ -60,7 +62,7 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    const ALL: [Endpoint; 14] = [
+    const ALL: [Endpoint; 15] = [
         Endpoint::Root,
         Endpoint::Ping,
         Endpoint::Me,
@@ -73,6 +75,7 @@ impl Endpoint {
         Endpoint::Cancel,
         Endpoint::Stdout,
         Endpoint::WorkflowNodes,
+        Endpoint::JobEvents,
         Endpoint::Tokens,
         Endpoint::Other,
     ];
@@ -88,7 +91,7 @@ impl Endpoint {
 /// Request counters: one atomic per endpoint kind and per status class (no locks).
 #[derive(Debug, Default)]
 pub struct Counters {
-    by_endpoint: [AtomicU64; 14],
+    by_endpoint: [AtomicU64; 15],
     by_class: [AtomicU64; 6],
     total: AtomicU64,
     resets: AtomicU64,

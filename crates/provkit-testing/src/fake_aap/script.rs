@@ -146,6 +146,11 @@ pub struct JobScript {
     pub artifacts: serde_json::Value,
     /// Full standard output (revealed progressively while running).
     pub stdout: String,
+    /// The failed tasks a playbook failure reports only through its job events
+    /// (`jobs/<id>/job_events/`: one `runner_on_failed` event each, after its
+    /// `playbook_on_task_start` parent, both `failed: true`, as AWX marks parents), visible once
+    /// the job has ended naturally.
+    pub failed_events: Vec<FailedEvent>,
     /// How long `event_processing_finished` lags the terminal status; `None` (YAML `null`) = never.
     #[serde(with = "opt_secs")]
     pub event_processing_lag: Option<Duration>,
@@ -173,6 +178,7 @@ impl Default for JobScript {
             result_traceback: String::new(),
             artifacts: serde_json::Value::Object(serde_json::Map::new()),
             stdout: String::new(),
+            failed_events: Vec::new(),
             event_processing_lag: Some(Duration::ZERO),
             cancel_delay: None,
         }
@@ -257,6 +263,30 @@ impl JobScript {
         self
     }
 
+    /// Adds a failed task (see [`JobScript::failed_events`]).
+    #[must_use]
+    pub fn with_failed_event(
+        mut self,
+        task: impl Into<String>,
+        host: impl Into<String>,
+        msg: impl Into<String>,
+    ) -> Self {
+        self.failed_events.push(FailedEvent {
+            task: task.into(),
+            host: host.into(),
+            msg: msg.into(),
+        });
+        self
+    }
+
+    /// A playbook failure as a real AWX reports it (aap-observed.md §13.2): status `failed`,
+    /// `job_explanation` and `result_traceback` empty, the reason only in a `runner_on_failed`
+    /// event of `task` on `host`.
+    pub fn playbook_failure(task: &str, host: &str, msg: &str) -> Self {
+        JobScript::ending(Outcome::Failed, Duration::from_millis(200))
+            .with_failed_event(task, host, msg)
+    }
+
     /// Sets the standard output.
     #[must_use]
     pub fn with_stdout(mut self, stdout: impl Into<String>) -> Self {
@@ -288,6 +318,18 @@ impl JobScript {
         self.event_processing_lag = lag;
         self
     }
+}
+
+/// One failed task of a scripted job (a `runner_on_failed` job event).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailedEvent {
+    /// The task name.
+    pub task: String,
+    /// The host the task failed on.
+    pub host: String,
+    /// The module's `msg` (`event_data.res.msg`).
+    pub msg: String,
 }
 
 /// Which script a launch gets: the first matching rule with uses left wins, else the template's

@@ -195,6 +195,97 @@ pub(crate) fn workflow_nodes(app: &App, ctx: &Ctx<'_>, prefix: &str, id: u64) ->
     lists::paginate_values(ctx, nodes)
 }
 
+/// `GET jobs/<id>/job_events/`: the scripted failed tasks of a job that ended naturally, each
+/// as a `playbook_on_task_start` parent and a `runner_on_failed` event (both `failed: true`),
+/// after a `playbook_on_start`; filters `failed` and `event`, `order_by=counter|-counter`,
+/// paginated. Other events (ok tasks, stats) are not modelled.
+pub(crate) fn job_events(app: &App, ctx: &Ctx<'_>, prefix: &str, id: u64) -> Resp {
+    let mut st = app.lock();
+    st.sync(ctx.now);
+    if !visible(&st, ctx, JobKind::Job, id) {
+        return no_match("Job");
+    }
+    let ended = st
+        .job_snapshot(id, ctx.now)
+        .is_some_and(|s| !s.status.is_active() && s.natural_end);
+    let failures = match (ended, st.job(id)) {
+        (true, Some(job)) => job.script.failed_events.clone(),
+        _ => Vec::new(),
+    };
+    drop(st);
+    let mut events = Vec::new();
+    let mut counter = 1u64;
+    let mut push = |events: &mut Vec<serde_json::Value>,
+                    event: &str,
+                    failed: bool,
+                    task: &str,
+                    host: &str,
+                    data: serde_json::Value,
+                    stdout: String| {
+        events.push(json!({
+            "id": id * 1000 + counter, "type": "job_event",
+            "url": format!("{prefix}job_events/{}/", id * 1000 + counter),
+            "job": id, "counter": counter, "event": event, "failed": failed, "changed": false,
+            "task": task, "host_name": host, "event_data": data, "stdout": stdout,
+            "start_line": counter - 1, "end_line": counter, "verbosity": 0,
+        }));
+        counter += 1;
+    };
+    if !failures.is_empty() {
+        push(
+            &mut events,
+            "playbook_on_start",
+            true,
+            "",
+            "",
+            json!({}),
+            String::new(),
+        );
+    }
+    for f in &failures {
+        push(
+            &mut events,
+            "playbook_on_task_start",
+            true,
+            &f.task,
+            "",
+            json!({"task": f.task}),
+            format!("\nTASK [{}] ***", f.task),
+        );
+        push(
+            &mut events,
+            "runner_on_failed",
+            true,
+            &f.task,
+            &f.host,
+            json!({"task": f.task, "host": f.host, "res": {"changed": false, "msg": f.msg}}),
+            format!(
+                "\u{1b}[0;31mfatal: [{}]: FAILED! => {{\"changed\": false, \"msg\": {}}}\u{1b}[0m",
+                f.host,
+                json!(f.msg)
+            ),
+        );
+    }
+    let q = parse_query(ctx.query);
+    let get = |k: &str| {
+        q.iter()
+            .rev()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+    };
+    if let Some(v) = get("failed") {
+        let want = matches!(v, "true" | "True" | "1");
+        events.retain(|e| e["failed"] == want);
+    }
+    if let Some(v) = get("event") {
+        events.retain(|e| e["event"] == v);
+    }
+    if get("order_by") == Some("-counter") {
+        events.reverse();
+    }
+    lists::paginate_values(ctx, events)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -38,5 +38,6 @@ pub(crate) fn api(app: &App, ctx: &Ctx<'_>, prefix: &str, api: &Api) -> Resp {
         Api::Cancel(kind, id) => jobs::cancel(app, ctx, *kind, *id),
         Api::Stdout(id) => jobs::stdout(app, ctx, *id),
         Api::WorkflowNodes(id) => jobs::workflow_nodes(app, ctx, prefix, *id),
+        Api::JobEvents(id) => jobs::job_events(app, ctx, prefix, *id),
     }
 }

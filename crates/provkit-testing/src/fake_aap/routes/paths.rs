@@ -52,6 +52,8 @@ pub(crate) enum Api {
     Cancel(JobKind, u64),
     Stdout(u64),
     WorkflowNodes(u64),
+    /// `jobs/<id>/job_events/`
+    JobEvents(u64),
     UnifiedJobs,
 }
 
@@ -145,6 +147,7 @@ fn parse_api(segs: &[&str]) -> Option<Api> {
         ["workflow_jobs", id, "cancel"] => A::Cancel(JobKind::Workflow, parse_id(id)?),
         ["jobs", id, "stdout"] => A::Stdout(parse_id(id)?),
         ["workflow_jobs", id, "workflow_nodes"] => A::WorkflowNodes(parse_id(id)?),
+        ["jobs", id, "job_events"] => A::JobEvents(parse_id(id)?),
         _ => return None,
     })
 }
@@ -244,6 +247,7 @@ impl Route {
                 Api::Cancel(..) => Endpoint::Cancel,
                 Api::Stdout(_) => Endpoint::Stdout,
                 Api::WorkflowNodes(_) => Endpoint::WorkflowNodes,
+                Api::JobEvents(_) => Endpoint::JobEvents,
             },
         }
     }

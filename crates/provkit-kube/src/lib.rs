@@ -15,7 +15,10 @@ pub mod status;
 pub mod time;
 
 #[doc(inline)]
-pub use adapters::{ApiServerJobs, SessionFlush, gvr_of, object_ref, resource_view};
+pub use adapters::{
+    ApiServerJobs, SessionFlush, SessionIntents, SessionStaleCheck, gvr_of, object_ref,
+    resource_view,
+};
 #[doc(inline)]
 pub use error::{DEFAULT_ERROR_REQUEUE, ReconcileError, error_action, error_policy};
 #[doc(inline)]
@@ -27,7 +30,7 @@ pub use leader::{LeaderElector, LeaderError};
 #[doc(inline)]
 pub use management::{Management, ManagementHook, ManagementStatePolicy};
 #[doc(inline)]
-pub use reconcile::{NoCallbacks, Provisioner, ProvisioningCallbacks};
+pub use reconcile::{LAUNCH_BLOCKED_CONDITION, NoCallbacks, Provisioner, ProvisioningCallbacks};
 #[doc(inline)]
 pub use resource::NamespaceScope;
 #[doc(inline)]

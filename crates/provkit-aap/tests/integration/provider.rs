@@ -82,7 +82,13 @@ async fn s72_trigger_provision_job_template_envelope_and_result() {
     assert_eq!(res.initial_state, JobState::Pending);
     assert_eq!(res.message, "Provisioning job triggered");
     assert!(res.job_id.parse::<u64>().is_ok());
-    let launches = requests_to(&server, "/launch/");
+    // Before the first launch the template's launch requirements are read (GET …/launch/).
+    let all = requests_to(&server, "/launch/");
+    assert_eq!(
+        all.iter().map(|r| r.method.as_str()).collect::<Vec<_>>(),
+        ["GET", "POST"]
+    );
+    let launches: Vec<_> = all.into_iter().filter(|r| r.method == "POST").collect();
     let header = |name: &str| {
         launches[0]
             .headers

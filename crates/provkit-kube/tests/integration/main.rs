@@ -8,6 +8,7 @@
 )]
 
 mod aap;
+mod exactly_once;
 mod fixtures;
 mod flush;
 mod leader;
@@ -15,3 +16,4 @@ mod machines;
 mod scenarios;
 mod schema;
 mod stale_check;
+mod store;

@@ -377,3 +377,53 @@ async fn a_lookup_that_cannot_prove_absence_blocks_the_launch() {
     .unwrap_or_else(|| panic!("{:?}", obj.status));
     assert!(blocked.message.contains("list cap"), "{}", blocked.message);
 }
+
+/// Request economy of one launch (printed for the report): the AAP requests and API-server
+/// writes of the reconcile that launches, and of the poll after it.
+#[tokio::test]
+async fn one_launch_costs_one_intent_write_and_one_launch_requirements_read() {
+    let w = World::standard().await;
+    let p = w.process();
+    let _ = w.reconcile(&p).await.unwrap();
+    let by_verb = |reqs: &[provkit_testing::fake_aap::LoggedRequest]| {
+        let mut counts = std::collections::BTreeMap::<String, usize>::new();
+        for r in reqs {
+            let endpoint = r
+                .path
+                .split('?')
+                .next()
+                .unwrap_or_default()
+                .split('/')
+                .filter(|s| !s.is_empty() && s.parse::<u64>().is_err())
+                .collect::<Vec<_>>()
+                .join("/");
+            *counts
+                .entry(format!("{} {endpoint}", r.method))
+                .or_default() += 1;
+        }
+        counts
+    };
+    let launch_aap = by_verb(&w.aap().requests());
+    let launch_writes = w.store.writes();
+    println!("launch reconcile: AAP {launch_aap:?}; API-server writes {launch_writes:?}");
+    assert_eq!(
+        launch_aap.into_iter().collect::<Vec<_>>(),
+        [
+            ("GET api".to_owned(), 1), // API root discovery, once per client
+            ("GET api/v2/job_templates/launch".to_owned(), 1), // once per template and process
+            ("GET api/v2/unified_job_templates".to_owned(), 1), // cached by the client
+            ("POST api/v2/job_templates/launch".to_owned(), 1),
+        ]
+    );
+    // The intent write and the flush that records the job (and clears the intent).
+    assert_eq!(launch_writes.len(), 2, "{launch_writes:?}");
+    w.aap().clear_requests();
+    w.clock.advance(POLL);
+    let _ = w.reconcile(&p).await.unwrap();
+    let poll_aap = by_verb(&w.aap().requests());
+    println!(
+        "poll reconcile: AAP {poll_aap:?}; API-server writes {:?}",
+        &w.store.writes()[2..]
+    );
+    assert_eq!(poll_aap.values().sum::<usize>(), 1, "{poll_aap:?}");
+}

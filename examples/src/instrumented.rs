@@ -207,6 +207,18 @@ impl AapApi for CountingApi {
         r
     }
 
+    async fn launch_requirements(
+        &self,
+        template: &Template,
+    ) -> provkit_aap::Result<provkit_aap::LaunchRequirements> {
+        // Once per template and process (the provider caches the check); counted with the
+        // template lookups.
+        let r = self.inner.launch_requirements(template).await;
+        self.stats
+            .record(Op::GetTemplate, None, r.as_ref().err().map(short));
+        r
+    }
+
     async fn launch(
         &self,
         template: &Template,

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 
 use crate::client::AapClient;
 use crate::error::Result;
+use crate::launch_check::LaunchRequirements;
 use crate::types::{
     AapJobEvent, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template, TemplateKind,
 };
@@ -15,6 +16,8 @@ use crate::types::{
 pub trait AapApi: Send + Sync {
     /// Looks a launchable template up by name (see [`AapClient::get_template`]).
     async fn get_template(&self, name: &str) -> Result<Template>;
+    /// A template's launch requirements (see [`AapClient::launch_requirements`]).
+    async fn launch_requirements(&self, template: &Template) -> Result<LaunchRequirements>;
     /// Launches a template (never retried; see [`AapClient::launch`]).
     async fn launch(&self, template: &Template, request: &LaunchRequest) -> Result<Launched>;
     /// A job's or workflow job's detail.
@@ -55,6 +58,9 @@ pub trait AapApi: Send + Sync {
 impl AapApi for AapClient {
     async fn get_template(&self, name: &str) -> Result<Template> {
         AapClient::get_template(self, name).await
+    }
+    async fn launch_requirements(&self, template: &Template) -> Result<LaunchRequirements> {
+        AapClient::launch_requirements(self, template).await
     }
     async fn launch(&self, template: &Template, request: &LaunchRequest) -> Result<Launched> {
         AapClient::launch(self, template, request).await

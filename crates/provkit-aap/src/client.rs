@@ -128,11 +128,11 @@ impl AapClient {
         self.inner.base().await.map(str::to_owned)
     }
 
-    async fn path(&self, segments: &[&str], query: &[(&str, &str)]) -> Result<String> {
+    pub(crate) async fn path(&self, segments: &[&str], query: &[(&str, &str)]) -> Result<String> {
         Ok(api_path(self.inner.base().await?, segments, query))
     }
 
-    async fn get_value(&self, path: String) -> Result<Value> {
+    pub(crate) async fn get_value(&self, path: String) -> Result<Value> {
         self.inner
             .send(&Call::get(path, self.inner.max_body_bytes))
             .await?
@@ -468,10 +468,15 @@ impl AapClient {
     pub async fn find_job_kind(&self, id: u64) -> Result<Option<JobKind>> {
         let id_text = id.to_string();
         let path = self.path(&["unified_jobs"], &[("id", &id_text)]).await?;
-        let page: Page = serde_json::from_value(self.get_value(path).await?).unwrap_or(Page {
-            next: None,
-            results: vec![],
-        });
+        // A body that is not a list page is an error, never "no such job".
+        let page: Page =
+            serde_json::from_value(self.get_value(path.clone()).await?).map_err(|e| {
+                Error::Decode {
+                    ctx: Box::new(crate::error::RequestContext::new(http::Method::GET, path)),
+                    message: "not a list page".into(),
+                    source: Some(e),
+                }
+            })?;
         Ok(page
             .results
             .iter()
@@ -556,10 +561,12 @@ impl AapClient {
     }
 
     /// Every item of a list endpoint, following `next` links (root-relative, joined with the
-    /// host only) until `null`, an "Invalid page." 404, or the item cap.
+    /// host only) until `null`, an "Invalid page." 404 on a later page, or the item cap (a
+    /// warning; the result is truncated).
     ///
     /// # Errors
-    /// HTTP/decoding errors of the first page; a later "Invalid page." ends the walk quietly.
+    /// HTTP/decoding errors, including an "Invalid page." 404 of the **first** page (a page
+    /// number past the end); a later "Invalid page." ends the walk quietly.
     pub async fn list(&self, endpoint: &str, query: &[(&str, &str)]) -> Result<Vec<Value>> {
         let first = self.path(&[endpoint], query).await?;
         crate::pagination::collect(&self.inner, first).await

@@ -84,10 +84,14 @@ fn fmt_detail(detail: &Option<String>) -> String {
         .unwrap_or_default()
 }
 
-fn fmt_field_errors(fields: &BTreeMap<String, Vec<String>>) -> String {
+/// `field: messages; …` then the detail, without empty parts (a detail-only 400 renders as
+/// `bad request: <detail>`).
+fn fmt_bad_request(fields: &BTreeMap<String, Vec<String>>, detail: &Option<String>) -> String {
     fields
         .iter()
         .map(|(field, errors)| format!("{field}: {}", errors.join(" ")))
+        .chain(detail.iter().cloned())
+        .filter(|part| !part.is_empty())
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -181,11 +185,7 @@ pub enum Error {
         retry_after: Option<Duration>,
     },
     /// 400 with the server's validation errors.
-    #[error(
-        "{ctx}: bad request: {}{}",
-        fmt_field_errors(fields),
-        fmt_detail(detail)
-    )]
+    #[error("{ctx}: bad request: {}", fmt_bad_request(fields, detail))]
     BadRequest {
         /// Request context.
         ctx: Box<RequestContext>,
@@ -193,6 +193,43 @@ pub enum Error {
         detail: Option<String>,
         /// Field name → messages (`__all__` for non-field errors).
         fields: BTreeMap<String, Vec<String>>,
+    },
+    /// The server refuses a query filter (AWX: `Filtering on extra_vars is not allowed.`, a 403
+    /// under production settings, a 400 under development settings). A request error, not an
+    /// authorization failure.
+    #[error("{ctx}: the server refuses this filter{}", fmt_detail(detail))]
+    FilterRefused {
+        /// Request context.
+        ctx: Box<RequestContext>,
+        /// The server's `detail`.
+        detail: Option<String>,
+    },
+    /// A search over a list stopped at the configured item cap
+    /// ([`max_list_items`](crate::AapClientBuilder::max_list_items)) before it could finish, so
+    /// the absence of a match is not proven.
+    #[error(
+        "{ctx}: the search stopped at the {cap}-item list cap without reaching the end; absence is not proven"
+    )]
+    ListIncomplete {
+        /// Request context of the first page.
+        ctx: Box<RequestContext>,
+        /// The cap.
+        cap: usize,
+    },
+    /// The job template does not prompt for variables on launch: AAP would accept a launch,
+    /// drop its `extra_vars` (echoing them under `ignored_fields`) and run the playbook without
+    /// the payload. Enable "Prompt on launch" for Variables (`ask_variables_on_launch: true`).
+    #[error(
+        "{} {name:?} (id {id}) does not prompt for variables on launch (ask_variables_on_launch is false), so AAP would run it without the payload; enable \"Prompt on launch\" for Variables on the template",
+        kind.as_str()
+    )]
+    TemplateIgnoresExtraVars {
+        /// Template name.
+        name: String,
+        /// Template id.
+        id: u64,
+        /// Template kind.
+        kind: crate::types::TemplateKind,
     },
     /// The controller is migrating its database (302 to `/migrations_notran/` or an HTML page
     /// instead of JSON).
@@ -324,6 +361,8 @@ impl Error {
             | Self::Timeout { ctx, .. }
             | Self::Transport { ctx, .. }
             | Self::Decode { ctx, .. }
+            | Self::FilterRefused { ctx, .. }
+            | Self::ListIncomplete { ctx, .. }
             | Self::BodyTooLarge { ctx, .. } => Some(ctx),
             Self::Discovery {
                 source: Some(inner),
@@ -346,6 +385,18 @@ impl Error {
     /// 404 (or a template that does not exist).
     pub fn is_not_found(&self) -> bool {
         matches!(self, Self::NotFound { .. } | Self::TemplateNotFound { .. })
+    }
+
+    /// The authoritative "no such object" of a detail endpoint: a 404 whose JSON `detail` is
+    /// AWX's `No <Model> matches the given query.` (a purged or never-existing job). Other 404s
+    /// (an HTML page, a gateway, an unknown path) are not proof that the object is gone.
+    pub fn is_no_match(&self) -> bool {
+        match self {
+            Self::NotFound {
+                detail: Some(d), ..
+            } => d.starts_with("No ") && d.ends_with(" matches the given query."),
+            _ => false,
+        }
     }
 
     /// 405.

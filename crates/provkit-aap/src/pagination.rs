@@ -49,8 +49,9 @@ pub(crate) async fn collect(client: &Inner, first: String) -> Result<Vec<Value>>
 }
 
 /// Pages from `first` (each page decoded by `decode`) until `hit` maps an item to `Some`
-/// (returned) or the pages run out (`None`). Each page is dropped before the next is fetched.
-/// Stops at the configured item cap like [`collect`].
+/// (returned) or the pages run out (`None`: provably no match). Each page is dropped before the
+/// next is fetched. Reaching the configured item cap without a match is
+/// [`Error::ListIncomplete`]: the absence of a match is not proven.
 pub(crate) async fn find_first<T, R>(
     client: &Inner,
     first: String,
@@ -58,25 +59,50 @@ pub(crate) async fn find_first<T, R>(
     mut hit: impl FnMut(T) -> Option<R>,
 ) -> Result<Option<R>> {
     let mut found = None;
-    walk(client, first, decode, |page| {
+    let first_path = first.clone();
+    let end = walk(client, first, decode, |page| {
         found = page.into_iter().find_map(&mut hit);
         found.is_some()
     })
     .await?;
-    Ok(found)
+    match (found, end) {
+        (Some(found), _) => Ok(Some(found)),
+        (None, End::Capped(cap)) => Err(Error::ListIncomplete {
+            ctx: Box::new(crate::error::RequestContext::new(
+                http::Method::GET,
+                first_path,
+            )),
+            cap,
+        }),
+        (None, End::Exhausted | End::Taken) => Ok(None),
+    }
+}
+
+/// How a walk over the pages ended.
+enum End {
+    /// `take` answered `true`.
+    Taken,
+    /// No more pages (`next` is null, an empty page, or a later page answered "Invalid page.").
+    Exhausted,
+    /// The item cap was reached first.
+    Capped(usize),
 }
 
 /// Follows `next` links from `first`, handing each page to `take` until it answers `true`.
+/// A first page answering "Invalid page." is an error; on a later page it ends the walk (the
+/// list shrank while it was read).
 async fn walk<T>(
     client: &Inner,
     first: String,
     decode: fn(&RawResponse) -> Result<Page<T>>,
     mut take: impl FnMut(Vec<T>) -> bool,
-) -> Result<()> {
+) -> Result<End> {
     let cap = client.max_list_items;
     let mut seen = 0usize;
     let mut next = Some(first);
+    let mut first_page = true;
     while let Some(path) = next.take() {
+        let is_first = std::mem::replace(&mut first_page, false);
         match client.page(path.clone(), decode).await {
             Ok((mut results, following)) => {
                 let empty = results.is_empty();
@@ -87,11 +113,11 @@ async fn walk<T>(
                 }
                 seen += results.len();
                 if take(results) {
-                    break;
+                    return Ok(End::Taken);
                 }
                 if capped {
                     tracing::warn!(cap, "list truncated at the configured item cap");
-                    break;
+                    return Ok(End::Capped(cap));
                 }
                 // An empty page with a `next` link would loop forever on a broken server.
                 if empty || following.as_deref() == Some(path.as_str()) {
@@ -100,9 +126,10 @@ async fn walk<T>(
                 next = following;
             }
             Err(Error::NotFound { detail, .. })
-                if detail
-                    .as_deref()
-                    .is_some_and(|d| d.contains("Invalid page")) =>
+                if !is_first
+                    && detail
+                        .as_deref()
+                        .is_some_and(|d| d.contains("Invalid page")) =>
             {
                 tracing::debug!("pagination ended on \"Invalid page.\"");
                 break;
@@ -110,5 +137,5 @@ async fn walk<T>(
             Err(err) => return Err(err),
         }
     }
-    Ok(())
+    Ok(End::Exhausted)
 }

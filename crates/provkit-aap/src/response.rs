@@ -170,6 +170,11 @@ pub(crate) fn field_errors(value: &Value) -> (BTreeMap<String, Vec<String>>, Opt
     )
 }
 
+/// AWX's detail for a filter it refuses (`Filtering on <field> is not allowed.`).
+fn is_refused_filter(detail: &str) -> bool {
+    detail.starts_with("Filtering on ") && detail.contains(" is not allowed")
+}
+
 /// Maps a non-2xx response to an error (the context must already hold status and request id).
 pub(crate) fn classify(resp: &RawResponse, now: SystemTime) -> Error {
     let ctx = Box::new(resp.ctx.clone());
@@ -188,6 +193,16 @@ pub(crate) fn classify(resp: &RawResponse, now: SystemTime) -> Error {
         .retry_after
         .as_deref()
         .and_then(|v| parse_retry_after(v, now));
+    // AWX refuses some filters (`Filtering on extra_vars is not allowed.`): 403 with production
+    // settings, 400 with development settings. Either way a request error, not an auth failure.
+    if matches!(resp.status.as_u16(), 400 | 403)
+        && let Some(d) = detail().filter(|d| is_refused_filter(d))
+    {
+        return Error::FilterRefused {
+            ctx,
+            detail: Some(d),
+        };
+    }
     match resp.status.as_u16() {
         300..=399 => {
             let location = resp.location.clone();
@@ -309,6 +324,90 @@ mod tests {
             assert!(text.contains("GET /api/v2/jobs/1/"), "{text}");
             assert!(text.contains(&status.to_string()), "{text}");
         }
+    }
+
+    #[test]
+    fn refused_filters_are_request_errors_not_auth() {
+        let body = r#"{"detail":"Filtering on extra_vars is not allowed."}"#;
+        for status in [403, 400] {
+            let err = classify(&resp(status, "application/json", body), SystemTime::now());
+            assert!(
+                matches!(err, Error::FilterRefused { .. }),
+                "{status}: {err:?}"
+            );
+            assert!(!err.is_auth(), "{status}");
+            assert!(!err.is_outcome_unknown());
+            assert!(err.to_string().contains("refuses this filter"), "{err}");
+        }
+        let plain = classify(
+            &resp(
+                403,
+                "application/json",
+                r#"{"detail":"You do not have permission to perform this action."}"#,
+            ),
+            SystemTime::now(),
+        );
+        assert!(plain.is_auth());
+    }
+
+    #[test]
+    fn detail_only_bad_request_has_no_double_colon() {
+        let err = classify(
+            &resp(
+                400,
+                "application/json",
+                r#"{"detail": "Job has no field named 'no_such_field'"}"#,
+            ),
+            SystemTime::now(),
+        );
+        let text = err.to_string();
+        assert!(
+            text.ends_with("bad request: Job has no field named 'no_such_field'"),
+            "{text}"
+        );
+        assert!(!text.contains(": :"), "{text}");
+        let both = classify(
+            &resp(
+                400,
+                "application/json",
+                r#"{"limit": ["x"], "detail": "y"}"#,
+            ),
+            SystemTime::now(),
+        );
+        assert!(
+            both.to_string().ends_with("bad request: limit: x; y"),
+            "{both}"
+        );
+    }
+
+    #[test]
+    fn only_no_match_404s_are_authoritative() {
+        let gone = classify(
+            &resp(
+                404,
+                "application/json",
+                r#"{"detail": "No Job matches the given query."}"#,
+            ),
+            SystemTime::now(),
+        );
+        assert!(gone.is_no_match() && gone.is_not_found());
+        for body in [
+            r#"{"detail": "Invalid page."}"#,
+            r#"{"detail": "Not found."}"#,
+            "",
+        ] {
+            let other = classify(&resp(404, "application/json", body), SystemTime::now());
+            assert!(other.is_not_found() && !other.is_no_match(), "{body}");
+        }
+        let html = classify(
+            &resp(
+                404,
+                "text/html",
+                "<html><title>Page not found</title></html>",
+            ),
+            SystemTime::now(),
+        );
+        assert!(!html.is_no_match());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //!   deliberate deviations from Go).
 //! - [`compute_desired_config_version`] and [`ConfigHasher`]: the spec hash that decides when to
 //!   re-provision, byte-compatible with Go (module [`config_version`]).
+//! - [`LaunchIntent`]: the write-ahead record of a launch attempt (module [`intent`]).
 //! - [`Clock`], [`SystemClock`], [`ManualClock`]: injectable wall-clock time (module [`clock`]).
 //! - [`timestamp`]: serde modules for Kubernetes-style whole-second RFC 3339 timestamps.
 //! - `k8s` (feature `k8s`): `ObjectRef`, `GroupVersionResource`, `MachineInfo` on k8s-openapi.
@@ -52,6 +53,7 @@
 pub mod clock;
 pub mod config_version;
 pub mod history;
+pub mod intent;
 pub mod job;
 pub mod timestamp;
 
@@ -73,6 +75,7 @@ pub use history::{
     update_job,
 };
 #[doc(inline)]
+pub use intent::LaunchIntent;
 pub use job::{JobState, JobStatus, JobType};
 #[cfg(feature = "k8s")]
 #[cfg_attr(docsrs, doc(cfg(feature = "k8s")))]

@@ -1,11 +1,14 @@
 //! Adapters between kube types and the lifecycle's kube-free types: [`resource_view`],
 //! [`object_ref`], and kube-backed implementations of the lifecycle hooks
-//! ([`ApiServerJobs`] for the stale-cache check, [`SessionFlush`] for the status flush).
+//! ([`ApiServerJobs`] and [`SessionStaleCheck`] for the stale-cache check, [`SessionFlush`] for
+//! the status flush, [`SessionIntents`] for the durable launch intent).
 
 use kube::{Api, Resource, ResourceExt};
 use provkit_core::JobStatus;
 use provkit_core::k8s::{GroupVersionResource, ObjectRef};
-use provkit_lifecycle::{BoxError, ResourceMeta, ResourceView, StaleCacheCheck, StatusFlush};
+use provkit_lifecycle::{
+    BoxError, IntentStore, LaunchIntent, ResourceMeta, ResourceView, StaleCacheCheck, StatusFlush,
+};
 use serde::Serialize;
 
 use crate::flush::StatusSession;
@@ -158,5 +161,78 @@ impl<K: ProvisionedResource> StatusFlush for SessionFlush<'_, K> {
             .await
             .map(drop)
             .map_err(|e| Box::new(e) as BoxError)
+    }
+}
+
+/// The stale-cache check of [`Provisioner`](crate::Provisioner): an **uncached** GET of the
+/// object, like [`ApiServerJobs`], that also hands the fresh copy to the reconcile's
+/// [`StatusSession`] ([`StatusSession::observe`]). The launch intent the engine resolves next
+/// is therefore the API server's, not a lagging cache's, and the intent write carries the fresh
+/// `resourceVersion`.
+#[derive(Debug)]
+pub struct SessionStaleCheck<'a, K: ProvisionedResource> {
+    api: Api<K>,
+    session: &'a StatusSession<K>,
+    name: String,
+}
+
+impl<'a, K: ProvisionedResource> SessionStaleCheck<'a, K> {
+    /// Reads object `name` through `api` and records it in `session`.
+    pub fn new(api: Api<K>, session: &'a StatusSession<K>, name: impl Into<String>) -> Self {
+        Self {
+            api,
+            session,
+            name: name.into(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl<K: ProvisionedResource> StaleCacheCheck for SessionStaleCheck<'_, K> {
+    async fn read_fresh_jobs(&self) -> Result<Vec<JobStatus>, BoxError> {
+        match self.api.get_opt(&self.name).await {
+            Ok(Some(fresh)) => {
+                self.session.observe(&fresh);
+                Ok(fresh.provisioning_jobs().to_vec())
+            }
+            Ok(None) => Ok(Vec::new()),
+            Err(e) => {
+                tracing::warn!(object.name = %self.name, error = %e, "stale-cache check: API server read failed");
+                Err(Box::new(e))
+            }
+        }
+    }
+}
+
+/// The lifecycle's [`IntentStore`] backed by a [`StatusSession`]: the intent lives in
+/// `status.launchIntent` and is written through the status subresource
+/// ([`StatusSession::write_intent`]), so a refused status write refuses the launch.
+#[derive(Debug)]
+pub struct SessionIntents<'a, K: ProvisionedResource> {
+    session: &'a StatusSession<K>,
+}
+
+impl<'a, K: ProvisionedResource> SessionIntents<'a, K> {
+    /// Keeps the intent through `session`.
+    pub fn new(session: &'a StatusSession<K>) -> Self {
+        Self { session }
+    }
+}
+
+#[async_trait::async_trait]
+impl<K: ProvisionedResource> IntentStore for SessionIntents<'_, K> {
+    fn pending(&self) -> Option<LaunchIntent> {
+        self.session.pending_intent()
+    }
+
+    async fn write(&self, intent: &LaunchIntent) -> Result<(), BoxError> {
+        self.session
+            .write_intent(intent)
+            .await
+            .map_err(|e| Box::new(e) as BoxError)
+    }
+
+    fn resolve(&self, idempotency_key: &str) {
+        self.session.resolve_intent(idempotency_key);
     }
 }

@@ -43,13 +43,22 @@
 //! # Field manager
 //! [`StatusWriteConfig::field_manager`] is sent as `?fieldManager=` on every patch, so the
 //! writes show up under that manager in `managedFields` (the controller name, not `unknown`).
+//!
+//! # The launch intent (`status.launchIntent`)
+//! [`StatusSession::write_intent`] persists the engine's write-ahead launch intent with the same
+//! precondition; a conflict is **not** retried (the object changed since the launch was decided,
+//! so the reconcile starts over). Neither the flush nor the full write ever sends another
+//! writer's or an unresolved intent away: they carry `launchIntent: null` only once the engine
+//! resolved that very intent ([`StatusSession::resolve_intent`]), so the write that records the
+//! job is the one that clears it.
 
+use std::collections::HashSet;
 use std::num::{NonZeroU32, NonZeroUsize};
 use std::sync::Mutex;
 
 use kube::Api;
 use kube::api::{Patch, PatchParams};
-use provkit_core::{JobStatus, append_job};
+use provkit_core::{JobStatus, LaunchIntent, append_job};
 use serde_json::{Value, json};
 use tracing::{debug, warn};
 
@@ -141,6 +150,13 @@ pub enum StatusWriteError {
         /// Object name.
         name: String,
     },
+    /// The launch-intent write hit a conflict: the object changed since it was read, so nothing
+    /// is launched in this reconcile.
+    #[error("launch-intent write of {name} conflicted; the object changed since it was read")]
+    IntentConflict {
+        /// Object name.
+        name: String,
+    },
     /// Every attempt hit a conflict.
     #[error("status patch of {name} still conflicted after {attempts} attempts")]
     Conflicts {
@@ -167,6 +183,28 @@ struct Known {
     resource_version: Option<String>,
     server_jobs: Vec<JobStatus>,
     flushed_desired: Option<String>,
+    /// The launch intent the API server holds, as last read or written.
+    server_intent: Option<LaunchIntent>,
+    /// Keys of intents the engine resolved in this session (cleared by the next write).
+    resolved: HashSet<String>,
+}
+
+impl Known {
+    /// What a job-history write does to `status.launchIntent`: `Some(None)` clears a resolved
+    /// intent, `None` leaves the server's value alone.
+    fn intent_update(&self) -> Option<Option<LaunchIntent>> {
+        self.server_intent
+            .as_ref()
+            .filter(|i| self.resolved.contains(&i.idempotency_key))
+            .map(|_| None)
+    }
+}
+
+/// Shallow-merges `patch`'s keys into `status` (both JSON objects).
+fn merge_keys(status: &mut Value, patch: Value) {
+    if let (Some(target), Value::Object(patch)) = (status.as_object_mut(), patch) {
+        target.extend(patch);
+    }
 }
 
 /// One reconcile's view of what the API server holds for an object: its last known
@@ -207,6 +245,10 @@ impl<K: ProvisionedResource> StatusSession<K> {
                 resource_version: obj.meta().resource_version.clone(),
                 server_jobs: obj.provisioning_jobs().to_vec(),
                 flushed_desired: None,
+                server_intent: obj
+                    .provisioning_status()
+                    .and_then(|s| s.launch_intent.clone()),
+                resolved: HashSet::new(),
             }),
         })
     }
@@ -228,6 +270,81 @@ impl<K: ProvisionedResource> StatusSession<K> {
     #[must_use]
     pub fn flushed_desired_config_version(&self) -> Option<String> {
         self.lock().flushed_desired.clone()
+    }
+
+    /// The unresolved launch intent the API server holds (as last read or written).
+    #[must_use]
+    pub fn pending_intent(&self) -> Option<LaunchIntent> {
+        let k = self.lock();
+        k.server_intent
+            .clone()
+            .filter(|i| !k.resolved.contains(&i.idempotency_key))
+    }
+
+    /// Marks the intent with `idempotency_key` resolved: the next job-history write (flush or
+    /// full write) clears it. No request.
+    pub fn resolve_intent(&self, idempotency_key: &str) {
+        self.lock().resolved.insert(idempotency_key.to_owned());
+    }
+
+    /// Records a fresh copy of the object read from the API server (for example by the
+    /// stale-cache check): its `resourceVersion`, job list and launch intent become the
+    /// session's view, so later writes carry the fresh precondition.
+    pub fn observe(&self, fresh: &K) {
+        let mut k = self.lock();
+        k.resource_version = fresh.meta().resource_version.clone();
+        k.server_jobs = fresh.provisioning_jobs().to_vec();
+        k.server_intent = fresh
+            .provisioning_status()
+            .and_then(|s| s.launch_intent.clone());
+    }
+
+    /// Persists the launch intent (write-ahead, before the launch request): a merge patch of
+    /// `status.launchIntent` ([`ProvisionedResource::launch_intent_patch`]) with the
+    /// `resourceVersion` precondition. Not retried on conflict.
+    ///
+    /// # Errors
+    /// [`StatusWriteError::IntentConflict`] on 409; any other patch error (a refused status
+    /// write, 403, among them) as for the flush.
+    pub async fn write_intent(&self, intent: &LaunchIntent) -> Result<(), StatusWriteError> {
+        let rv = self.lock().resource_version.clone();
+        let rv = match rv {
+            Some(rv) => rv,
+            None => {
+                self.reread().await?;
+                self.lock().resource_version.clone().unwrap_or_default()
+            }
+        };
+        let body = json!({
+            "metadata": { "resourceVersion": rv },
+            "status": K::launch_intent_patch(Some(intent)),
+        });
+        match self
+            .api
+            .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&body))
+            .await
+        {
+            Ok(written) => {
+                let mut k = self.lock();
+                k.resource_version = written.meta().resource_version.clone();
+                k.server_intent = Some(intent.clone());
+                k.resolved.remove(&intent.idempotency_key);
+                Ok(())
+            }
+            Err(kube::Error::Api(status)) if status.is_conflict() => {
+                debug!(object.name = %self.name, "launch-intent write conflicted");
+                Err(StatusWriteError::IntentConflict {
+                    name: self.name.clone(),
+                })
+            }
+            Err(kube::Error::Api(status)) if status.is_not_found() => Err(StatusWriteError::Gone {
+                name: self.name.clone(),
+            }),
+            Err(source) => Err(StatusWriteError::Patch {
+                name: self.name.clone(),
+                source,
+            }),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
@@ -252,14 +369,18 @@ impl<K: ProvisionedResource> StatusSession<K> {
         let desired = desired_config_version.to_owned();
         let ours = jobs.to_vec();
         let (_, persisted) = self
-            .write_loop(|server_jobs, _| {
+            .write_loop(|server_jobs, _, intent| {
                 let merged = merge_job_histories(server_jobs, &ours, self.config.max_history);
                 let status = crate::ProvisioningStatus {
                     provisioning_jobs: merged.clone(),
                     desired_config_version: desired.clone(),
-                    conditions: Vec::new(),
+                    ..Default::default()
                 };
-                Ok((K::provisioning_status_patch(&status), merged))
+                let mut patch = K::provisioning_status_patch(&status);
+                if let Some(update) = intent {
+                    merge_keys(&mut patch, K::launch_intent_patch(update.as_ref()));
+                }
+                Ok((patch, merged))
             })
             .await?;
         self.lock().flushed_desired = Some(desired);
@@ -276,12 +397,22 @@ impl<K: ProvisionedResource> StatusSession<K> {
     pub async fn write_status(&self, obj: &K) -> Result<K, StatusWriteError> {
         let ours = obj.provisioning_jobs().to_vec();
         let (written, _) = self
-            .write_loop(|server_jobs, last_read| {
+            .write_loop(|server_jobs, last_read, intent| {
                 let merged = merge_job_histories(server_jobs, &ours, self.config.max_history);
                 let mut copy = obj.clone();
-                copy.provisioning_status_mut().provisioning_jobs = merged.clone();
-                let status = status_value(&copy, &self.name)?;
-                Ok((clearing_removed(last_read, status), merged))
+                let s = copy.provisioning_status_mut();
+                s.provisioning_jobs = merged.clone();
+                // Never send an intent away that the engine did not resolve: the diff against
+                // the last read must not clear it either.
+                s.launch_intent = None;
+                let mut status = clearing_removed(last_read, status_value(&copy, &self.name)?);
+                if let Some(map) = status.as_object_mut() {
+                    map.remove("launchIntent");
+                }
+                if let Some(update) = intent {
+                    merge_keys(&mut status, K::launch_intent_patch(update.as_ref()));
+                }
+                Ok((status, merged))
             })
             .await?;
         Ok(written)
@@ -289,20 +420,29 @@ impl<K: ProvisionedResource> StatusSession<K> {
 
     async fn write_loop(
         &self,
-        build: impl Fn(&[JobStatus], &Value) -> Result<(Value, Vec<JobStatus>), StatusWriteError>,
+        build: impl Fn(
+            &[JobStatus],
+            &Value,
+            Option<Option<LaunchIntent>>,
+        ) -> Result<(Value, Vec<JobStatus>), StatusWriteError>,
     ) -> Result<(K, Vec<JobStatus>), StatusWriteError> {
         let attempts = self.config.max_attempts.get();
         for attempt in 1..=attempts {
-            let (rv, server_jobs) = {
+            let (rv, server_jobs, intent) = {
                 let k = self.lock();
-                (k.resource_version.clone(), k.server_jobs.clone())
+                (
+                    k.resource_version.clone(),
+                    k.server_jobs.clone(),
+                    k.intent_update(),
+                )
             };
             let Some(rv) = rv else {
                 // Never write without a precondition: read first.
                 self.reread().await?;
                 continue;
             };
-            let (status, merged) = build(&server_jobs, &self.last_read)?;
+            let clears_intent = matches!(intent, Some(None));
+            let (status, merged) = build(&server_jobs, &self.last_read, intent)?;
             let body = json!({ "metadata": { "resourceVersion": rv }, "status": status });
             let params = PatchParams {
                 field_manager: self.config.field_manager.clone(),
@@ -317,6 +457,9 @@ impl<K: ProvisionedResource> StatusSession<K> {
                     let mut k = self.lock();
                     k.resource_version = written.meta().resource_version.clone();
                     k.server_jobs = merged.clone();
+                    if clears_intent {
+                        k.server_intent = None;
+                    }
                     return Ok((written, merged));
                 }
                 Err(kube::Error::Api(status)) if status.is_conflict() => {
@@ -358,6 +501,9 @@ impl<K: ProvisionedResource> StatusSession<K> {
         let mut k = self.lock();
         k.resource_version = fresh.meta().resource_version.clone();
         k.server_jobs = fresh.provisioning_jobs().to_vec();
+        k.server_intent = fresh
+            .provisioning_status()
+            .and_then(|s| s.launch_intent.clone());
         Ok(())
     }
 }

@@ -23,7 +23,10 @@ pub mod time;
 pub mod user_agent;
 
 #[doc(inline)]
-pub use adapters::{ApiServerJobs, SessionFlush, gvr_of, object_ref, resource_view};
+pub use adapters::{
+    ApiServerJobs, SessionFlush, SessionIntents, SessionStaleCheck, gvr_of, object_ref,
+    resource_view,
+};
 #[doc(inline)]
 pub use cutover::{CutoverError, CutoverReason, CutoverReport, check_cutover, check_cutover_all};
 #[doc(inline)]
@@ -47,7 +50,7 @@ pub use machine_progress::{KubeProgressHandle, progress_of};
 #[doc(inline)]
 pub use management::{Management, ManagementHook, ManagementStatePolicy};
 #[doc(inline)]
-pub use reconcile::{NoCallbacks, Provisioner, ProvisioningCallbacks};
+pub use reconcile::{LAUNCH_BLOCKED_CONDITION, NoCallbacks, Provisioner, ProvisioningCallbacks};
 #[doc(inline)]
 pub use resource::NamespaceScope;
 #[doc(inline)]

@@ -16,7 +16,9 @@ use provkit_lifecycle::{
 };
 use tracing::Instrument;
 
-use crate::adapters::{ApiServerJobs, SessionFlush, display_name, resource_view};
+use crate::adapters::{
+    SessionFlush, SessionIntents, SessionStaleCheck, display_name, resource_view,
+};
 use crate::error::{FinalizerStep, ReconcileError};
 use crate::events::{EventPublisher, JobEvent};
 use crate::flush::{StatusSession, StatusWriteConfig};
@@ -291,8 +293,9 @@ impl<K: ProvisionedResource> Provisioner<K> {
 
         let session = self.session(api, obj, &object)?;
         let (view, ctx, mut jobs) = lifecycle_inputs(&mut working, &object, callbacks)?;
-        let stale = ApiServerJobs::new(api.clone(), obj.name_any());
+        let stale = SessionStaleCheck::new(api.clone(), &session, obj.name_any());
         let flush = SessionFlush::new(&session, desired.clone());
+        let intents = SessionIntents::new(&session);
 
         let mut failed: Option<String> = None;
         let mut succeeded: Option<ProvisionStatus> = None;
@@ -300,6 +303,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
             let mut hooks = ProvisionHooks::new()
                 .stale_check(&stale)
                 .status_flush(&flush)
+                .intents(&intents)
                 .on_failed(|m| failed = Some(m.to_owned()))
                 .on_success(|s| succeeded = Some(s.clone()));
             self.lifecycle
@@ -307,6 +311,11 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 .await
         };
         working.provisioning_status_mut().provisioning_jobs = jobs;
+        show_launch_blocked(
+            &mut working,
+            result.as_ref().err(),
+            self.lifecycle.clock().now(),
+        );
         if let Some(message) = &failed {
             callbacks.on_failed(&mut working, message);
         }
@@ -383,17 +392,24 @@ impl<K: ProvisionedResource> Provisioner<K> {
             .unwrap_or_default();
         let session = self.session(api, obj, &object)?;
         let (view, ctx, mut jobs) = lifecycle_inputs(&mut working, &object, callbacks)?;
-        let stale = ApiServerJobs::new(api.clone(), obj.name_any());
+        let stale = SessionStaleCheck::new(api.clone(), &session, obj.name_any());
         let flush = SessionFlush::new(&session, desired.clone());
+        let intents = SessionIntents::new(&session);
         let result = {
             let mut hooks = DeprovisionHooks::new()
                 .stale_check(&stale)
-                .status_flush(&flush);
+                .status_flush(&flush)
+                .intents(&intents);
             self.lifecycle
                 .run_deprovisioning_lifecycle(&view, &mut jobs, &ctx, &mut hooks)
                 .await
         };
         working.provisioning_status_mut().provisioning_jobs = jobs;
+        show_launch_blocked(
+            &mut working,
+            result.as_ref().err(),
+            self.lifecycle.clock().now(),
+        );
         // As on apply: no status write when the cache proved stale (the API server already
         // holds a newer deprovision job); the next reconcile works on the fresh object.
         let stale_cache = matches!(&result, Ok(o) if o.step == DeprovisionStep::StaleCache);
@@ -519,6 +535,38 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 object: object.to_owned(),
                 source,
             })
+    }
+}
+
+/// The condition type set while a launch is blocked because the idempotency lookup could not
+/// prove that the pending attempt's job does not exist (status `True`, reason
+/// `IdempotencyLookupFailed`, message: the error chain). Removed once the attempt is resolved.
+pub const LAUNCH_BLOCKED_CONDITION: &str = "LaunchBlocked";
+
+/// Sets or removes the [`LAUNCH_BLOCKED_CONDITION`] on the working copy.
+fn show_launch_blocked<K: ProvisionedResource>(
+    working: &mut K,
+    error: Option<&LifecycleError>,
+    now: chrono::DateTime<chrono::Utc>,
+) {
+    let conditions = &mut working.provisioning_status_mut().conditions;
+    match error {
+        Some(e @ LifecycleError::IdempotencyLookup { .. }) => {
+            let message = provkit_lifecycle::ErrorChain(e).to_string();
+            crate::status::set_condition(
+                conditions,
+                crate::status::NewCondition {
+                    type_: LAUNCH_BLOCKED_CONDITION,
+                    status: crate::status::ConditionStatus::True,
+                    reason: "IdempotencyLookupFailed",
+                    message: &message,
+                    observed_generation: None,
+                },
+                now,
+            );
+        }
+        Some(_) => {}
+        None => conditions.retain(|c| c.type_ != LAUNCH_BLOCKED_CONDITION),
     }
 }
 

@@ -76,6 +76,14 @@ pub trait ProvisionedResource:
         })
     }
 
+    /// The merge-patch fragment under `status` that sets (`Some`) or clears (`None`) the launch
+    /// intent. The default assumes [`ProvisioningStatus`] is flattened into the status
+    /// (`status.launchIntent`); override it together with
+    /// [`provisioning_status_patch`](Self::provisioning_status_patch).
+    fn launch_intent_patch(intent: Option<&provkit_core::LaunchIntent>) -> serde_json::Value {
+        serde_json::json!({ "launchIntent": intent })
+    }
+
     /// The job history (empty when there is no status).
     fn provisioning_jobs(&self) -> &[provkit_core::JobStatus] {
         self.provisioning_status()

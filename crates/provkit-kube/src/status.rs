@@ -3,13 +3,14 @@
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use provkit_core::JobStatus;
+use provkit_core::{JobStatus, LaunchIntent};
 use serde::{Deserialize, Serialize};
 
 use crate::time::to_k8s_time;
 
 /// The provisioning part of a CRD status, with the Go operator's JSON keys
-/// (`provisioningJobs`, `desiredConfigVersion`, `conditions`).
+/// (`provisioningJobs`, `desiredConfigVersion`, `conditions`) and provkit's `launchIntent`
+/// (the durable launch intent; see docs/lifecycle.md, "Exactly-once launch").
 ///
 /// Embed it in your status struct with `#[serde(flatten)]` so the keys sit directly under
 /// `status`, as in the Go CRDs (and as [`ProvisionedResource::provisioning_status_patch`]
@@ -55,6 +56,14 @@ pub struct ProvisioningStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "conditions_schema")]
     pub conditions: Vec<Condition>,
+    /// The launch attempt persisted before its launch request whose job is not recorded yet
+    /// (provkit's write-ahead intent, `status.launchIntent`; a Go operator ignores the key).
+    /// Written and cleared by the engine only: status writes never clear an unresolved intent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        description = "Write-ahead record of a launch attempt whose job is not recorded yet (provkit)."
+    )]
+    pub launch_intent: Option<LaunchIntent>,
 }
 
 /// Replaces the long rustdoc of `JobStatus` (with its examples) by a one-line CRD description.

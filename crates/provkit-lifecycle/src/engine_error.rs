@@ -2,7 +2,7 @@
 
 use provkit_core::JobType;
 
-use crate::error::{LaunchCertainty, ProviderError};
+use crate::error::{BoxError, LaunchCertainty, ProviderError};
 use crate::idempotency::IdempotencyKey;
 
 /// An error of [`Lifecycle`](crate::Lifecycle)'s flows. No job is recorded when one is returned; the
@@ -43,6 +43,21 @@ pub enum LifecycleError {
         /// The attempt's idempotency key.
         key: IdempotencyKey,
     },
+    /// The launch intent could not be persisted (for example, status writes are refused); nothing
+    /// was launched.
+    #[error(
+        "could not persist the launch intent of the {} attempt {key}; nothing was launched",
+        job_type.as_str()
+    )]
+    IntentWrite {
+        /// The job type of the attempt.
+        job_type: JobType,
+        /// The attempt's idempotency key.
+        key: IdempotencyKey,
+        /// The store's error.
+        #[source]
+        source: BoxError,
+    },
     /// Looking up a job by idempotency key failed; the engine does not launch without the answer.
     #[error("failed to look up {} job by idempotency key {key}: {source}", job_type.as_str())]
     IdempotencyLookup {
@@ -63,7 +78,7 @@ impl LifecycleError {
             Self::TriggerProvision { certainty, .. }
             | Self::TriggerDeprovision { certainty, .. } => *certainty == LaunchCertainty::Unknown,
             Self::EmptyJobId { .. } => true,
-            Self::IdempotencyLookup { .. } => false,
+            Self::IdempotencyLookup { .. } | Self::IntentWrite { .. } => false,
         }
     }
 
@@ -73,7 +88,7 @@ impl LifecycleError {
             Self::TriggerProvision { source, .. }
             | Self::TriggerDeprovision { source, .. }
             | Self::IdempotencyLookup { source, .. } => Some(source),
-            Self::EmptyJobId { .. } => None,
+            Self::EmptyJobId { .. } | Self::IntentWrite { .. } => None,
         }
     }
 }

@@ -249,6 +249,37 @@ pub fn find_not_found(err: &(dyn StdError + 'static)) -> bool {
     false
 }
 
+/// Displays an error and its whole `source()` chain, joined with `": "` — the way to render an
+/// error for a human (a job message, a condition, a log line), since each error's own `Display`
+/// does not repeat its source.
+///
+/// ```
+/// use provkit_lifecycle::{ErrorChain, ProviderError};
+/// let inner = ProviderError::not_found("job 7");
+/// let outer = ProviderError::launch_not_made("failed to launch job template", Some(Box::new(inner)));
+/// assert_eq!(ErrorChain(&outer).to_string(), "failed to launch job template: job 7 not found");
+/// ```
+#[derive(Clone, Copy)]
+pub struct ErrorChain<'a>(pub &'a (dyn StdError + 'static));
+
+impl fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut current = self.0.source();
+        while let Some(e) = current {
+            write!(f, ": {e}")?;
+            current = e.source();
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for ErrorChain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
 /// Formats a duration like Go's `time.Duration.String()` (`45s`, `1m30s`, `2h0m0s`, `1.5s`, `0s`).
 #[derive(Clone, Copy, Debug)]
 pub struct GoDuration(pub Duration);

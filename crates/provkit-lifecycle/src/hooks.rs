@@ -6,6 +6,7 @@ use std::future::Future;
 use provkit_core::JobStatus;
 
 use crate::error::BoxError;
+use crate::intent::IntentStore;
 use crate::provider::ProvisionStatus;
 
 /// Reads the resource's job history **directly from the API server** (an uncached read), so the engine
@@ -91,6 +92,11 @@ type OnSuccess<'a> = Box<dyn FnMut(&ProvisionStatus) + Send + Sync + 'a>;
 /// - `status_flush`: called right after a job is recorded.
 /// - `on_failed(message)`: a poll observed a change to `Failed` (Go's `OnFailed`).
 /// - `on_success(status)`: a poll observed a terminal, successful job (Go's `OnSuccess`).
+/// - `intents`: the durable launch intent ([`IntentStore`]). With it, every launch is preceded
+///   by a persisted intent and a pending intent is resolved (looked up, adopted) before anything
+///   new is launched — exactly-once across crashes and refused status writes for providers with
+///   lookups. Without it, the engine falls back to its in-memory journal (see
+///   [`LookupBeforeLaunch`](crate::LookupBeforeLaunch)).
 ///
 /// ```
 /// use provkit_lifecycle::ProvisionHooks;
@@ -104,6 +110,7 @@ pub struct ProvisionHooks<'a> {
     pub(crate) status_flush: Option<&'a dyn StatusFlush>,
     pub(crate) on_failed: Option<OnFailed<'a>>,
     pub(crate) on_success: Option<OnSuccess<'a>>,
+    pub(crate) intents: Option<&'a dyn IntentStore>,
 }
 
 impl<'a> ProvisionHooks<'a> {
@@ -139,6 +146,13 @@ impl<'a> ProvisionHooks<'a> {
         self.on_success = Some(Box::new(f));
         self
     }
+
+    /// Sets the durable launch-intent store.
+    #[must_use]
+    pub fn intents(mut self, store: &'a dyn IntentStore) -> Self {
+        self.intents = Some(store);
+        self
+    }
 }
 
 impl fmt::Debug for ProvisionHooks<'_> {
@@ -148,6 +162,7 @@ impl fmt::Debug for ProvisionHooks<'_> {
             .field("status_flush", &self.status_flush.is_some())
             .field("on_failed", &self.on_failed.is_some())
             .field("on_success", &self.on_success.is_some())
+            .field("intents", &self.intents.is_some())
             .finish()
     }
 }
@@ -160,6 +175,7 @@ impl fmt::Debug for ProvisionHooks<'_> {
 pub struct DeprovisionHooks<'a> {
     pub(crate) status_flush: Option<&'a dyn StatusFlush>,
     pub(crate) stale_check: Option<&'a dyn StaleCacheCheck>,
+    pub(crate) intents: Option<&'a dyn IntentStore>,
 }
 
 impl<'a> DeprovisionHooks<'a> {
@@ -183,6 +199,13 @@ impl<'a> DeprovisionHooks<'a> {
         self.stale_check = Some(check);
         self
     }
+
+    /// Sets the durable launch-intent store (as [`ProvisionHooks::intents`]).
+    #[must_use]
+    pub fn intents(mut self, store: &'a dyn IntentStore) -> Self {
+        self.intents = Some(store);
+        self
+    }
 }
 
 impl fmt::Debug for DeprovisionHooks<'_> {
@@ -190,6 +213,7 @@ impl fmt::Debug for DeprovisionHooks<'_> {
         f.debug_struct("DeprovisionHooks")
             .field("status_flush", &self.status_flush.is_some())
             .field("stale_check", &self.stale_check.is_some())
+            .field("intents", &self.intents.is_some())
             .finish()
     }
 }

@@ -8,6 +8,7 @@ pub mod engine_error;
 pub mod error;
 pub mod hooks;
 pub mod idempotency;
+pub mod intent;
 pub mod launch_context;
 pub mod outcome;
 pub mod policy;
@@ -28,8 +29,8 @@ pub use engine::multi_target::{
 pub use engine_error::LifecycleError;
 #[doc(inline)]
 pub use error::{
-    BoxError, GoDuration, LaunchCertainty, ProviderError, RateLimitError, find_not_found,
-    find_rate_limit,
+    BoxError, ErrorChain, GoDuration, LaunchCertainty, ProviderError, RateLimitError,
+    find_not_found, find_rate_limit,
 };
 #[doc(inline)]
 pub use hooks::{
@@ -37,6 +38,8 @@ pub use hooks::{
 };
 #[doc(inline)]
 pub use idempotency::{FoundJob, IdempotencyKey, IdempotencySupport};
+#[doc(inline)]
+pub use intent::{IntentStore, LaunchIntent, MemoryIntentStore};
 #[doc(inline)]
 pub use launch_context::{
     BackendConnection, LaunchContext, ResolvedStorageClass, SecretText, TierDefinition,

@@ -49,7 +49,26 @@ impl Jitter {
     }
 }
 
-/// When the engine asks the provider to find a job by idempotency key before launching.
+/// When the engine asks the provider to find a job by idempotency key before launching **when no
+/// launch intent is pending**.
+///
+/// With an [`IntentStore`](crate::IntentStore) hook (provkit-kube always passes one), every launch
+/// is preceded by a persisted intent and a pending intent is always resolved by a lookup first,
+/// whatever this setting says; that is what makes launches exactly-once across crashes and refused
+/// status writes for providers with lookups. This setting only adds lookups for attempts without a
+/// pending intent, and matters mostly for engines run **without** an intent store:
+///
+/// | Setting | Lookups (no intent pending) | Guarantee without an intent store |
+/// |---|---|---|
+/// | `ProviderDefault` | every launch if the provider reports `CheapLookup`; else after an unknown outcome this engine saw | exactly-once for lost answers while the process lives; a crash between launch and flush can duplicate (unless `CheapLookup`) |
+/// | `Always` | every launch (provider with any lookup) | exactly-once across crashes too, at one lookup (AAP: one list request) per launch |
+/// | `AfterUnknownOutcome` | only after an unknown outcome this engine saw | as `ProviderDefault` without `CheapLookup` |
+///
+/// `Always` is kept for engines without an intent store (a custom controller that persists only the
+/// job history): it is their only crash-safe choice. Providers without lookups
+/// ([`IdempotencySupport::Unsupported`](crate::IdempotencySupport::Unsupported)) are
+/// **at-least-once** under every setting, with or without an intent store: a launch whose answer is
+/// lost is launched again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum LookupBeforeLaunch {
@@ -58,8 +77,8 @@ pub enum LookupBeforeLaunch {
     /// previous launch this engine saw end with an unknown outcome.
     #[default]
     ProviderDefault,
-    /// Before every launch whenever the provider supports lookups at all (covers controller crashes
-    /// between launch and status flush, at the price of one lookup per launch).
+    /// Before every launch whenever the provider supports lookups at all: crash-safe without an
+    /// intent store, at the price of one lookup per launch.
     Always,
     /// Only after an unknown outcome this engine observed.
     AfterUnknownOutcome,

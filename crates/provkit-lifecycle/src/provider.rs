@@ -299,4 +299,27 @@ pub trait ProvisioningProvider: Send + Sync + fmt::Debug {
         job_type: &JobType,
         key: &IdempotencyKey,
     ) -> Result<Option<FoundJob>, ProviderError>;
+
+    /// As [`find_job_by_idempotency_key`](Self::find_job_by_idempotency_key), for an attempt
+    /// first persisted at `since` (a [`LaunchIntent`](crate::LaunchIntent)'s `created_at`): the
+    /// provider searches only jobs created from then on (minus its clock-skew allowance), so the
+    /// lookup after a restart reads seconds of history instead of a day. `None`: the attempt's
+    /// start is unknown and the provider picks its own bound.
+    ///
+    /// The answer must be provable: `Ok(None)` means the backend has no such job in the window.
+    /// When absence cannot be proven (a page cap reached, a window that cannot be bounded, an
+    /// error) return an error; the engine then launches nothing.
+    ///
+    /// The default ignores `since` and calls `find_job_by_idempotency_key`.
+    async fn find_job_by_idempotency_key_since(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+        key: &IdempotencyKey,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<Option<FoundJob>, ProviderError> {
+        let _ = since;
+        self.find_job_by_idempotency_key(resource, job_type, key)
+            .await
+    }
 }

@@ -33,6 +33,21 @@ fn body_eq(want: impl Fn(&[String]) -> Value + Send + 'static) -> Check {
     Box::new(move |got, ids| assert_json_diff::assert_json_eq!(got.clone(), want(ids)))
 }
 
+/// The write-ahead launch intent (`status.launchIntent` alone, with the precondition), answered
+/// with `reply` (same resourceVersion, so the next steps keep their numbers).
+fn intent(rv: &'static str, job_type: &'static str, reply: Value) -> Step {
+    Step(
+        Method::PATCH,
+        format!("{BASE}/status?"),
+        Box::new(move |b, _| {
+            assert_eq!(b["metadata"]["resourceVersion"], rv, "{b}");
+            assert_eq!(b["status"].as_object().map(|s| s.len()), Some(1), "{b}");
+            assert_eq!(b["status"]["launchIntent"]["jobType"], job_type, "{b}");
+        }),
+        reply,
+    )
+}
+
 fn event(reason: &'static str) -> Step {
     Step(
         Method::POST,
@@ -228,12 +243,13 @@ async fn create_provision_ready_then_delete() {
             cached,
             vec![
                 Step(Method::GET, BASE.into(), Box::new(|b, _| assert!(b.is_null())), fresh.clone()),
+                intent("2", "provision", fresh.clone()),
                 Step(
                     Method::PATCH,
                     format!("{BASE}/status?{FIELD_MANAGER}"),
                     body_eq(move |ids| json!({"metadata": {"resourceVersion": "2"}, "status": {
                         "provisioningJobs": [job(&ids[0], "provision", "Pending", "Provisioning job triggered", &v1)],
-                        "desiredConfigVersion": v1}})),
+                        "desiredConfigVersion": v1, "launchIntent": null}})),
                     serde_json::to_value(vnet("3", Value::Null, true, false)).unwrap(),
                 ),
                 Step(
@@ -291,7 +307,8 @@ async fn create_provision_ready_then_delete() {
         .reconcile(
             deleting,
             vec![
-                Step(Method::GET, BASE.into(), Box::new(|b, _| assert!(b.is_null())), fresh_deleting),
+                Step(Method::GET, BASE.into(), Box::new(|b, _| assert!(b.is_null())), fresh_deleting.clone()),
+                intent("6", "deprovision", fresh_deleting),
                 Step(
                     Method::PATCH,
                     format!("{BASE}/status?{FIELD_MANAGER}"),
@@ -301,7 +318,7 @@ async fn create_provision_ready_then_delete() {
                             {"jobID": ids[1], "type": "deprovision", "timestamp": "2026-06-29T12:01:00Z",
                              "state": "Pending", "message": "Deprovision job triggered", "blockDeletionOnFailure": true}
                         ],
-                        "desiredConfigVersion": v3}})),
+                        "desiredConfigVersion": v3, "launchIntent": null}})),
                     serde_json::to_value(vnet("7", done.clone(), true, true)).unwrap(),
                 ),
                 Step(

@@ -9,6 +9,14 @@
 //! - Exactly-once launches: the idempotency key goes into extra_vars as
 //!   [`IDEMPOTENCY_KEY_VAR`]; [`find_job_by_idempotency_key`](ProvisioningProvider::find_job_by_idempotency_key)
 //!   lists the template's jobs created since the attempt began and matches the key client-side.
+//! - Templates that would drop the payload: before the first launch of a template its launch
+//!   requirements are read (`GET …/launch/`, cached per template) and a template that does not
+//!   prompt for variables is refused with [`Error::TemplateIgnoresExtraVars`]. A launch answer
+//!   that still lists `extra_vars` under `ignored_fields` gets its job canceled and the attempt
+//!   reported `Failed` with that message.
+//! - Purged jobs: only the job detail's authoritative 404 (`No Job matches the given query.`)
+//!   is [`ProviderError::NotFound`]; a non-numeric id, a decoding failure or any other 404 is a
+//!   plain error (retried by the engine, never a relaunch).
 //! - Deprovision: cancel a running provision job first (spec §4.5).
 
 mod attempts;
@@ -16,7 +24,7 @@ mod extra_vars;
 mod naming;
 mod status;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -131,6 +139,7 @@ impl AapProviderBuilder {
             clock_skew: self.clock_skew,
             kinds: RwLock::new(HashMap::new()),
             attempts: Mutex::new(Attempts::default()),
+            checked: RwLock::new(HashSet::new()),
         }
     }
 }
@@ -158,6 +167,8 @@ pub struct AapProvider {
     clock_skew: Duration,
     kinds: RwLock<HashMap<u64, JobKind>>,
     attempts: Mutex<Attempts>,
+    /// Templates whose launch requirements were checked and keep `extra_vars`.
+    checked: RwLock<HashSet<(TemplateKind, u64)>>,
 }
 
 impl fmt::Debug for AapProvider {
@@ -207,8 +218,10 @@ fn launch_error(kind: TemplateKind, err: Error) -> ProviderError {
     }
 }
 
+/// Maps a read error: only AWX's authoritative "No … matches the given query." 404 is
+/// [`ProviderError::NotFound`] (the object is gone); anything else is an error to retry.
 fn query_error(context: &str, what: String, err: Error) -> ProviderError {
-    if err.is_not_found() {
+    if err.is_no_match() {
         ProviderError::not_found_with_source(what, err)
     } else if let Error::RateLimited { retry_after, .. } = err {
         ProviderError::rate_limited(retry_after.unwrap_or(Duration::from_secs(10)))
@@ -297,7 +310,7 @@ impl AapProvider {
         name: &str,
         resource: &ResourceView,
         ctx: &LaunchContext,
-    ) -> Result<Launched, ProviderError> {
+    ) -> Result<Launch, ProviderError> {
         let template = self.template(name).await?;
         let vars = resource
             .json()
@@ -321,6 +334,7 @@ impl AapProvider {
                 None,
             ));
         }
+        self.check_template(&template).await?;
         if let Some(key) = &ctx.idempotency_key {
             let now = self.clock.now();
             let mut attempts = self
@@ -335,12 +349,87 @@ impl AapProvider {
             .await
             .map_err(|e| launch_error(template.kind, e))?;
         self.remember_kind(launched.id, launched.kind);
-        Ok(launched)
+        if launched.ignored_fields.contains_key("extra_vars") {
+            return Ok(Launch::PayloadIgnored(
+                self.cancel_payloadless(&template, &launched).await,
+                launched,
+            ));
+        }
+        Ok(Launch::Ok(launched))
     }
 
+    /// Before the first launch of `template`: its launch requirements must keep `extra_vars`.
+    async fn check_template(&self, template: &Template) -> Result<(), ProviderError> {
+        let key = (template.kind, template.id);
+        if self
+            .checked
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(&key)
+        {
+            return Ok(());
+        }
+        let requirements =
+            self.api
+                .launch_requirements(template)
+                .await
+                .map_err(|err| match err {
+                    Error::RateLimited { retry_after, .. } => {
+                        ProviderError::rate_limited(retry_after.unwrap_or(Duration::from_secs(10)))
+                    }
+                    err => certain(
+                        "failed to read the template's launch requirements".into(),
+                        err,
+                    ),
+                })?;
+        requirements
+            .check(template)
+            .map_err(|err| certain("refusing to launch".into(), err))?;
+        self.checked
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(key);
+        Ok(())
+    }
+
+    /// AAP accepted a launch but dropped its `extra_vars`: forget the template's check, cancel
+    /// the job (a 405 means it already ended, which changes nothing) and describe what happened.
+    async fn cancel_payloadless(&self, template: &Template, launched: &Launched) -> String {
+        self.checked
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&(template.kind, template.id));
+        let canceled = match self.api.cancel(launched.kind, launched.id).await {
+            Ok(CancelOutcome::Accepted) => "canceled".to_owned(),
+            Ok(CancelOutcome::AlreadyFinished) => {
+                "already finished (cancel answered 405)".to_owned()
+            }
+            Err(err) => {
+                tracing::warn!(job_id = launched.id, error = %provkit_lifecycle::ErrorChain(&err), "cancel of a job without its payload failed");
+                format!("not canceled ({err})")
+            }
+        };
+        tracing::warn!(
+            job_id = launched.id,
+            template = %template.name,
+            "AAP ignored the launch's extra_vars; job {canceled}"
+        );
+        format!(
+            "AAP ignored the launch's extra_vars: {} {:?} (id {}) does not prompt for variables on launch; job {} {canceled} so it does not run without its payload; enable \"Prompt on launch\" for Variables (ask_variables_on_launch) on the template",
+            template.kind.as_str(),
+            template.name,
+            template.id,
+            launched.id
+        )
+    }
+
+    /// A recorded job id as an AAP id. A non-numeric id is an error, not "purged": the engine
+    /// retries the poll and never relaunches because of it.
     fn parse_id(job_id: &str) -> Result<u64, ProviderError> {
         job_id.trim().parse::<u64>().map_err(|_| {
-            ProviderError::not_found(format!("AAP job {job_id:?} (not a numeric AAP job id)"))
+            ProviderError::other(format!(
+                "job id {job_id:?} is not an AAP job id (AAP ids are decimal numbers)"
+            ))
         })
     }
 
@@ -359,9 +448,8 @@ impl AapProvider {
                 self.remember_kind(id, kind);
                 Ok(kind)
             }
-            Ok(None) => Err(ProviderError::not_found(format!(
-                "failed to get job: AAP job {id}"
-            ))),
+            // Not listed: the job detail decides (its "No Job matches" 404 is authoritative).
+            Ok(None) => Ok(JobKind::Job),
             Err(err) => Err(query_error(
                 "failed to get job",
                 format!("failed to get job: AAP job {id}"),
@@ -424,12 +512,18 @@ impl ProvisioningProvider for AapProvider {
         ctx: &LaunchContext,
     ) -> Result<ProvisionResult, ProviderError> {
         let name = self.template_name(TemplateAction::Create, resource)?;
-        let launched = self.launch(&name, resource, ctx).await?;
-        Ok(ProvisionResult::new(
-            launched.id.to_string(),
-            JobState::Pending,
-            "Provisioning job triggered",
-        ))
+        match self.launch(&name, resource, ctx).await? {
+            Launch::Ok(launched) => Ok(ProvisionResult::new(
+                launched.id.to_string(),
+                JobState::Pending,
+                "Provisioning job triggered",
+            )),
+            Launch::PayloadIgnored(message, launched) => Ok(ProvisionResult::new(
+                launched.id.to_string(),
+                JobState::Failed,
+                message,
+            )),
+        }
     }
 
     async fn provision_status(
@@ -447,7 +541,9 @@ impl ProvisioningProvider for AapProvider {
         ctx: &LaunchContext,
     ) -> Result<DeprovisionResult, ProviderError> {
         let mut provision_status = None;
-        if let Some(latest) = find_latest_job_by_type(jobs, &JobType::Provision) {
+        if let Some(latest) = find_latest_job_by_type(jobs, &JobType::Provision)
+            .filter(|j| j.job_id.trim().parse::<u64>().is_ok())
+        {
             match self.status(&latest.job_id).await {
                 Err(err) if err.is_not_found() => {}
                 Err(err) => {
@@ -471,7 +567,7 @@ impl ProvisioningProvider for AapProvider {
                             );
                         }
                         Ok(CancelOutcome::AlreadyFinished) => provision_status = Some(st),
-                        Err(err) if err.is_not_found() => provision_status = Some(st),
+                        Err(err) if err.is_no_match() => provision_status = Some(st),
                         Err(err) => {
                             return Err(ProviderError::other_with_source(
                                 "failed to cancel provision job",
@@ -483,7 +579,10 @@ impl ProvisioningProvider for AapProvider {
             }
         }
         let name = self.template_name(TemplateAction::Delete, resource)?;
-        let launched = self.launch(&name, resource, ctx).await?;
+        // A deprovision job whose payload was dropped is canceled; its poll reports it.
+        let launched = match self.launch(&name, resource, ctx).await? {
+            Launch::Ok(launched) | Launch::PayloadIgnored(_, launched) => launched,
+        };
         let mut result = DeprovisionResult::triggered(launched.id.to_string(), true);
         if let Some(st) = provision_status {
             result = result.with_provision_job_status(st);
@@ -509,6 +608,21 @@ impl ProvisioningProvider for AapProvider {
         job_type: &JobType,
         key: &IdempotencyKey,
     ) -> Result<Option<FoundJob>, ProviderError> {
+        self.find_job_by_idempotency_key_since(resource, job_type, key, None)
+            .await
+    }
+
+    /// Lists the template's jobs created since `since` minus the clock-skew allowance (or, when
+    /// `since` is `None`, since this process's first launch of `key`, else within the lookup
+    /// window and not before the resource's creation), newest first, until the key is found.
+    /// Reaching the client's list cap without a match is an error, never "not found".
+    async fn find_job_by_idempotency_key_since(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+        key: &IdempotencyKey,
+        since: Option<DateTime<Utc>>,
+    ) -> Result<Option<FoundJob>, ProviderError> {
         let action = match job_type {
             JobType::Provision => TemplateAction::Create,
             JobType::Deprovision => TemplateAction::Delete,
@@ -519,7 +633,13 @@ impl ProvisioningProvider for AapProvider {
             .template(&name)
             .await
             .map_err(|e| ProviderError::other_with_source("idempotency lookup", e))?;
-        let since = self.since(resource, key).await;
+        let since = match since {
+            Some(at) => {
+                at - chrono::Duration::from_std(self.clock_skew)
+                    .unwrap_or(chrono::Duration::minutes(5))
+            }
+            None => self.since(resource, key).await,
+        };
         // Newest first, stopping at the first page holding the key (see
         // `AapApi::newest_job_with_key`): one request in the usual case.
         let find = |kind: JobKind| async move {
@@ -553,6 +673,14 @@ impl ProvisioningProvider for AapProvider {
             job.status.as_str(),
         )))
     }
+}
+
+/// What a launch produced.
+enum Launch {
+    /// A job that received its payload.
+    Ok(Launched),
+    /// A job whose `extra_vars` AAP ignored (canceled); the message says so.
+    PayloadIgnored(String, Launched),
 }
 
 /// The length of `value`'s JSON encoding, counted without building it (`usize::MAX` if it does not

@@ -218,9 +218,10 @@ async fn case5_next_links_are_joined_with_the_host_only_under_both_prefixes() {
 }
 
 #[tokio::test]
-async fn case14_invalid_page_ends_the_walk_quietly() {
+async fn case14_an_invalid_first_page_is_an_error_not_an_empty_list() {
     let server = server(Mode::Awx).await;
     let client = client(&server);
-    let items = client.list("jobs", &[("page", "99")]).await.unwrap();
-    assert!(items.is_empty());
+    let err = client.list("jobs", &[("page", "99")]).await.unwrap_err();
+    assert!(err.is_not_found(), "{err:?}");
+    assert!(err.to_string().contains("Invalid page."), "{err}");
 }

@@ -82,7 +82,13 @@ async fn s72_trigger_provision_job_template_envelope_and_result() {
     assert_eq!(res.initial_state, JobState::Pending);
     assert_eq!(res.message, "Provisioning job triggered");
     assert!(res.job_id.parse::<u64>().is_ok());
-    let launches = requests_to(&server, "/launch/");
+    // Before the first launch the template's launch requirements are read (GET …/launch/).
+    let all = requests_to(&server, "/launch/");
+    assert_eq!(
+        all.iter().map(|r| r.method.as_str()).collect::<Vec<_>>(),
+        ["GET", "POST"]
+    );
+    let launches: Vec<_> = all.into_iter().filter(|r| r.method == "POST").collect();
     let header = |name: &str| {
         launches[0]
             .headers
@@ -935,4 +941,88 @@ async fn idempotency_lookup_pages_newest_first_and_stops_at_the_first_match() {
         None
     );
     assert_eq!(lists(&server).len(), 5);
+}
+
+/// Only the job detail's authoritative "No Job matches the given query." 404 means purged; a
+/// non-numeric id, an undecodable answer or another 404 is an error the engine retries.
+#[tokio::test]
+async fn only_the_authoritative_404_reports_a_purged_job() {
+    let server = server(Mode::Awx).await;
+    let p = explicit(&server);
+    let r = resource("Subnet", "s");
+    let launched = p
+        .trigger_provision(&r, &LaunchContext::new())
+        .await
+        .unwrap();
+    server
+        .aap()
+        .purge_job(launched.job_id.parse().unwrap())
+        .unwrap();
+    let purged = p.provision_status(&r, &launched.job_id).await.unwrap_err();
+    assert!(purged.is_not_found(), "{purged}");
+
+    for id in ["eda-webhook-3", "", "12a"] {
+        let err = p.provision_status(&r, id).await.unwrap_err();
+        assert!(!err.is_not_found(), "{id:?}: {err}");
+        assert!(err.to_string().contains("not an AAP job id"), "{err}");
+    }
+
+    let other = p
+        .trigger_provision(&r, &LaunchContext::new())
+        .await
+        .unwrap();
+    server.aap().add_fault(Fault::new(
+        "GET",
+        "*/jobs/*",
+        FaultAction::json(404, &serde_json::json!({"detail": "Not found."})),
+    ));
+    let err = p.provision_status(&r, &other.job_id).await.unwrap_err();
+    assert!(
+        !err.is_not_found(),
+        "a non-authoritative 404 is not a purge: {err}"
+    );
+    server.aap().clear_faults();
+    server
+        .aap()
+        .add_fault(Fault::new("GET", "*/jobs/*", FaultAction::MalformedJson));
+    let err = p.provision_status(&r, &other.job_id).await.unwrap_err();
+    assert!(
+        !err.is_not_found(),
+        "a decoding failure is not a purge: {err}"
+    );
+}
+
+/// A template history of 10,001 jobs in the lookup window: the search stops at the default
+/// 10,000-item list cap without finding the key, which is an error (absence not proven), never
+/// "not found" — so the engine launches nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow: 10,001 launches against the fake (about 4 min in a debug build); run with --run-ignored"]
+async fn a_lookup_over_10_001_jobs_fails_instead_of_answering_not_found() {
+    let server = server(Mode::Awx).await;
+    let c = client(&server);
+    let t = c.get_template("provision-job").await.unwrap();
+    let mut launched = 0;
+    while launched < 10_001 {
+        let batch = (10_001 - launched).min(64);
+        let mut set = tokio::task::JoinSet::new();
+        for _ in 0..batch {
+            let (c, t) = (c.clone(), t.clone());
+            set.spawn(async move { c.launch(&t, &LaunchRequest::default()).await.map(drop) });
+        }
+        while let Some(r) = set.join_next().await {
+            r.unwrap().unwrap();
+        }
+        launched += batch;
+    }
+    let p = explicit(&server);
+    let r = resource("Subnet", "s");
+    let key = IdempotencyKey::new("pk1-absent");
+    let since = server.aap().now() - chrono::Duration::hours(1);
+    let err = p
+        .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(since))
+        .await
+        .unwrap_err();
+    let chain = provkit_lifecycle::ErrorChain(&err).to_string();
+    assert!(chain.contains("10000-item list cap"), "{chain}");
+    assert!(!err.is_not_found() && !err.is_unsupported(), "{err:?}");
 }

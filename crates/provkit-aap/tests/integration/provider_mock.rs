@@ -38,6 +38,11 @@ async fn workflow_launch_errors_use_the_workflow_prefix_and_undecodable_answers_
     let mut mock = MockAapApi::new();
     mock.expect_get_template()
         .returning(|_| Ok(workflow_template()));
+    mock.expect_launch_requirements().times(1).returning(|_| {
+        Ok(provkit_aap::LaunchRequirements::from_value(
+            &serde_json::json!({"ask_variables_on_launch": true}),
+        ))
+    });
     mock.expect_launch().times(1).returning(|_, _| {
         Err(Error::Decode {
             ctx: Box::new(provkit_aap::RequestContext {
@@ -69,6 +74,11 @@ async fn launched_workflow_jobs_are_polled_as_workflow_jobs_without_a_kind_looku
     let mut mock = MockAapApi::new();
     mock.expect_get_template()
         .returning(|_| Ok(workflow_template()));
+    mock.expect_launch_requirements().times(1).returning(|_| {
+        Ok(provkit_aap::LaunchRequirements::from_value(
+            &serde_json::json!({"ask_variables_on_launch": true}),
+        ))
+    });
     mock.expect_launch().returning(|_, _| {
         Ok(Launched {
             id: 456,

@@ -124,7 +124,7 @@ async fn aap_trigger_poll_succeed_then_quiet() {
 
     // 1. exactly one AAP launch, flushed with its AAP job id
     let v1 = v.clone();
-    let flushed = move |ids: &[String]| json!({"provisioningJobs": [job_json(&ids[0], "provision", "Pending", 0, "Provisioning job triggered", &v1)], "desiredConfigVersion": v1});
+    let flushed = move |ids: &[String]| json!({"provisioningJobs": [job_json(&ids[0], "provision", "Pending", 0, "Provisioning job triggered", &v1)], "desiredConfigVersion": v1, "launchIntent": null});
     let v2 = v.clone();
     let full = move |ids: &[String]| json!({"phase": "Progressing", "provisioningJobs": [job_json(&ids[0], "provision", "Pending", 0, "Provisioning job triggered", &v2)], "desiredConfigVersion": v2});
     let r = h
@@ -132,6 +132,7 @@ async fn aap_trigger_poll_succeed_then_quiet() {
             base.clone(),
             vec![
                 get_object(&base),
+                patch_intent("2", "provision", &base),
                 patch_status_with_ids(h.aap(), "2", flushed, &base.clone().with_rv("3")),
                 patch_status_with_ids(h.aap(), "3", full, &base.clone().with_rv("4")),
             ],
@@ -214,7 +215,8 @@ async fn aap_deletion_cancels_running_job_then_deprovisions_and_removes_finalize
             base.clone(),
             vec![
                 get_object(&base),
-                patch_status_with_ids(h.aap(), "2", move |ids| json!({"provisioningJobs": [job_json(&ids[0], "provision", "Pending", 0, "Provisioning job triggered", &v0)], "desiredConfigVersion": v0}), &base.clone().with_rv("3")),
+                patch_intent("2", "provision", &base),
+                patch_status_with_ids(h.aap(), "2", move |ids| json!({"provisioningJobs": [job_json(&ids[0], "provision", "Pending", 0, "Provisioning job triggered", &v0)], "desiredConfigVersion": v0, "launchIntent": null}), &base.clone().with_rv("3")),
                 patch_status_with_ids(h.aap(), "3", move |ids| json!({"phase": "Progressing", "provisioningJobs": [job_json(&ids[0], "provision", "Pending", 0, "Provisioning job triggered", &v00)], "desiredConfigVersion": v00}), &base.clone().with_rv("4")),
             ],
         )
@@ -237,7 +239,13 @@ async fn aap_deletion_cancels_running_job_then_deprovisions_and_removes_finalize
             cached.clone(),
             vec![
                 get_object(&cached),
-                patch_status("4", s1.clone(), &status_with(&deleting, "5", s1.clone())),
+                patch_intent("4", "deprovision", &cached),
+                // the provider waits for the cancel: no job, the intent is resolved and cleared
+                patch_status(
+                    "4",
+                    clearing_intent(s1.clone()),
+                    &status_with(&deleting, "5", s1.clone()),
+                ),
             ],
         )
         .await
@@ -268,14 +276,15 @@ async fn aap_deletion_cancels_running_job_then_deprovisions_and_removes_finalize
         json!({"provisioningJobs": [
             job_json(&pid2, "provision", "Canceled", 0, "canceled", &v2),
             job_json(&did, "deprovision", "Pending", 1, "Deprovision job triggered", "")
-        ], "desiredConfigVersion": v2})
+        ], "desiredConfigVersion": v2, "launchIntent": null})
     };
     let after = status_with(&deleting, "6", json!({}));
     let action = h
         .reconcile(
             status_with(&deleting, "5", s1.clone()),
             vec![
-                get_object(&status_with(&deleting, "5", s1)),
+                get_object(&status_with(&deleting, "5", s1.clone())),
+                patch_intent("5", "deprovision", &status_with(&deleting, "5", s1)),
                 patch_status_with_ids(h.aap(), "5", flushed, &after),
             ],
         )

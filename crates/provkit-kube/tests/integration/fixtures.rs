@@ -362,3 +362,40 @@ pub async fn timeout_after_1s(handle: JoinHandle<Vec<String>>) -> Vec<String> {
         Err(_) => panic!("timeout: the code under test made fewer API requests than scripted"),
     }
 }
+
+/// The launch-intent write before a launch: a merge patch of `status.launchIntent` alone, with
+/// the `resourceVersion` precondition. The scripted server answers `reply` (keep its
+/// `resourceVersion` equal to `rv` so the following exchanges keep their numbers).
+pub fn patch_intent(rv: &str, job_type: &'static str, reply: &Network) -> Exchange {
+    let rv = rv.to_owned();
+    Exchange {
+        method: Method::PATCH,
+        uri: status_uri(),
+        body: BodyCheck::Check(Box::new(move |b: &Value| {
+            assert_eq!(
+                b["metadata"],
+                json!({"resourceVersion": rv}),
+                "intent body {b}"
+            );
+            let status = b["status"].as_object().cloned().unwrap_or_default();
+            assert_eq!(status.len(), 1, "only the intent is written: {b}");
+            let intent = &status["launchIntent"];
+            assert_eq!(intent["jobType"], job_type, "intent body {b}");
+            assert!(
+                intent["idempotencyKey"]
+                    .as_str()
+                    .is_some_and(|k| k.starts_with(&format!("pk1-{UID}-"))),
+                "intent body {b}"
+            );
+            assert!(intent["createdAt"].is_string(), "intent body {b}");
+        })),
+        status: StatusCode::OK,
+        reply: reply.json(),
+    }
+}
+
+/// `status` with `"launchIntent": null`: the write that records the job clears the intent.
+pub fn clearing_intent(mut status: Value) -> Value {
+    status["launchIntent"] = Value::Null;
+    status
+}

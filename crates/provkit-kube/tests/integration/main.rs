@@ -9,6 +9,7 @@
 
 mod aap;
 mod cutover;
+mod exactly_once;
 mod fixtures;
 mod flush;
 mod leader;
@@ -18,3 +19,4 @@ mod production;
 mod scenarios;
 mod schema;
 mod stale_check;
+mod store;

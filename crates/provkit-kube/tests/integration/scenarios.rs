@@ -178,8 +178,9 @@ async fn s1_new_object_gets_finalizer_then_exactly_one_job() {
         .reconcile(
             finalized.clone(),
             vec![
-                get_object(&finalized),                   // stale-cache check, uncached
-                patch_status("2", flushed, &after_flush), // flush right after the launch
+                get_object(&finalized),                     // stale-cache check, uncached
+                patch_intent("2", "provision", &finalized), // write-ahead intent
+                patch_status("2", clearing_intent(flushed), &after_flush), // flush after the launch
                 patch_status("3", full.clone(), &stored(&finalized, "4", &full)), // end-of-reconcile
                 event("ProvisionJobTriggered", "job-1"),
             ],
@@ -187,7 +188,7 @@ async fn s1_new_object_gets_finalizer_then_exactly_one_job() {
         )
         .await;
     assert_eq!(result.unwrap(), Action::requeue(POLL));
-    assert_eq!(log.len(), 4);
+    assert_eq!(log.len(), 5);
     assert_eq!(h.launches(), 1);
     assert_eq!(h.provider.jobs_created(UID, &JobType::Provision), 1);
 }
@@ -223,7 +224,8 @@ async fn s2_poll_running_then_succeeded_then_quiet() {
             base.clone(),
             vec![
                 get_object(&base),
-                patch_status("2", s1.clone(), &stored(&base, "3", &s1)),
+                patch_intent("2", "provision", &base),
+                patch_status("2", clearing_intent(s1.clone()), &stored(&base, "3", &s1)),
                 patch_status("3", s1_full.clone(), &stored(&base, "4", &s1_full)),
             ],
             false,
@@ -303,7 +305,12 @@ async fn s3_spec_change_and_revert_each_launch_a_job() {
             cached_b.clone(),
             vec![
                 get_object(&cached_b),
-                patch_status("11", flush_b.clone(), &stored(&b, "12", &flush_b)),
+                patch_intent("11", "provision", &cached_b),
+                patch_status(
+                    "11",
+                    clearing_intent(flush_b.clone()),
+                    &stored(&b, "12", &flush_b),
+                ),
                 patch_status("12", full_b.clone(), &stored(&b, "13", &full_b)),
             ],
             false,
@@ -334,14 +341,19 @@ async fn s3_spec_change_and_revert_each_launch_a_job() {
             cached_a.clone(),
             vec![
                 get_object(&cached_a),
-                patch_status("14", flush_a.clone(), &stored(&a, "15", &flush_a)),
+                patch_intent("14", "provision", &cached_a),
+                patch_status(
+                    "14",
+                    clearing_intent(flush_a.clone()),
+                    &stored(&a, "15", &flush_a),
+                ),
                 patch_status("15", full_a.clone(), &stored(&a, "16", &full_a)),
             ],
             false,
         )
         .await;
     assert_eq!(r.unwrap(), Action::requeue(POLL));
-    assert_eq!(log.len(), 3);
+    assert_eq!(log.len(), 4);
     assert_eq!(h.launches(), 2);
 }
 
@@ -428,12 +440,13 @@ async fn deletion_stale_check_error_fails_open_or_closed_per_policy() {
     let flushed = json!({"provisioningJobs": [deprov], "desiredConfigVersion": null});
     let (r, log) = open
         .reconcile(
-            cached,
+            cached.clone(),
             vec![
                 get_fails(),
+                patch_intent("50", "deprovision", &cached),
                 patch_status(
                     "50",
-                    flushed,
+                    clearing_intent(flushed),
                     &stored(
                         &base,
                         "51",
@@ -449,7 +462,7 @@ async fn deletion_stale_check_error_fails_open_or_closed_per_policy() {
         Action::await_change(),
         "finalizer kept: requeued"
     );
-    assert_eq!(log.len(), 2);
+    assert_eq!(log.len(), 3);
     assert_eq!(open.deprovision_launches(), 1);
 }
 
@@ -497,7 +510,8 @@ async fn s5_flush_conflict_rereads_merges_and_retries() {
             cached.clone(),
             vec![
                 get_object(&cached),
-                patch_status("2", first, &cached).fails(409, "Conflict"),
+                patch_intent("2", "provision", &cached),
+                patch_status("2", clearing_intent(first), &cached).fails(409, "Conflict"),
                 get_object(&other_writer),
                 patch_status("3", merged, &after_retry),
                 patch_status("4", full, &after_retry.clone().with_rv("5")),
@@ -506,7 +520,7 @@ async fn s5_flush_conflict_rereads_merges_and_retries() {
         )
         .await;
     assert_eq!(r.unwrap(), Action::requeue(POLL));
-    assert_eq!(log.len(), 5);
+    assert_eq!(log.len(), 6);
     assert_eq!(h.launches(), 1, "the conflict never causes a second launch");
 }
 
@@ -550,13 +564,15 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
             cached.clone(),
             vec![
                 get_object(&cached),
-                patch_status("20", s1.clone(), &stored(&base, "21", &s1)),
+                patch_intent("20", "deprovision", &cached),
+                // the provider waits: no job, so the intent is resolved and cleared
+                patch_status("20", clearing_intent(s1.clone()), &stored(&base, "21", &s1)),
             ],
             false,
         )
         .await;
     assert_eq!(r.unwrap(), Action::requeue(POLL));
-    assert_eq!(log.len(), 2);
+    assert_eq!(log.len(), 3);
 
     // 2. provision job canceled → deprovision job launched and flushed; finalizer kept
     let canceled = job_json("100", "provision", "Canceled", 0, "canceled", v);
@@ -575,7 +591,8 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
             stored(&base, "21", &s1),
             vec![
                 get_object(&stored(&base, "21", &s1)),
-                patch_status("21", s2, &stored(&base, "22", &s2_stored)),
+                patch_intent("21", "deprovision", &stored(&base, "21", &s1)),
+                patch_status("21", clearing_intent(s2), &stored(&base, "22", &s2_stored)),
                 event("DeprovisionJobTriggered", "job-1"),
             ],
             true,
@@ -586,7 +603,7 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
         Action::await_change(),
         "finalizer kept: requeued"
     );
-    assert_eq!(log.len(), 3);
+    assert_eq!(log.len(), 4);
 
     // 3. deprovision succeeded → status written, finalizer removed (kube-runtime's JSON patch)
     let deprov_ok = job_json("job-1", "deprovision", "Succeeded", 0, "succeeded", "");
@@ -636,9 +653,12 @@ async fn s6_blocking_deprovision_failure_keeps_finalizer_with_backoff() {
             cached.clone(),
             vec![
                 get_object(&cached),
+                patch_intent("30", "deprovision", &cached),
                 patch_status(
                     "30",
-                    json!({"provisioningJobs": [deprov], "desiredConfigVersion": null}),
+                    clearing_intent(
+                        json!({"provisioningJobs": [deprov], "desiredConfigVersion": null}),
+                    ),
                     &stored(&base, "31", &s1_stored),
                 ),
             ],
@@ -715,7 +735,8 @@ async fn failed_poll_sets_failed_and_requeues_after_backoff() {
             base.clone(),
             vec![
                 get_object(&base),
-                patch_status("2", s1.clone(), &stored(&base, "3", &s1)),
+                patch_intent("2", "provision", &base),
+                patch_status("2", clearing_intent(s1.clone()), &stored(&base, "3", &s1)),
                 patch_status("3", s1_full.clone(), &stored(&base, "4", &s1_full)),
             ],
             false,
@@ -766,7 +787,12 @@ async fn stale_check_error_fails_open_or_closed_per_policy() {
             base.clone(),
             vec![
                 get_fails(),
-                patch_status("2", flushed.clone(), &stored(&base, "3", &flushed)),
+                patch_intent("2", "provision", &base),
+                patch_status(
+                    "2",
+                    clearing_intent(flushed.clone()),
+                    &stored(&base, "3", &flushed),
+                ),
                 patch_status("3", full.clone(), &stored(&base, "4", &full)),
             ],
             false,

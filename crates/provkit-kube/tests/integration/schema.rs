@@ -33,6 +33,10 @@ fn status_schema_snapshot() {
         got["properties"]["provisioningJobs"]["items"]["description"],
         "One job of the history (Go v1alpha1.JobStatus)."
     );
+    assert_eq!(
+        got["properties"]["launchIntent"]["description"],
+        "Write-ahead record of a launch attempt whose job is not recorded yet (provkit)."
+    );
     strip_descriptions(&mut got);
     assert_json_diff::assert_json_eq!(
         got,
@@ -58,6 +62,19 @@ fn status_schema_snapshot() {
                     }
                 },
                 "desiredConfigVersion": {"type": "string"},
+                // Declared, so the API server's pruning keeps the write-ahead intent.
+                "launchIntent": {
+                    "nullable": true,
+                    "type": "object",
+                    "properties": {
+                        "idempotencyKey": {"type": "string"},
+                        "jobType": {"type": "string"},
+                        "configVersion": {"type": "string"},
+                        "createdAt": {"format": "date-time", "type": "string"},
+                        "target": {"type": "string"}
+                    },
+                    "required": ["createdAt", "idempotencyKey", "jobType"]
+                },
                 "conditions": {
                     "type": "array",
                     "x-kubernetes-list-type": "map",

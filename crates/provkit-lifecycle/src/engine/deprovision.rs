@@ -6,7 +6,7 @@ use provkit_core::{
 };
 
 use super::Lifecycle;
-use super::launch::flush;
+use super::launch::{Resolution, flush};
 use crate::decide::{backoff_remaining, compute_deprovision_backoff};
 use crate::engine_error::LifecycleError;
 use crate::error::LaunchCertainty;
@@ -80,14 +80,39 @@ impl Lifecycle {
             "",
             predecessor,
         );
+        let store = hooks.intents;
 
-        if self.should_lookup_before_launch(&key)
-            && let Some(found) = self.lookup(resource, &JobType::Deprovision, &key).await?
+        // A pending intent (of either job type) is resolved before anything new is launched.
+        let resolution = self
+            .resolve_pending_intent(resource, jobs, store, &key)
+            .await?;
+        if let Resolution::Adopted { job_id, changed } = &resolution {
+            let mut out = DeprovisionOutcome::keep(
+                DeprovisionStep::Recovered {
+                    job_id: job_id.clone(),
+                },
+                self.policy.poll_requeue(),
+            );
+            if *changed {
+                out.history_changed = true;
+                out.flush = flush(hooks.status_flush, jobs).await;
+            }
+            return Ok(out);
+        }
+        let intent_pending = matches!(resolution, Resolution::Clear { reuse: Some(_) });
+        if !intent_pending
+            && self.should_lookup_before_launch(&key)
+            && let Some(found) = self
+                .lookup(resource, &JobType::Deprovision, &key, None)
+                .await?
         {
             return Ok(self
                 .record_recovered_deprovision(jobs, found, &key, hooks)
                 .await);
         }
+        let since = self
+            .persist_intent(store, &resolution, &key, &JobType::Deprovision, "")
+            .await?;
 
         let call_ctx = ctx.clone().with_idempotency_key(key.clone());
         let result = match self
@@ -106,7 +131,7 @@ impl Lifecycle {
                 let certainty = e.launch_certainty();
                 if certainty == LaunchCertainty::Unknown
                     && let Some(found) = self
-                        .recover_after_unknown(resource, &JobType::Deprovision, &key)
+                        .recover_after_unknown(resource, &JobType::Deprovision, &key, since)
                         .await
                 {
                     return Ok(self
@@ -120,6 +145,12 @@ impl Lifecycle {
                 });
             }
         };
+        if result.action != DeprovisionAction::Triggered
+            && let Some(store) = store
+        {
+            // The provider is certain no deprovision job was made.
+            store.resolve(key.as_str());
+        }
 
         match result.action {
             DeprovisionAction::Skipped => {
@@ -141,6 +172,9 @@ impl Lifecycle {
                     return Err(self.empty_job_id(JobType::Deprovision, key));
                 };
                 self.resolve(&key);
+                if let Some(store) = store {
+                    store.resolve(key.as_str());
+                }
                 let mut job = JobStatus::new(
                     job_id.clone(),
                     JobType::Deprovision,
@@ -311,6 +345,9 @@ impl Lifecycle {
         hooks: &DeprovisionHooks<'_>,
     ) -> DeprovisionOutcome {
         self.resolve(key);
+        if let Some(store) = hooks.intents {
+            store.resolve(key.as_str());
+        }
         let job_id = found.job_id.clone();
         let mut out = DeprovisionOutcome::keep(
             DeprovisionStep::Recovered {

@@ -1,11 +1,13 @@
 //! Shared pieces of the exactly-once launch: lookups by idempotency key and the status flush.
 
-use provkit_core::{JobStatus, JobType};
+use chrono::{DateTime, Utc};
+use provkit_core::{JobStatus, JobType, append_job, find_job_by_id};
 
 use super::Lifecycle;
 use crate::engine_error::LifecycleError;
 use crate::hooks::StatusFlush;
 use crate::idempotency::{FoundJob, IdempotencyKey, IdempotencySupport};
+use crate::intent::{IntentStore, LaunchIntent};
 use crate::outcome::FlushReport;
 use crate::policy::LookupBeforeLaunch;
 use crate::resource::ResourceView;
@@ -27,7 +29,8 @@ impl Lifecycle {
         }
     }
 
-    /// Asks the provider for a job carrying `key`. `Unsupported` answers count as "none".
+    /// Asks the provider for a job carrying `key`, created since `since` when known.
+    /// `Unsupported` answers count as "none".
     ///
     /// A found job with an empty id is ignored (it cannot be recorded).
     pub(super) async fn lookup(
@@ -35,10 +38,11 @@ impl Lifecycle {
         resource: &ResourceView,
         job_type: &JobType,
         key: &IdempotencyKey,
+        since: Option<DateTime<Utc>>,
     ) -> Result<Option<FoundJob>, LifecycleError> {
         match self
             .provider
-            .find_job_by_idempotency_key(resource, job_type, key)
+            .find_job_by_idempotency_key_since(resource, job_type, key, since)
             .await
         {
             Ok(found) => Ok(found.filter(|f| !f.job_id.trim().is_empty())),
@@ -57,12 +61,13 @@ impl Lifecycle {
         resource: &ResourceView,
         job_type: &JobType,
         key: &IdempotencyKey,
+        since: Option<DateTime<Utc>>,
     ) -> Option<FoundJob> {
         self.journal.insert(key.clone());
         if self.provider.idempotency_support() == IdempotencySupport::Unsupported {
             return None;
         }
-        match self.lookup(resource, job_type, key).await {
+        match self.lookup(resource, job_type, key, since).await {
             Ok(found) => found,
             Err(e) => {
                 tracing::warn!(error = %e, key = %key, "lookup after a launch with unknown outcome failed");
@@ -84,6 +89,153 @@ impl Lifecycle {
             job_type,
             key,
         }
+    }
+}
+
+/// What resolving the pending launch intent found (see [`Lifecycle::resolve_pending_intent`]).
+#[derive(Debug)]
+pub(super) enum Resolution {
+    /// No intent store: the engine's in-memory journal decides about lookups.
+    NoStore,
+    /// Nothing pending, or the pending intent's job provably does not exist. `reuse` is the
+    /// pending intent's time when it is the attempt about to launch (its intent is already
+    /// persisted, so it is not written again).
+    Clear {
+        /// `created_at` of the pending intent of this very attempt.
+        reuse: Option<DateTime<Utc>>,
+    },
+    /// The pending intent's job exists and was appended to the history (or already was).
+    Adopted {
+        /// The adopted job's id.
+        job_id: String,
+        /// Whether the history changed.
+        changed: bool,
+    },
+}
+
+impl Lifecycle {
+    /// Resolves the pending launch intent, if any, before anything new is launched: looks its
+    /// key up in the provider (jobs created since the intent's time), adopts the job when found,
+    /// and otherwise marks the intent resolved (a new attempt's intent replaces it).
+    ///
+    /// # Errors
+    /// [`LifecycleError::IdempotencyLookup`] when the provider cannot prove absence; nothing may
+    /// be launched then.
+    pub(super) async fn resolve_pending_intent(
+        &self,
+        resource: &ResourceView,
+        jobs: &mut Vec<JobStatus>,
+        store: Option<&dyn IntentStore>,
+        key: &IdempotencyKey,
+    ) -> Result<Resolution, LifecycleError> {
+        let Some(store) = store else {
+            return Ok(Resolution::NoStore);
+        };
+        let Some(pending) = store.pending() else {
+            return Ok(Resolution::Clear { reuse: None });
+        };
+        let same_attempt = pending.idempotency_key == key.as_str();
+        let pending_key = IdempotencyKey::new(pending.idempotency_key.clone());
+        if self.provider.idempotency_support() == IdempotencySupport::Unsupported {
+            // Nothing to look up: at-least-once, as documented.
+            if !same_attempt {
+                store.resolve(pending_key.as_str());
+            }
+            return Ok(Resolution::Clear {
+                reuse: same_attempt.then_some(pending.created_at),
+            });
+        }
+        let found = self
+            .lookup(
+                resource,
+                &pending.job_type,
+                &pending_key,
+                Some(pending.created_at),
+            )
+            .await?;
+        let Some(found) = found else {
+            tracing::info!(key = %pending_key, "pending launch intent has no job in the provider");
+            if !same_attempt {
+                store.resolve(pending_key.as_str());
+            }
+            return Ok(Resolution::Clear {
+                reuse: same_attempt.then_some(pending.created_at),
+            });
+        };
+        self.resolve(&pending_key);
+        store.resolve(pending_key.as_str());
+        let job_id = found.job_id.clone();
+        let changed = self.append_found(jobs, &pending, found);
+        tracing::info!(job_id = %job_id, key = %pending_key, "adopted the job of a pending launch intent");
+        Ok(Resolution::Adopted { job_id, changed })
+    }
+
+    /// Appends a job found for `intent` (unless its id is already recorded).
+    fn append_found(
+        &self,
+        jobs: &mut Vec<JobStatus>,
+        intent: &LaunchIntent,
+        found: FoundJob,
+    ) -> bool {
+        if find_job_by_id(jobs, &found.job_id).is_some() {
+            return false;
+        }
+        let mut job = JobStatus::new(
+            found.job_id,
+            intent.job_type.clone(),
+            found.state,
+            self.clock.now(),
+        );
+        job.message = if found.message.is_empty() {
+            format!(
+                "{} job recovered by idempotency key {}",
+                intent.job_type.as_str(),
+                intent.idempotency_key
+            )
+        } else {
+            found.message
+        };
+        job.config_version.clone_from(&intent.config_version);
+        // The provider's flag is unknown for a recovered deprovision job: block (the safe choice).
+        job.block_deletion_on_failure = intent.job_type == JobType::Deprovision;
+        append_job(jobs, job, self.policy.max_history);
+        true
+    }
+
+    /// Persists the intent of the attempt about to launch (unless it is already pending) and
+    /// returns its time, the start of any later lookup's window.
+    ///
+    /// # Errors
+    /// [`LifecycleError::IntentWrite`]: nothing may be launched.
+    pub(super) async fn persist_intent(
+        &self,
+        store: Option<&dyn IntentStore>,
+        resolution: &Resolution,
+        key: &IdempotencyKey,
+        job_type: &JobType,
+        config_version: &str,
+    ) -> Result<Option<DateTime<Utc>>, LifecycleError> {
+        let Some(store) = store else {
+            return Ok(None);
+        };
+        if let Resolution::Clear { reuse: Some(at) } = resolution {
+            return Ok(Some(*at));
+        }
+        let intent = LaunchIntent::new(
+            key.as_str(),
+            job_type.clone(),
+            config_version,
+            self.clock.now(),
+        );
+        store
+            .write(&intent)
+            .await
+            .map_err(|source| LifecycleError::IntentWrite {
+                job_type: job_type.clone(),
+                key: key.clone(),
+                source,
+            })?;
+        Ok(Some(intent.created_at))
     }
 }
 

@@ -5,7 +5,7 @@ use provkit_core::{
 };
 
 use super::Lifecycle;
-use super::launch::flush;
+use super::launch::{Resolution, flush};
 use crate::decide::{
     Action, backoff_remaining, cache_is_stale, compute_backoff_from_jobs, evaluate_action,
 };
@@ -148,14 +148,41 @@ impl Lifecycle {
             desired,
             predecessor,
         );
+        let store = hooks.intents;
 
-        if self.should_lookup_before_launch(&key)
-            && let Some(found) = self.lookup(resource, &JobType::Provision, &key).await?
+        // A pending intent is resolved before anything new is launched.
+        let resolution = self
+            .resolve_pending_intent(resource, jobs, store, &key)
+            .await?;
+        if let Resolution::Adopted { job_id, changed } = &resolution {
+            let mut out = ProvisionOutcome::new(
+                Action::Trigger,
+                ProvisionStep::Recovered {
+                    job_id: job_id.clone(),
+                },
+                Outcome::RequeueAfter(self.policy.poll_requeue()),
+            );
+            if *changed {
+                out.history_changed = true;
+                out.flush = flush(hooks.status_flush, jobs).await;
+            }
+            return Ok(out);
+        }
+        let intent_pending = matches!(resolution, Resolution::Clear { reuse: Some(_) });
+        if !intent_pending
+            && self.should_lookup_before_launch(&key)
+            && let Some(found) = self
+                .lookup(resource, &JobType::Provision, &key, None)
+                .await?
         {
             return Ok(self
                 .record_recovered(jobs, desired, found, &key, hooks)
                 .await);
         }
+        // Write-ahead: the launch happens only once the intent is durable.
+        let since = self
+            .persist_intent(store, &resolution, &key, &JobType::Provision, desired)
+            .await?;
 
         let call_ctx = ctx.clone().with_idempotency_key(key.clone());
         let result = match self.provider.trigger_provision(resource, &call_ctx).await {
@@ -172,7 +199,7 @@ impl Lifecycle {
                 let certainty = e.launch_certainty();
                 if certainty == LaunchCertainty::Unknown
                     && let Some(found) = self
-                        .recover_after_unknown(resource, &JobType::Provision, &key)
+                        .recover_after_unknown(resource, &JobType::Provision, &key, since)
                         .await
                 {
                     return Ok(self
@@ -190,16 +217,23 @@ impl Lifecycle {
             return Err(self.empty_job_id(JobType::Provision, key));
         }
         self.resolve(&key);
+        if let Some(store) = store {
+            store.resolve(key.as_str());
+        }
         let mut job = JobStatus::new(
             result.job_id.clone(),
             JobType::Provision,
-            result.initial_state,
+            result.initial_state.clone(),
             self.clock.now(),
         );
         job.message = result.message;
         job.config_version = desired.to_owned();
+        let failed_at_launch = (job.state == JobState::Failed).then(|| job.message.clone());
         append_job(jobs, job, self.policy.max_history);
         tracing::info!(job_id = %result.job_id, key = %key, "provision job launched");
+        if let (Some(message), Some(cb)) = (failed_at_launch, hooks.on_failed.as_mut()) {
+            cb(&message);
+        }
         let mut out = ProvisionOutcome::new(
             Action::Trigger,
             ProvisionStep::Launched {
@@ -326,6 +360,9 @@ impl Lifecycle {
         hooks: &mut ProvisionHooks<'_>,
     ) -> ProvisionOutcome {
         self.resolve(key);
+        if let Some(store) = hooks.intents {
+            store.resolve(key.as_str());
+        }
         let job_id = found.job_id.clone();
         let mut out = ProvisionOutcome::new(
             Action::Trigger,

@@ -12,6 +12,7 @@ mod bad_input;
 mod conformance;
 mod duplicate_launch;
 mod go_changes;
+mod intents;
 mod keys;
 mod mock;
 mod multi_target;

@@ -416,6 +416,22 @@ impl FakeAap {
         }
     }
 
+    /// Replaces the launch prompts (`ask_*_on_launch`) of job template `template`, as an admin
+    /// editing the template would; later launches and `GET …/launch/` follow the new flags.
+    pub fn set_job_template_ask(&self, template: u64, ask: AskFlags) -> Result<(), FakeAapError> {
+        let mut st = self.app.lock();
+        match st.templates.get_mut(&template) {
+            Some(Template::Job(t)) => {
+                t.spec.ask = ask;
+                Ok(())
+            }
+            _ => Err(FakeAapError::NotFound {
+                kind: "job template",
+                id: template,
+            }),
+        }
+    }
+
     /// Replaces the default script of `template`.
     pub fn set_template_script(
         &self,

@@ -49,8 +49,11 @@ pub use script::{DeprovisionScript, ProviderCall, ScriptedJob, StatusStep, Trigg
 ///   `blockDeletionOnFailure = true`, and jobs report the default status sequence (`Succeeded`).
 /// - Every call is recorded with its arguments ([`calls`](Self::calls)).
 /// - Job ids are `"job-1"`, `"job-2"`, … across all resources; jobs remember their idempotency key, so
-///   [`find_job_by_idempotency_key`](ProvisioningProvider::find_job_by_idempotency_key) works
-///   ([`IdempotencySupport::CheapLookup`] by default).
+///   [`find_job_by_idempotency_key`](ProvisioningProvider::find_job_by_idempotency_key) works.
+///   It reports [`IdempotencySupport::Lookup`] by default — what `AapProvider` reports — so tests
+///   see production's lookup behaviour; script
+///   [`with_idempotency_support`](Self::with_idempotency_support)`(CheapLookup)` to have the
+///   engine look up before every launch.
 ///
 /// Clones share state, so one provider can serve many concurrent reconciles.
 #[derive(Clone, Debug)]
@@ -97,11 +100,11 @@ impl Default for ScriptedProvider {
 }
 
 impl ScriptedProvider {
-    /// A provider named `"scripted"` with cheap idempotency lookups.
+    /// A provider named `"scripted"` reporting [`IdempotencySupport::Lookup`] (as `AapProvider`).
     pub fn new() -> Self {
         Self {
             name: "scripted".into(),
-            support: IdempotencySupport::CheapLookup,
+            support: IdempotencySupport::Lookup,
             state: Arc::new(Mutex::new(State {
                 scripts: HashMap::new(),
                 default_statuses: vec![StatusStep::State(JobState::Succeeded)],

@@ -1,0 +1,86 @@
+//! [`LaunchIntent`]: the write-ahead record of a launch attempt, persisted on the object before
+//! the launch request is sent.
+//!
+//! JSON (under `status.launchIntent`; a Go OSAC operator ignores the unknown key):
+//!
+//! | Field | JSON key | Notes |
+//! |---|---|---|
+//! | [`LaunchIntent::idempotency_key`] | `idempotencyKey` | the attempt's key (see provkit-lifecycle's `IdempotencyKey`) |
+//! | [`LaunchIntent::job_type`] | `jobType` | `provision` / `deprovision` |
+//! | [`LaunchIntent::config_version`] | `configVersion` | omitted when empty (deprovision) |
+//! | [`LaunchIntent::created_at`] | `createdAt` | whole-second RFC 3339 UTC, like job timestamps |
+//! | [`LaunchIntent::target`] | `target` | omitted when empty; the job's target once jobs carry one |
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::job::JobType;
+
+/// A launch attempt that was persisted **before** its launch request was sent and whose job is
+/// not yet recorded in the history.
+///
+/// The engine (provkit-lifecycle) writes it, launches only after the write succeeded, and clears
+/// it with the status write that records the job. An intent found on a later reconcile (after a
+/// crash, a lost answer or a refused status write) is resolved before anything new is launched:
+/// the job carrying [`idempotency_key`](Self::idempotency_key) is looked up in the backend,
+/// created since [`created_at`](Self::created_at), and adopted if it exists.
+///
+/// ```
+/// use chrono::{TimeZone, Utc};
+/// use provkit_core::{JobType, LaunchIntent};
+///
+/// let at = Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap();
+/// let intent = LaunchIntent::new("pk1-uid-p-0123456789abcdef", JobType::Provision, "v1", at);
+/// assert_eq!(
+///     serde_json::to_string(&intent).unwrap(),
+///     r#"{"idempotencyKey":"pk1-uid-p-0123456789abcdef","jobType":"provision","configVersion":"v1","createdAt":"2026-06-29T12:00:00Z"}"#,
+/// );
+/// let back: LaunchIntent = serde_json::from_str(&serde_json::to_string(&intent).unwrap()).unwrap();
+/// assert_eq!(back, intent);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct LaunchIntent {
+    /// The attempt's idempotency key, as attached to the job it creates.
+    pub idempotency_key: String,
+    /// The type of job the attempt launches.
+    pub job_type: JobType,
+    /// The desired config version of the attempt (provision attempts; empty otherwise).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub config_version: String,
+    /// When the attempt was first persisted (before its first launch request).
+    #[serde(with = "crate::timestamp")]
+    #[cfg_attr(feature = "schemars", schemars(with = "DateTime<Utc>"))]
+    pub created_at: DateTime<Utc>,
+    /// The job's target, once jobs carry one (empty: none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub target: String,
+}
+
+impl LaunchIntent {
+    /// An intent without a target.
+    #[must_use]
+    pub fn new(
+        idempotency_key: impl Into<String>,
+        job_type: JobType,
+        config_version: impl Into<String>,
+        created_at: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            idempotency_key: idempotency_key.into(),
+            job_type,
+            config_version: config_version.into(),
+            created_at,
+            target: String::new(),
+        }
+    }
+
+    /// Sets the target.
+    #[must_use]
+    pub fn with_target(mut self, target: impl Into<String>) -> Self {
+        self.target = target.into();
+        self
+    }
+}

@@ -77,7 +77,10 @@ fn artifacts_of(job: &Job) -> Map<String, Value> {
 }
 
 /// [`provision_status`], completed with a workflow's node outputs and a playbook failure's
-/// failed events (see the [module docs](self)).
+/// failed events: a workflow's outputs are its node jobs' artifacts merged in finish order (one
+/// request once terminal); a playbook failure without explanation or traceback is explained by
+/// its first [`MAX_FAILED_EVENTS`] failed events (one request). A failed extra request leaves that
+/// part out.
 pub async fn provision_status_with_outputs(
     api: &dyn AapApi,
     job_id: &str,

@@ -137,7 +137,17 @@ pub enum TargetError {
     },
 }
 
-/// Provisioning through several targets (see the [module docs](self)).
+/// Provisioning through several targets (Go's multi-target lifecycles).
+///
+/// Each target runs the single-target engine over its own view of the shared history (the jobs
+/// tagged with its name); updates are merged back in place and new jobs appended, tagged and
+/// trimmed. Targets are validated once ([`TargetError`]); untagged legacy jobs go to the target
+/// that [absorbs legacy history](JobTarget::absorbs_legacy_history); every target runs whatever
+/// the others did (errors joined in [`MultiTargetError`]); the result requeues at the soonest
+/// requeue of all targets and is done (or may remove the finalizer) only when every target is.
+/// *Differences from Go:* the status flush runs after each launch with the whole merged history
+/// (not once after all targets), idempotency keys include the target, and the callbacks receive
+/// the target's name.
 ///
 /// ```
 /// # async fn run(cluster: provkit_lifecycle::Lifecycle, storage: provkit_lifecycle::Lifecycle, resource: provkit_lifecycle::ResourceView) -> Result<(), Box<dyn std::error::Error>> {

@@ -649,7 +649,10 @@ impl AapClient {
                 ],
             )
             .await?;
-        let (items, _) = self.inner.page(path, crate::pagination::decode_value_page).await?;
+        let (items, _) = self
+            .inner
+            .page(path, crate::pagination::decode_value_page)
+            .await?;
         Ok(items.iter().filter_map(AapJobEvent::from_value).collect())
     }
 
@@ -670,7 +673,10 @@ impl AapClient {
                 ],
             )
             .await?;
-        let (items, _) = self.inner.page(path, crate::pagination::decode_value_page).await?;
+        let (items, _) = self
+            .inner
+            .page(path, crate::pagination::decode_value_page)
+            .await?;
         Ok(items
             .iter()
             .filter_map(|v| Job::from_value(v, JobKind::Job))

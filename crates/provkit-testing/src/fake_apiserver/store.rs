@@ -124,6 +124,29 @@ impl Store {
         timestamp(self.clock.now())
     }
 
+    /// Stores `next` under `key` and records the `Modified` change from `old` (one path for updates
+    /// and for the start of a deletion).
+    fn store_modified(
+        &mut self,
+        rt: &ResourceType,
+        key: ObjectKey,
+        rv: u64,
+        next: &Value,
+        old: Value,
+    ) {
+        self.objects
+            .entry(rt.key())
+            .or_default()
+            .insert(key, next.clone());
+        self.commit(Change {
+            rv,
+            key: rt.key(),
+            kind: ChangeKind::Modified,
+            object: next.clone(),
+            old: Some(old),
+        });
+    }
+
     fn commit(&mut self, change: Change) {
         let change = Arc::new(change);
         self.history.push_back(change.clone());
@@ -425,17 +448,7 @@ impl Store {
             });
             return Ok(next);
         }
-        self.objects
-            .entry(rt.key())
-            .or_default()
-            .insert(key, next.clone());
-        self.commit(Change {
-            rv,
-            key: rt.key(),
-            kind: ChangeKind::Modified,
-            object: next.clone(),
-            old: Some(old),
-        });
+        self.store_modified(rt, key, rv, &next, old);
         Ok(next)
     }
 
@@ -514,17 +527,7 @@ impl Store {
             if let Some(g) = m.get("generation").and_then(Value::as_i64) {
                 m.insert("generation".into(), json!(g + 1));
             }
-            self.objects
-                .entry(rt.key())
-                .or_default()
-                .insert(key, next.clone());
-            self.commit(Change {
-                rv,
-                key: rt.key(),
-                kind: ChangeKind::Modified,
-                object: next.clone(),
-                old: Some(old),
-            });
+            self.store_modified(rt, key, rv, &next, old);
             return Ok(Deleted::Pending(next));
         }
         if let Some(m) = self.objects.get_mut(&rt.key()) {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
+use crate::circuit::CircuitState;
 use crate::config::{AapClientBuilder, builder_from_lookup};
 use crate::endpoints::api_path;
 use crate::error::{Error, Result, TemplateCandidate};
@@ -126,6 +127,19 @@ impl AapClient {
     /// [`Error::Discovery`] when the host does not look like AWX/AAP.
     pub async fn api_base(&self) -> Result<String> {
         self.inner.base().await.map(str::to_owned)
+    }
+
+    /// The state of the circuit breaker this client shares with its clones (see
+    /// [`AapClientBuilder::circuit_breaker`]).
+    ///
+    /// ```
+    /// use provkit_aap::{AapClient, CircuitState};
+    /// let client = AapClient::builder("https://aap.example.com").build()?;
+    /// assert_eq!(client.circuit_state(), CircuitState::Closed);
+    /// # Ok::<(), provkit_aap::Error>(())
+    /// ```
+    pub fn circuit_state(&self) -> CircuitState {
+        self.inner.breaker.state()
     }
 
     pub(crate) async fn path(&self, segments: &[&str], query: &[(&str, &str)]) -> Result<String> {

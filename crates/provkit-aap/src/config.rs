@@ -1,4 +1,5 @@
-//! [`AapClientBuilder`]: credentials, timeouts, TLS, proxy, retries, rate limit; `from_env`.
+//! [`AapClientBuilder`]: credentials, timeouts, TLS, proxy, retries, rate limit, circuit
+//! breaker; `from_env`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use url::Url;
 use provkit_core::{Clock, SystemClock};
 
 use crate::auth::{Authenticator, Credentials};
+use crate::circuit::{Breaker, CircuitBreakerConfig};
 use crate::error::{Error, Result};
 use crate::gateway_token::{GatewayMinter, GatewayToken, GatewayTokenOptions};
 use crate::inner::{ApiRoot, Inner, Limits, Parts};
@@ -97,6 +99,7 @@ pub struct AapClientBuilder {
     user_agent: String,
     retry: RetryConfig,
     rate_limit: Option<RateLimit>,
+    circuit_breaker: CircuitBreakerConfig,
     token_reload_interval: Duration,
     max_body_bytes: usize,
     max_stdout_bytes: usize,
@@ -123,6 +126,7 @@ impl AapClientBuilder {
             user_agent: concat!("provkit-aap/", env!("CARGO_PKG_VERSION")).to_owned(),
             retry: RetryConfig::default(),
             rate_limit: None,
+            circuit_breaker: CircuitBreakerConfig::default(),
             token_reload_interval: Duration::from_secs(1),
             max_body_bytes: 16 * 1024 * 1024,
             max_stdout_bytes: 64 * 1024 * 1024,
@@ -231,6 +235,16 @@ impl AapClientBuilder {
     /// Client-side request-rate limit (token bucket) shared by every request of this client.
     pub fn rate_limit(mut self, limit: RateLimit) -> Self {
         self.rate_limit = Some(limit);
+        self
+    }
+
+    /// The fleet-wide circuit breaker shared by every clone of this client (default
+    /// [`CircuitBreakerConfig::default`]: open after 5 failed attempts in a row, 10 s cool-down,
+    /// one probe per second; [`CircuitBreakerConfig::disabled`] turns it off). While it is open,
+    /// requests fail fast with [`Error::CircuitOpen`], which the provider reports to the engine as
+    /// a rate limit.
+    pub fn circuit_breaker(mut self, config: CircuitBreakerConfig) -> Self {
+        self.circuit_breaker = config;
         self
     }
 
@@ -346,6 +360,7 @@ impl AapClientBuilder {
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
                 retry: self.retry,
                 limiter: self.rate_limit.map(RateLimiter::new),
+                breaker: Breaker::new(self.circuit_breaker),
                 limits: Limits {
                     max_body_bytes: self.max_body_bytes,
                     max_stdout_bytes: self.max_stdout_bytes,

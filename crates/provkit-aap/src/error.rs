@@ -102,6 +102,11 @@ fn fmt_retry_after(after: &Option<Duration>) -> String {
         .unwrap_or_default()
 }
 
+/// Whole seconds, rounded up (so a message does not change with every millisecond).
+fn ceil_secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
 fn fmt_hint(hint: &Option<String>) -> String {
     hint.as_deref()
         .map(|h| format!(" ({h})"))
@@ -254,6 +259,19 @@ pub enum Error {
         /// Body summary.
         summary: String,
     },
+    /// Not sent: the client's circuit breaker is open after a run of failed requests
+    /// (connection errors, timeouts, 5xx). Certainly not sent, so certainly no job was created;
+    /// try again after `retry_after` (see [`CircuitBreakerConfig`](crate::CircuitBreakerConfig)).
+    #[error(
+        "{ctx}: not sent: the AAP circuit breaker is open after repeated failures; retry after {}s",
+        ceil_secs(*retry_after)
+    )]
+    CircuitOpen {
+        /// The request that was not sent (no status).
+        ctx: Box<RequestContext>,
+        /// When the breaker lets the next request (a probe) through.
+        retry_after: Duration,
+    },
     /// The request timed out.
     #[error("{ctx}: timed out")]
     Timeout {
@@ -359,6 +377,7 @@ impl Error {
             | Self::Redirect { ctx, .. }
             | Self::Status { ctx, .. }
             | Self::Timeout { ctx, .. }
+            | Self::CircuitOpen { ctx, .. }
             | Self::Transport { ctx, .. }
             | Self::Decode { ctx, .. }
             | Self::FilterRefused { ctx, .. }
@@ -423,6 +442,41 @@ impl Error {
             Self::RateLimited { retry_after, .. } | Self::Server { retry_after, .. } => {
                 *retry_after
             }
+            Self::CircuitOpen { retry_after, .. } => Some(*retry_after),
+            _ => None,
+        }
+    }
+
+    /// The circuit breaker refused to send the request ([`Error::CircuitOpen`]).
+    pub fn is_circuit_open(&self) -> bool {
+        matches!(self, Self::CircuitOpen { .. })
+    }
+
+    /// How long AAP asks callers to hold off, when it does: a 429 (its `Retry-After`, or
+    /// `default` without one), a 503 carrying `Retry-After`, or an open circuit breaker. This is
+    /// what the provider reports to the engine as a rate limit.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # fn check(err: &provkit_aap::Error) {
+    /// if let Some(wait) = err.throttle(Duration::from_secs(10)) {
+    ///     println!("AAP asks us to wait {wait:?}");
+    /// }
+    /// # }
+    /// ```
+    pub fn throttle(&self, default: Duration) -> Option<Duration> {
+        match self {
+            Self::RateLimited { retry_after, .. } => Some(retry_after.unwrap_or(default)),
+            Self::Server {
+                ctx,
+                retry_after: Some(after),
+                ..
+            } if ctx.status.map(|s| s.as_u16()) == Some(503) => Some(*after),
+            Self::CircuitOpen { retry_after, .. } => Some(*retry_after),
+            Self::Discovery {
+                source: Some(inner),
+                ..
+            } => inner.throttle(default),
             _ => None,
         }
     }

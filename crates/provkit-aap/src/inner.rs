@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock};
 use provkit_core::Clock;
 
 use crate::auth::Authenticator;
+use crate::circuit::Breaker;
 use crate::gateway_token::GatewayMinter;
 use crate::rate_limit::RateLimiter;
 use crate::retry::RetryConfig;
@@ -58,6 +59,8 @@ pub(crate) struct Inner {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) retry: RetryConfig,
     pub(crate) limiter: Option<RateLimiter>,
+    /// The circuit breaker all clones share.
+    pub(crate) breaker: Breaker,
     pub(crate) max_body_bytes: usize,
     pub(crate) max_stdout_bytes: usize,
     pub(crate) max_list_items: usize,
@@ -78,6 +81,7 @@ pub(crate) struct Parts {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) retry: RetryConfig,
     pub(crate) limiter: Option<RateLimiter>,
+    pub(crate) breaker: Breaker,
     pub(crate) limits: Limits,
     pub(crate) organization: Option<String>,
 }
@@ -95,6 +99,7 @@ impl Inner {
             clock: parts.clock,
             retry: parts.retry,
             limiter: parts.limiter,
+            breaker: parts.breaker,
             max_body_bytes: parts.limits.max_body_bytes,
             max_stdout_bytes: parts.limits.max_stdout_bytes,
             max_list_items: parts.limits.max_list_items,

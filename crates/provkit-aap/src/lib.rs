@@ -3,6 +3,7 @@
 
 mod api;
 mod auth;
+mod circuit;
 mod client;
 mod config;
 mod discovery;
@@ -27,6 +28,7 @@ pub use api::AapApi;
 #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
 pub use api::MockAapApi;
 pub use auth::Credentials;
+pub use circuit::{CircuitBreakerConfig, CircuitState};
 pub use client::AapClient;
 pub use config::AapClientBuilder;
 pub use error::{Error, RequestContext, Result, TemplateCandidate};

@@ -7,6 +7,7 @@ use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
+use crate::circuit::{Admit, Verdict};
 use crate::error::{Error, RequestContext, Result};
 use crate::inner::Inner;
 use crate::response::{RawResponse, classify};
@@ -102,6 +103,18 @@ fn reqwest_error(ctx: RequestContext, source: reqwest::Error) -> Error {
     }
 }
 
+/// What an attempt tells the circuit breaker: connection errors, timeouts and 5xx are failures;
+/// any other answer shows the server is up; an error before sending tells nothing.
+fn verdict(result: &Result<RawResponse>) -> Verdict {
+    match result {
+        Ok(_) => Verdict::Healthy,
+        Err(Error::Transport { .. } | Error::Timeout { .. }) => Verdict::Failed(None),
+        Err(err @ Error::Server { .. }) => Verdict::Failed(err.retry_after()),
+        Err(err) if err.status().is_some() => Verdict::Healthy,
+        Err(_) => Verdict::Unknown,
+    }
+}
+
 impl Inner {
     /// Sends `call`, retrying idempotent calls on transient failures; returns 2xx responses only.
     pub(crate) async fn execute(&self, call: &Call) -> Result<RawResponse> {
@@ -167,7 +180,27 @@ impl Inner {
         }
     }
 
+    /// One attempt, unless the circuit breaker refuses it; its outcome feeds the breaker.
     async fn attempt(&self, call: &Call) -> Result<RawResponse> {
+        let probe = match self.breaker.admit() {
+            Admit::Go => false,
+            Admit::Probe => {
+                tracing::info!(path = %call.path, "AAP circuit breaker half-open; this request probes");
+                true
+            }
+            Admit::Reject(wait) => {
+                return Err(Error::CircuitOpen {
+                    ctx: Box::new(RequestContext::new(call.method.clone(), call.path.clone())),
+                    retry_after: wait,
+                });
+            }
+        };
+        let result = self.send_once(call).await;
+        self.breaker.record(verdict(&result), probe);
+        result
+    }
+
+    async fn send_once(&self, call: &Call) -> Result<RawResponse> {
         if let Some(limiter) = &self.limiter {
             limiter.acquire().await;
         }

@@ -198,6 +198,15 @@ impl IntoAapApi for Arc<dyn AapApi> {
     }
 }
 
+/// How long a 429 without `Retry-After` holds the engine off.
+pub const DEFAULT_RATE_LIMIT_WAIT: Duration = Duration::from_secs(10);
+
+/// AAP asks callers to hold off — a 429, a 503 with `Retry-After`, or the client's open circuit
+/// breaker: the engine's rate-limit outcome (requeue after the wait, nothing recorded).
+fn throttled(err: &Error) -> Option<Duration> {
+    err.throttle(DEFAULT_RATE_LIMIT_WAIT)
+}
+
 fn certain(message: String, err: Error) -> ProviderError {
     ProviderError::launch_not_made(message, Some(Box::new(err)))
 }
@@ -207,10 +216,10 @@ fn launch_error(kind: TemplateKind, err: Error) -> ProviderError {
         TemplateKind::JobTemplate => "job template",
         TemplateKind::WorkflowJobTemplate => "workflow template",
     };
-    let message = format!("failed to launch {what}: {err}");
-    if matches!(err, Error::RateLimited { .. }) {
-        return ProviderError::rate_limited(err.retry_after().unwrap_or(Duration::from_secs(10)));
+    if let Some(wait) = throttled(&err) {
+        return ProviderError::rate_limited(wait);
     }
+    let message = format!("failed to launch {what}: {err}");
     if err.is_outcome_unknown() {
         ProviderError::outcome_unknown(message, Some(Box::new(err)))
     } else {
@@ -223,8 +232,8 @@ fn launch_error(kind: TemplateKind, err: Error) -> ProviderError {
 fn query_error(context: &str, what: String, err: Error) -> ProviderError {
     if err.is_no_match() {
         ProviderError::not_found_with_source(what, err)
-    } else if let Error::RateLimited { retry_after, .. } = err {
-        ProviderError::rate_limited(retry_after.unwrap_or(Duration::from_secs(10)))
+    } else if let Some(wait) = throttled(&err) {
+        ProviderError::rate_limited(wait)
     } else {
         ProviderError::other_with_source(context.to_owned(), err)
     }
@@ -285,12 +294,13 @@ impl AapProvider {
     }
 
     async fn template(&self, name: &str) -> Result<Template, ProviderError> {
-        self.api.get_template(name).await.map_err(|err| match err {
-            Error::RateLimited { retry_after, .. } => {
-                ProviderError::rate_limited(retry_after.unwrap_or(Duration::from_secs(10)))
-            }
-            err => certain(format!("failed to get template: {err}"), err),
-        })
+        self.api
+            .get_template(name)
+            .await
+            .map_err(|err| match throttled(&err) {
+                Some(wait) => ProviderError::rate_limited(wait),
+                None => certain(format!("failed to get template: {err}"), err),
+            })
     }
 
     /// Attempts made at or before this instant are forgotten (`now - lookup_window`).
@@ -369,19 +379,17 @@ impl AapProvider {
         {
             return Ok(());
         }
-        let requirements =
-            self.api
-                .launch_requirements(template)
-                .await
-                .map_err(|err| match err {
-                    Error::RateLimited { retry_after, .. } => {
-                        ProviderError::rate_limited(retry_after.unwrap_or(Duration::from_secs(10)))
-                    }
-                    err => certain(
-                        "failed to read the template's launch requirements".into(),
-                        err,
-                    ),
-                })?;
+        let requirements = self
+            .api
+            .launch_requirements(template)
+            .await
+            .map_err(|err| match throttled(&err) {
+                Some(wait) => ProviderError::rate_limited(wait),
+                None => certain(
+                    "failed to read the template's launch requirements".into(),
+                    err,
+                ),
+            })?;
         requirements
             .check(template)
             .map_err(|err| certain("refusing to launch".into(), err))?;
@@ -569,6 +577,9 @@ impl ProvisioningProvider for AapProvider {
                         Ok(CancelOutcome::AlreadyFinished) => provision_status = Some(st),
                         Err(err) if err.is_no_match() => provision_status = Some(st),
                         Err(err) => {
+                            if let Some(wait) = throttled(&err) {
+                                return Err(ProviderError::rate_limited(wait));
+                            }
                             return Err(ProviderError::other_with_source(
                                 "failed to cancel provision job",
                                 ProviderError::other_with_source("failed to cancel job", err),

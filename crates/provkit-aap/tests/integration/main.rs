@@ -9,6 +9,7 @@
 mod support;
 
 mod client_auth;
+mod client_circuit;
 mod client_discovery;
 mod client_faults;
 mod client_gateway_tokens;

@@ -21,6 +21,7 @@ mod conformance;
 mod multi_target;
 mod outputs;
 mod provider;
+mod retry_after;
 // `MockAapApi` exists only with the `mock` feature; `cargo test -p provkit-aap` must build without it.
 #[cfg(feature = "mock")]
 mod provider_mock;

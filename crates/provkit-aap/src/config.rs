@@ -105,6 +105,7 @@ pub struct AapClientBuilder {
     max_stdout_bytes: usize,
     max_list_items: usize,
     organization: Option<String>,
+    template_miss_ttl: Duration,
     gateway_minting: Option<GatewayTokenOptions>,
     clock: Option<Arc<dyn Clock>>,
 }
@@ -132,6 +133,7 @@ impl AapClientBuilder {
             max_stdout_bytes: 64 * 1024 * 1024,
             max_list_items: 10_000,
             organization: None,
+            template_miss_ttl: Duration::from_secs(10),
             gateway_minting: None,
             clock: None,
         }
@@ -278,6 +280,14 @@ impl AapClientBuilder {
         self
     }
 
+    /// How long a failed template lookup — not found, forbidden, ambiguous — is remembered and
+    /// answered without a request (default 10 s; zero turns the negative cache off). Server and
+    /// connection errors are never remembered. Measured with the [`clock`](Self::clock).
+    pub fn template_miss_ttl(mut self, ttl: Duration) -> Self {
+        self.template_miss_ttl = ttl;
+        self
+    }
+
     /// With [`basic_auth`](Self::basic_auth) credentials: on an AAP 2.5+ deployment (the
     /// controller behind the platform gateway, as discovered or configured) mint a gateway token
     /// with these options on first use and authenticate with it instead of Basic auth (AAP 2.7
@@ -297,7 +307,8 @@ impl AapClientBuilder {
         self
     }
 
-    /// The clock gateway token renewal is decided by (default: the system clock).
+    /// The clock gateway token renewal and the negative template cache are decided by (default:
+    /// the system clock).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = Some(clock);
         self
@@ -367,6 +378,7 @@ impl AapClientBuilder {
                     max_list_items: self.max_list_items,
                 },
                 organization: self.organization,
+                template_miss_ttl: self.template_miss_ttl,
             },
         ))
     }

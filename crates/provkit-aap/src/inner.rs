@@ -12,6 +12,7 @@ use crate::circuit::Breaker;
 use crate::gateway_token::GatewayMinter;
 use crate::rate_limit::RateLimiter;
 use crate::retry::RetryConfig;
+use crate::template_miss::Miss;
 use crate::types::Template;
 
 /// Where the controller API lives under the host.
@@ -66,6 +67,10 @@ pub(crate) struct Inner {
     pub(crate) max_list_items: usize,
     pub(crate) organization: Option<String>,
     pub(crate) templates: RwLock<HashMap<TemplateKey, Template>>,
+    /// Failed lookups (not found, forbidden, ambiguous) remembered for `template_miss_ttl`.
+    pub(crate) template_misses: RwLock<HashMap<TemplateKey, Miss>>,
+    /// How long a failed lookup is remembered (zero: not at all).
+    pub(crate) template_miss_ttl: std::time::Duration,
     /// Single-flight for cold template lookups: one async lock per key being fetched.
     pub(crate) template_fetches:
         std::sync::Mutex<HashMap<TemplateKey, Arc<tokio::sync::Mutex<()>>>>,
@@ -84,6 +89,7 @@ pub(crate) struct Parts {
     pub(crate) breaker: Breaker,
     pub(crate) limits: Limits,
     pub(crate) organization: Option<String>,
+    pub(crate) template_miss_ttl: std::time::Duration,
 }
 
 impl Inner {
@@ -105,6 +111,8 @@ impl Inner {
             max_list_items: parts.limits.max_list_items,
             organization: parts.organization,
             templates: RwLock::new(HashMap::new()),
+            template_misses: RwLock::new(HashMap::new()),
+            template_miss_ttl: parts.template_miss_ttl,
             template_fetches: std::sync::Mutex::new(HashMap::new()),
         }
     }

@@ -19,6 +19,7 @@ mod rate_limit;
 mod response;
 pub mod retry;
 mod session;
+mod template_miss;
 mod tls;
 mod transport;
 mod types;

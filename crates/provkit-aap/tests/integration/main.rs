@@ -22,6 +22,7 @@ mod multi_target;
 mod outputs;
 mod provider;
 mod retry_after;
+mod template_misses;
 // `MockAapApi` exists only with the `mock` feature; `cargo test -p provkit-aap` must build without it.
 #[cfg(feature = "mock")]
 mod provider_mock;

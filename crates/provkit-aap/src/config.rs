@@ -17,6 +17,7 @@ use crate::gateway_token::{GatewayMinter, GatewayToken, GatewayTokenOptions};
 use crate::inner::{ApiRoot, Inner, Limits, Parts};
 use crate::rate_limit::{RateLimit, RateLimiter};
 use crate::retry::RetryConfig;
+use crate::telemetry::Telemetry;
 use crate::tls::{TlsSettings, client_config};
 
 fn normalize_base(path: &str) -> String {
@@ -100,6 +101,7 @@ pub struct AapClientBuilder {
     retry: RetryConfig,
     rate_limit: Option<RateLimit>,
     circuit_breaker: CircuitBreakerConfig,
+    telemetry: Telemetry,
     token_reload_interval: Duration,
     max_body_bytes: usize,
     max_stdout_bytes: usize,
@@ -128,6 +130,7 @@ impl AapClientBuilder {
             retry: RetryConfig::default(),
             rate_limit: None,
             circuit_breaker: CircuitBreakerConfig::default(),
+            telemetry: Telemetry::default(),
             token_reload_interval: Duration::from_secs(1),
             max_body_bytes: 16 * 1024 * 1024,
             max_stdout_bytes: 64 * 1024 * 1024,
@@ -247,6 +250,15 @@ impl AapClientBuilder {
     /// a rate limit.
     pub fn circuit_breaker(mut self, config: CircuitBreakerConfig) -> Self {
         self.circuit_breaker = config;
+        self
+    }
+
+    /// Record this client's requests, retries, rate limits and circuit breaker state in `metrics`
+    /// (feature `metrics`; see [`crate::metrics`]).
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub fn metrics(mut self, metrics: crate::metrics::AapMetrics) -> Self {
+        self.telemetry.metrics = Some(metrics);
         self
     }
 
@@ -372,6 +384,7 @@ impl AapClientBuilder {
                 retry: self.retry,
                 limiter: self.rate_limit.map(RateLimiter::new),
                 breaker: Breaker::new(self.circuit_breaker),
+                telemetry: self.telemetry,
                 limits: Limits {
                     max_body_bytes: self.max_body_bytes,
                     max_stdout_bytes: self.max_stdout_bytes,

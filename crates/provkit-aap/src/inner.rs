@@ -12,6 +12,7 @@ use crate::circuit::Breaker;
 use crate::gateway_token::GatewayMinter;
 use crate::rate_limit::RateLimiter;
 use crate::retry::RetryConfig;
+use crate::telemetry::Telemetry;
 use crate::template_miss::Miss;
 use crate::types::Template;
 
@@ -62,6 +63,8 @@ pub(crate) struct Inner {
     pub(crate) limiter: Option<RateLimiter>,
     /// The circuit breaker all clones share.
     pub(crate) breaker: Breaker,
+    /// Metrics (feature `metrics`).
+    pub(crate) telemetry: Telemetry,
     pub(crate) max_body_bytes: usize,
     pub(crate) max_stdout_bytes: usize,
     pub(crate) max_list_items: usize,
@@ -87,6 +90,7 @@ pub(crate) struct Parts {
     pub(crate) retry: RetryConfig,
     pub(crate) limiter: Option<RateLimiter>,
     pub(crate) breaker: Breaker,
+    pub(crate) telemetry: Telemetry,
     pub(crate) limits: Limits,
     pub(crate) organization: Option<String>,
     pub(crate) template_miss_ttl: std::time::Duration,
@@ -106,6 +110,7 @@ impl Inner {
             retry: parts.retry,
             limiter: parts.limiter,
             breaker: parts.breaker,
+            telemetry: parts.telemetry,
             max_body_bytes: parts.limits.max_body_bytes,
             max_stdout_bytes: parts.limits.max_stdout_bytes,
             max_list_items: parts.limits.max_list_items,

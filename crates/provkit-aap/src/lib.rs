@@ -13,12 +13,16 @@ mod gateway_token;
 mod inner;
 mod launch_check;
 mod marker;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 mod pagination;
 pub mod provider;
 mod rate_limit;
 mod response;
 pub mod retry;
 mod session;
+mod telemetry;
 mod template_miss;
 mod tls;
 mod transport;

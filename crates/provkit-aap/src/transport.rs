@@ -7,7 +7,7 @@ use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use crate::circuit::{Admit, Verdict};
+use crate::circuit::{Admit, CircuitState, Verdict};
 use crate::error::{Error, RequestContext, Result};
 use crate::inner::Inner;
 use crate::response::{RawResponse, classify};
@@ -175,6 +175,7 @@ impl Inner {
                 return Err(err);
             }
             tracing::warn!(error = %err, retry_in = ?delay, retry = retries + 1, "transient AAP error; retrying");
+            self.telemetry.retry(call);
             tokio::time::sleep(delay).await;
             retries += 1;
         }
@@ -186,17 +187,23 @@ impl Inner {
             Admit::Go => false,
             Admit::Probe => {
                 tracing::info!(path = %call.path, "AAP circuit breaker half-open; this request probes");
+                self.telemetry.circuit(CircuitState::HalfOpen);
                 true
             }
             Admit::Reject(wait) => {
+                self.telemetry.rejected(call);
                 return Err(Error::CircuitOpen {
                     ctx: Box::new(RequestContext::new(call.method.clone(), call.path.clone())),
                     retry_after: wait,
                 });
             }
         };
+        let started = Instant::now();
         let result = self.send_once(call).await;
-        self.breaker.record(verdict(&result), probe);
+        self.telemetry.attempt(call, &result, started.elapsed());
+        if let Some(state) = self.breaker.record(verdict(&result), probe) {
+            self.telemetry.circuit(state);
+        }
         result
     }
 

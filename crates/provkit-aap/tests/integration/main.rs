@@ -18,6 +18,8 @@ mod client_launch;
 mod client_lookup;
 mod client_tls;
 mod conformance;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod multi_target;
 mod outputs;
 mod provider;

@@ -447,6 +447,54 @@ impl Error {
         }
     }
 
+    /// What went wrong in a few words, without the request (method, path, request id) or the
+    /// server's text: what a caller puts after its own context ("failed to get job 5: server
+    /// error (503)"), leaving the details to this error's own message, one step down the error
+    /// chain. Stable across repeats of the same failure.
+    ///
+    /// ```
+    /// let err = provkit_aap::Error::TemplateNotFound { name: "t".into(), organization: None };
+    /// assert_eq!(err.brief(), "template not found");
+    /// ```
+    pub fn brief(&self) -> String {
+        let code = || {
+            self.status()
+                .map(|s| format!(" ({})", s.as_u16()))
+                .unwrap_or_default()
+        };
+        match self {
+            Self::Unauthorized { .. } => format!("unauthorized{}", code()),
+            Self::GatewayTokenRequired { .. } => "a gateway token is required (401)".into(),
+            Self::Forbidden { .. } => format!("forbidden{}", code()),
+            Self::NotFound { .. } => format!("not found{}", code()),
+            Self::MethodNotAllowed { .. } => format!("method not allowed{}", code()),
+            Self::RateLimited { .. } => format!("rate limited{}", code()),
+            Self::Server { .. } => format!("server error{}", code()),
+            Self::BadRequest { .. } => format!("bad request{}", code()),
+            Self::FilterRefused { .. } => "the server refuses the filter".into(),
+            Self::ListIncomplete { cap, .. } => {
+                format!("list cap of {cap} items reached")
+            }
+            Self::TemplateIgnoresExtraVars { .. } => {
+                "the template does not prompt for variables on launch".into()
+            }
+            Self::Migrating { .. } => "AAP is migrating its database".into(),
+            Self::Redirect { .. } => format!("unexpected redirect{}", code()),
+            Self::Status { .. } => format!("unexpected status{}", code()),
+            Self::CircuitOpen { .. } => "not sent: the AAP circuit breaker is open".into(),
+            Self::Timeout { .. } => "timed out".into(),
+            Self::Transport { connect: true, .. } => "could not connect".into(),
+            Self::Transport { .. } => "the connection failed".into(),
+            Self::Decode { .. } => "undecodable response".into(),
+            Self::BodyTooLarge { .. } => "response body too large".into(),
+            Self::TemplateNotFound { .. } => "template not found".into(),
+            Self::AmbiguousTemplate { .. } => "ambiguous template name".into(),
+            Self::Discovery { .. } => "API discovery failed".into(),
+            Self::Config { .. } => "invalid client configuration".into(),
+            Self::TokenFile { .. } => "cannot read the token file".into(),
+        }
+    }
+
     /// The circuit breaker refused to send the request ([`Error::CircuitOpen`]).
     pub fn is_circuit_open(&self) -> bool {
         matches!(self, Self::CircuitOpen { .. })

@@ -18,6 +18,7 @@ mod client_launch;
 mod client_lookup;
 mod client_tls;
 mod conformance;
+mod error_chains;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod multi_target;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
+use crate::call::{Call, CallAuth};
 use crate::circuit::CircuitState;
 use crate::config::{AapClientBuilder, builder_from_lookup};
 use crate::endpoints::api_path;
@@ -12,7 +13,6 @@ use crate::error::{Error, Result, TemplateCandidate};
 use crate::gateway_token::{GatewayToken, GatewayTokenOptions};
 use crate::inner::{Inner, TemplateKey};
 use crate::response::RawResponse;
-use crate::transport::{Call, CallAuth};
 use crate::types::{
     AapJobEvent, AapJobStatus, CancelOutcome, Job, JobKind, JobWire, LaunchRequest, Launched,
     ListedJob, Page, Template, TemplateKind,
@@ -659,7 +659,7 @@ impl AapClient {
     }
 
     /// The newest job of `kind` created from template `template_id` after `since` whose
-    /// `extra_vars` carry `key` under [`IDEMPOTENCY_KEY_VAR`](crate::provider::IDEMPOTENCY_KEY_VAR).
+    /// `extra_vars` carry `key` under [`IDEMPOTENCY_KEY_VAR`](crate::marker::IDEMPOTENCY_KEY_VAR).
     ///
     /// Same query as [`jobs_created_since`](Self::jobs_created_since) — newest first
     /// (`order_by=-id`: ids grow with creation, so the first match is the newest one) with the

@@ -1,6 +1,6 @@
 //! The state one [`AapClient`](crate::AapClient) shares across clones: the HTTP pool, where the
 //! API lives, credentials, limits and the template cache. Behaviour lives in the modules layered
-//! on top (`transport` → `discovery` → `session` → `pagination` → `client`).
+//! on top (`call` → `transport` → `discovery` → `session` → `pagination` → `client`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

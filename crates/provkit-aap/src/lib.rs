@@ -3,6 +3,7 @@
 
 mod api;
 mod auth;
+mod call;
 mod circuit;
 mod client;
 mod config;

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
+use crate::call::Call;
 use crate::circuit::CircuitState;
 use crate::error::{Error, Result};
 use crate::response::RawResponse;
-use crate::transport::Call;
 
 /// The client's metrics sink (empty without feature `metrics`).
 #[derive(Clone, Debug, Default)]

@@ -15,6 +15,7 @@ mod flush;
 mod leader;
 mod leadership;
 mod machines;
+mod on_fake_apiserver;
 mod production;
 mod scenarios;
 mod schema;

@@ -220,7 +220,7 @@ impl Lifecycle {
                 stale
             }
             Err(e) => {
-                tracing::warn!(error = %e, fail_open = self.policy.stale_check_fail_open, "stale-cache check failed");
+                tracing::warn!(error = %crate::ErrorChain(e.as_ref()), fail_open = self.policy.stale_check_fail_open, "stale-cache check failed");
                 !self.policy.stale_check_fail_open
             }
         }
@@ -250,8 +250,9 @@ impl Lifecycle {
                 let mut job = latest;
                 job.state = JobState::Failed;
                 job.message = format!(
-                    "deprovision job {job_id} no longer exists in provider {}: {e}",
-                    self.provider.name()
+                    "deprovision job {job_id} no longer exists in provider {}: {}",
+                    self.provider.name(),
+                    crate::ErrorChain(&e)
                 );
                 update_job(jobs, &job);
                 tracing::warn!(job_id = %job_id, "deprovision job purged by the provider; marked Failed");
@@ -269,7 +270,10 @@ impl Lifecycle {
             }
             Err(e) => {
                 let mut job = latest;
-                job.message = format!("Failed to get deprovision status: {e}");
+                job.message = format!(
+                    "Failed to get deprovision status: {}",
+                    crate::ErrorChain(&e)
+                );
                 let changed = update_job(jobs, &job);
                 let mut out = DeprovisionOutcome::keep(
                     DeprovisionStep::StatusReadFailed { job_id },

@@ -70,7 +70,7 @@ impl Lifecycle {
         match self.lookup(resource, job_type, key, since).await {
             Ok(found) => found,
             Err(e) => {
-                tracing::warn!(error = %e, key = %key, "lookup after a launch with unknown outcome failed");
+                tracing::warn!(error = %crate::ErrorChain(&e), key = %key, "lookup after a launch with unknown outcome failed");
                 None
             }
         }
@@ -248,10 +248,10 @@ pub(super) async fn flush(hook: Option<&dyn StatusFlush>, jobs: &[JobStatus]) ->
         Ok(()) => FlushReport::Flushed,
         Err(e) => {
             tracing::warn!(
-                error = %e,
+                error = %crate::ErrorChain(e.as_ref()),
                 "failed to flush status after job trigger; end-of-reconcile update will retry"
             );
-            FlushReport::Failed(e.to_string())
+            FlushReport::Failed(crate::ErrorChain(e.as_ref()).to_string())
         }
     }
 }

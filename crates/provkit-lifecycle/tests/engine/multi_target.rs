@@ -307,7 +307,8 @@ async fn errors_are_joined_and_never_stop_other_targets() {
     let failed: Vec<&str> = err.errors().map(|(t, _)| t).collect();
     assert_eq!(failed, ["cluster"]);
     assert_eq!(err.to_string(), r#"1 job target(s) failed: "cluster""#);
-    let source = std::error::Error::source(&err).unwrap().to_string();
+    let source =
+        provkit_lifecycle::ErrorChain(std::error::Error::source(&err).unwrap()).to_string();
     assert!(source.contains("template missing"), "{source}");
 
     // Both failing: both listed, in target order.

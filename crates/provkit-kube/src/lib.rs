@@ -7,6 +7,7 @@ pub mod cutover;
 pub mod error;
 pub mod error_chain;
 pub mod events;
+mod finalized;
 pub mod flush;
 pub mod leader;
 pub mod leadership;
@@ -14,11 +15,13 @@ pub mod leadership;
 #[cfg_attr(docsrs, doc(cfg(feature = "machines")))]
 pub mod machine_progress;
 pub mod management;
+pub mod multi_target;
 pub mod reconcile;
 mod removed_finalizers;
 pub mod resource;
 pub mod stale_check;
 pub mod status;
+mod step_events;
 pub mod time;
 pub mod user_agent;
 
@@ -49,6 +52,8 @@ pub use leadership::{LeadershipEnd, LeadershipLost, shutdown_signal};
 pub use machine_progress::{KubeProgressHandle, progress_of};
 #[doc(inline)]
 pub use management::{Management, ManagementHook, ManagementStatePolicy};
+#[doc(inline)]
+pub use multi_target::{MultiTargetCallbacks, MultiTargetProvisioner};
 #[doc(inline)]
 pub use reconcile::{LAUNCH_BLOCKED_CONDITION, NoCallbacks, Provisioner, ProvisioningCallbacks};
 #[doc(inline)]

@@ -226,7 +226,8 @@ impl Lifecycle {
             job_type.clone(),
             config_version,
             self.clock.now(),
-        );
+        )
+        .with_target(&self.target);
         store
             .write(&intent)
             .await

@@ -422,6 +422,7 @@ async fn reconcile<K: ProvisionedResource>(
 }
 
 /// provkit-kube's error policy with the scaled requeue.
+#[allow(clippy::needless_pass_by_value)] // kube-runtime's error-policy signature
 fn error_policy<K>(_obj: Arc<K>, error: &ReconcileError, ctx: Arc<Ctx<K>>) -> Action {
     tracing::warn!(error = %ErrorChain(error), "reconcile failed");
     Action::requeue(ctx.error_requeue)

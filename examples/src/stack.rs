@@ -437,6 +437,7 @@ pub struct Replica {
     clock: Arc<dyn Clock>,
     policy: LifecyclePolicy,
     error_requeue: Duration,
+    concurrency: u16,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -476,8 +477,17 @@ impl Replica {
             clock,
             policy: stack.policy(),
             error_requeue: scale.of(DEFAULT_ERROR_REQUEUE),
+            concurrency: 0,
             tasks: Vec::new(),
         })
+    }
+
+    /// Caps the concurrent reconciles of each controller started afterwards (kube-runtime's
+    /// `controller::Config::concurrency`; 0 = unbounded, the default).
+    #[must_use]
+    pub fn with_concurrency(mut self, reconciles: u16) -> Self {
+        self.concurrency = reconciles;
+        self
     }
 
     /// The replica's name.
@@ -512,10 +522,12 @@ impl Replica {
             error_requeue: self.error_requeue,
         });
         let (trigger, triggers) = mpsc::unbounded();
+        let config = kube::runtime::controller::Config::default().concurrency(self.concurrency);
         let controller = Controller::new(
             Api::<K>::all(self.client.clone()),
             watcher::Config::default(),
         )
+        .with_config(config)
         .reconcile_on(triggers);
         let cache = controller.store();
         let name = self.name.clone();

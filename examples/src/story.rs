@@ -101,7 +101,7 @@ pub struct StoryReport {
     pub checks: Vec<Check>,
     /// The [`SHOWN`] resource's final `status`, as read back through `kube::Api` (pretty JSON).
     pub status_document: String,
-    /// AAP requests by method and endpoint.
+    /// AAP requests answered.
     pub aap_requests: usize,
     /// API-server requests by verb.
     pub api_requests: BTreeMap<Verb, u64>,
@@ -244,7 +244,6 @@ fn server_copy<K: ProvisionedResource>(api: &FakeApiServer, name: &str) -> Snap 
 #[derive(Clone, Debug)]
 struct Reconciled {
     name: String,
-    replica: String,
     start: DateTime<Utc>,
     end: DateTime<Utc>,
     at: Duration,
@@ -340,7 +339,6 @@ impl<K: ProvisionedResource> ReconcileObserver<K> for Recorder {
             .collect();
         lock(&self.done).push(Reconciled {
             name: name.clone(),
-            replica,
             start: open.start,
             end: SystemClock.now(),
             at: open.at,
@@ -832,6 +830,9 @@ fn decision(r: &Reconciled, calls: &[String]) -> String {
     if let Err(e) = &r.result {
         return format!("error: {e}");
     }
+    if !r.before.exists {
+        return "cached copy of an object already gone → nothing to do".into();
+    }
     if !r.copy.finalizer && !r.copy.deleting {
         return "add finalizer".into();
     }
@@ -976,7 +977,6 @@ fn timeline(world: &World) -> String {
                     .to_owned(),
             ],
         ));
-        let _ = &r.replica;
     }
     rows.sort_by_key(|(at, order, _)| (*at, *order));
     let mut t = Table::new(&[
@@ -1000,20 +1000,6 @@ fn jobs_table(world: &World) -> String {
         ">deprovision jobs",
         "AAP job states",
     ]);
-    let mut duplicates = 0;
-    let mut keys: HashMap<String, u32> = HashMap::new();
-    for job in world.stack.aap().jobs() {
-        if let Some(k) = serde_json::from_str::<Value>(&job.extra_vars)
-            .ok()
-            .and_then(|v| v[IDEMPOTENCY_KEY_VAR].as_str().map(str::to_owned))
-        {
-            let n = keys.entry(k).or_default();
-            *n += 1;
-            if *n > 1 {
-                duplicates += 1;
-            }
-        }
-    }
     for (name, kind) in RESOURCES {
         let p = world.jobs_of(kind, TemplateAction::Create);
         let d = world.jobs_of(kind, TemplateAction::Delete);
@@ -1029,7 +1015,6 @@ fn jobs_table(world: &World) -> String {
             states.join(", "),
         ]);
     }
-    let _ = duplicates;
     t.render()
 }
 

@@ -375,7 +375,7 @@ struct World {
     stack: Stack,
     rec: Arc<Recorder>,
     operator: AsyncMutex<Option<Operator>>,
-    recovered: tokio::sync::Notify,
+    recovered: tokio::sync::watch::Sender<bool>,
     checks: Mutex<Vec<Check>>,
     poll: Duration,
     limit: Duration,
@@ -662,7 +662,7 @@ async fn cluster(w: &World) -> Result<(), StoryError> {
             (s.has_job(&id) && s.intent.is_none()).then_some(s)
         })
         .await?;
-    w.recovered.notify_waiters();
+    w.recovered.send_replace(true);
     let launches = w.jobs_of("Cluster", TemplateAction::Create).len();
     w.check(
         "cluster-c after the restart: AAP's one job is adopted by its idempotency key (recorded, intent cleared), no second launch",
@@ -699,17 +699,8 @@ async fn cluster(w: &World) -> Result<(), StoryError> {
 
 async fn vm(w: &World) -> Result<(), StoryError> {
     // After the crash recovery, so the racing reconcile meets the lagging cache of one replica.
-    let recovered = w.recovered.notified();
-    tokio::pin!(recovered);
-    recovered.as_mut().enable();
-    if w.operator
-        .lock()
-        .await
-        .as_ref()
-        .is_some_and(|o| o.replica.name() == "operator-0")
-    {
-        recovered.await;
-    }
+    let mut recovered = w.recovered.subscribe();
+    let _ = recovered.wait_for(|done| *done).await;
     let spec = ComputeInstanceSpec {
         cidr: "10.3.0.0/24".into(),
         mtu: 1500,
@@ -766,11 +757,18 @@ async fn vm(w: &World) -> Result<(), StoryError> {
 fn aap_call(
     r: &LoggedRequest,
     templates: &HashMap<u64, String>,
+    names: &[(String, String)],
     jobs: &HashMap<u64, String>,
 ) -> Option<(String, String)> {
     let parts: Vec<&str> = r.path.trim_matches('/').split('/').collect();
     let num = |i: usize| parts.get(i).and_then(|p| p.parse::<u64>().ok());
     let at = |name: &str| parts.iter().position(|p| *p == name);
+    if at("unified_job_templates").is_some() {
+        return names
+            .iter()
+            .find(|(name, _)| r.query.contains(&format!("name={name}")))
+            .map(|(_, kind)| (kind.clone(), "template lookup".into()));
+    }
     if let Some(i) = at("job_templates") {
         let kind = num(i + 1).and_then(|t| templates.get(&t)).cloned();
         let tail = parts.get(i + 2).copied().unwrap_or("");
@@ -778,13 +776,6 @@ fn aap_call(
             ("POST", "launch", Some(k)) => Some((k, "launch".into())),
             ("GET", "launch", Some(k)) => Some((k, "launch check".into())),
             ("GET", "jobs", Some(k)) => Some((k, "lookup by key".into())),
-            (_, _, None) if r.query.contains("name") => templates
-                .values()
-                .find(|k| {
-                    r.query.contains(k.as_str())
-                        || r.query.contains(&provkit_aap::provider::kebab_case(k))
-                })
-                .map(|k| (k.clone(), "template lookup".into())),
             _ => None,
         };
     }
@@ -918,8 +909,10 @@ fn timeline(world: &World) -> String {
     let scale = world.stack.scale();
     let aap = world.stack.aap();
     let mut templates = HashMap::new();
+    let mut names = Vec::new();
     for (_, kind) in RESOURCES {
         for action in [TemplateAction::Create, TemplateAction::Delete] {
+            names.push((world.stack.template_name(action, kind), kind.to_owned()));
             if let Some(id) = world.stack.template_id(action, kind) {
                 templates.insert(id, kind.to_owned());
             }
@@ -933,7 +926,7 @@ fn timeline(world: &World) -> String {
     let requests = aap.requests();
     let calls: Vec<(DateTime<Utc>, String, String)> = requests
         .iter()
-        .filter_map(|r| aap_call(r, &templates, &jobs).map(|(k, c)| (r.at, k, c)))
+        .filter_map(|r| aap_call(r, &templates, &names, &jobs).map(|(k, c)| (r.at, k, c)))
         .collect();
     let mut rows: Vec<(Duration, u8, Vec<String>)> = Vec::new();
     for n in lock(&world.rec.notes).iter() {
@@ -1093,15 +1086,11 @@ pub async fn run(scale: TimeScale) -> Result<StoryReport, StoryError> {
         stack,
         rec,
         operator: AsyncMutex::new(Some(operator)),
-        recovered: tokio::sync::Notify::new(),
+        recovered: tokio::sync::watch::Sender::new(false),
         checks: Mutex::new(Vec::new()),
     };
     *lock(&world.rec.t0) = Instant::now();
-    let (a, b, c, d) = tokio::join!(net(&world), vol(&world), cluster(&world), vm(&world));
-    a?;
-    b?;
-    c?;
-    d?;
+    tokio::try_join!(net(&world), vol(&world), cluster(&world), vm(&world))?;
     audit(&world);
     let shown: Volume = world.user::<Volume>().get(SHOWN).await?;
     let status_document = serde_json::to_string_pretty(&shown.status).unwrap_or_default();

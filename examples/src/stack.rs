@@ -546,7 +546,8 @@ impl Replica {
 
     /// Kills the process: every controller future is dropped mid-flight (in-flight requests
     /// are abandoned, as with `kill -9`), and with them every cache, engine, provider and
-    /// client of this replica. Returns once all of it is gone.
+    /// client of this replica. Returns once all of it is gone; its [`Controlled`] handles then
+    /// trigger nothing ([`Controlled::trigger`] answers `false`).
     pub async fn crash(self) {
         let Self { tasks, .. } = self;
         for task in &tasks {

@@ -47,7 +47,13 @@ async fn main() -> ExitCode {
         "  provider:    provkit-aap AapProvider / AapClient → fake AAP over 127.0.0.1 (templates pk-create-<kind> / pk-delete-<kind>)"
     );
     println!(
-        "  time:        real time, scale {scale}; times below are production time (poll 30 s, backoff 2 → 30 min)\n"
+        "  time:        real time, scale {scale}; times below are production time (poll 30 s, backoff 2 → 30 min)"
+    );
+    println!(
+        "               job timestamps in the status are whole seconds (as Go writes them): one real second is {} here,\n               so a backoff counted from a failed job's timestamp can look that much short\n",
+        provkit_examples::metrics::fmt_duration(
+            scale.production(std::time::Duration::from_secs(1))
+        )
     );
     let report = match story::run(scale).await {
         Ok(r) => r,

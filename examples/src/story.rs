@@ -634,7 +634,10 @@ async fn cluster(w: &World) -> Result<(), StoryError> {
         .unwrap_or_default();
     w.rec.note(
         "cluster-c",
-        format!("» CRASH: controller process killed right after the launch (AAP job {} exists, its answer never arrived)", job.id),
+        format!(
+            "» CRASH after the launch: AAP has job {}, its answer never arrived",
+            job.id
+        ),
     );
     let at_crash = w.snap::<Cluster>("cluster-c");
     w.check(
@@ -649,7 +652,10 @@ async fn cluster(w: &World) -> Result<(), StoryError> {
     );
     w.rec.note(
         "cluster-c",
-        format!("» restart: a new replica built from the API server's state (intent {key})"),
+        format!(
+            "» restart from the API server's state (intent …{})",
+            key.get(key.len().saturating_sub(8)..).unwrap_or_default()
+        ),
     );
     {
         let mut slot = w.operator.lock().await;
@@ -727,10 +733,8 @@ async fn vm(w: &World) -> Result<(), StoryError> {
         .await?;
     // A racing event right after the launch: the controller reconciles its cached copy, which
     // does not show the job yet.
-    w.rec.note(
-        "vm-d",
-        "» an extra event triggers a reconcile right after the launch",
-    );
+    w.rec
+        .note("vm-d", "» an extra event: reconcile right after the launch");
     if let Some(op) = w.operator.lock().await.as_ref() {
         op.vm.trigger(NAMESPACE, "vm-d");
     }

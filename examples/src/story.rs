@@ -15,30 +15,30 @@
 //! AAP requests and API-server requests it made.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::controller::Action;
-use kube::{CustomResourceExt, Resource, ResourceExt};
+use kube::{CustomResourceExt, Resource};
 use provkit_aap::provider::{IDEMPOTENCY_KEY_VAR, TemplateAction};
-use provkit_core::{Clock, JobState, JobType, SystemClock, compute_desired_config_version};
-use provkit_kube::{ProvisionedResource, ReconcileError};
-use provkit_testing::fake_aap::{Fault as AapFault, FaultAction, JobInfo, LoggedRequest, Trigger};
-use provkit_testing::fake_apiserver::{FakeApiServer, Fault, FaultEffect, Verb};
+use provkit_core::compute_desired_config_version;
+use provkit_kube::ProvisionedResource;
+use provkit_testing::fake_aap::{Fault as AapFault, FaultAction, JobInfo, Trigger};
+use provkit_testing::fake_apiserver::{Fault, FaultEffect, Verb};
 use serde_json::Value;
 use tokio::sync::Mutex as AsyncMutex;
 use tokio::time::Instant;
 
-use crate::report::Table;
 use crate::stack::kinds::{
     Cluster, ClusterSpec, ComputeInstance, ComputeInstanceSpec, VirtualNetwork, VirtualNetworkSpec,
     Volume, VolumeSpec,
 };
-use crate::stack::{
-    Controlled, KindJobs, ReconcileObserver, Replica, Stack, StackConfig, StackError, TimeScale,
-};
+use crate::stack::{Controlled, KindJobs, Replica, Stack, StackConfig, StackError, TimeScale};
+mod records;
+mod timeline;
+
+pub use records::RESOURCES;
+use records::{Reconciled, Recorder, Snap, jobs_of, lock, server_copy};
 
 /// The namespace of the story's objects.
 pub const NAMESPACE: &str = "default";
@@ -48,14 +48,6 @@ pub const SHOWN: &str = "vol-b";
 
 /// The default time scale of the story (1:100: a 30 s poll interval takes 300 ms).
 pub const DEFAULT_SCALE: f64 = 0.01;
-
-/// The story's four resources: `(name, kind)`.
-pub const RESOURCES: [(&str, &str); 4] = [
-    ("net-a", "VirtualNetwork"),
-    ("vol-b", "Volume"),
-    ("cluster-c", "Cluster"),
-    ("vm-d", "ComputeInstance"),
-];
 
 /// The longest the story waits for one step (production time) before it gives up: a hang
 /// guard, not a timing claim.
@@ -168,192 +160,6 @@ fn version(spec: &impl serde::Serialize) -> String {
         .collect()
 }
 
-/// What one copy of an object shows.
-#[derive(Clone, Debug, Default, PartialEq)]
-struct Snap {
-    exists: bool,
-    finalizer: bool,
-    deleting: bool,
-    desired: String,
-    intent: Option<String>,
-    jobs: Vec<(String, JobType, JobState, String)>,
-}
-
-impl Snap {
-    fn of<K: ProvisionedResource>(obj: &K) -> Self {
-        let status = obj.provisioning_status();
-        Snap {
-            exists: true,
-            finalizer: !obj.finalizers().is_empty(),
-            deleting: obj.meta().deletion_timestamp.is_some(),
-            desired: status
-                .map(|s| s.desired_config_version.clone())
-                .unwrap_or_default(),
-            intent: status
-                .and_then(|s| s.launch_intent.as_ref())
-                .map(|i| i.idempotency_key.clone()),
-            jobs: status
-                .map(|s| {
-                    s.provisioning_jobs
-                        .iter()
-                        .map(|j| {
-                            (
-                                j.job_id.clone(),
-                                j.job_type.clone(),
-                                j.state.clone(),
-                                j.config_version.clone(),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
-        }
-    }
-
-    fn has_job(&self, id: &str) -> bool {
-        self.jobs.iter().any(|j| j.0 == id)
-    }
-
-    /// `ready`, `provisioning`, `failed`, `deleting`, `deleted`.
-    fn phase(&self) -> String {
-        if !self.exists {
-            return "deleted".into();
-        }
-        if self.deleting {
-            return "deleting".into();
-        }
-        let latest = self.jobs.iter().rev().find(|j| j.1 == JobType::Provision);
-        match latest {
-            Some((_, _, JobState::Succeeded, v)) if *v == self.desired => "ready".into(),
-            Some((_, _, JobState::Failed, _)) => "failed".into(),
-            _ => "provisioning".into(),
-        }
-    }
-}
-
-/// The API server's copy of `K` `name`, read without a request.
-fn server_copy<K: ProvisionedResource>(api: &FakeApiServer, name: &str) -> Snap {
-    api.objects::<K>()
-        .iter()
-        .find(|o| o.name_any() == name)
-        .map(Snap::of)
-        .unwrap_or_default()
-}
-
-/// One finished reconcile.
-#[derive(Clone, Debug)]
-struct Reconciled {
-    name: String,
-    start: DateTime<Utc>,
-    end: DateTime<Utc>,
-    at: Duration,
-    copy: Snap,
-    before: Snap,
-    after: Snap,
-    api_calls: Vec<String>,
-    result: Result<bool, String>,
-}
-
-#[derive(Debug)]
-struct Open {
-    start: DateTime<Utc>,
-    at: Duration,
-    copy: Snap,
-    before: Snap,
-    requests: usize,
-}
-
-/// A user action or a story event on the timeline.
-#[derive(Clone, Debug)]
-struct Note {
-    at: Duration,
-    name: String,
-    text: String,
-}
-
-/// The observer every controller reports to: records each reconcile, and the story's notes.
-#[derive(Debug)]
-struct Recorder {
-    t0: Mutex<Instant>,
-    api: FakeApiServer,
-    replica: Mutex<String>,
-    open: Mutex<HashMap<String, Open>>,
-    done: Mutex<Vec<Reconciled>>,
-    notes: Mutex<Vec<Note>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-impl Recorder {
-    fn note(&self, name: &str, text: impl Into<String>) {
-        lock(&self.notes).push(Note {
-            at: lock(&self.t0).elapsed(),
-            name: name.to_owned(),
-            text: text.into(),
-        });
-    }
-}
-
-impl<K: ProvisionedResource> ReconcileObserver<K> for Recorder {
-    fn started(&self, obj: &K) {
-        let name = obj.name_any();
-        let open = Open {
-            start: SystemClock.now(),
-            at: lock(&self.t0).elapsed(),
-            copy: Snap::of(obj),
-            before: server_copy::<K>(&self.api, &name),
-            requests: self.api.requests().len(),
-        };
-        lock(&self.open).insert(name, open);
-    }
-
-    fn finished(&self, obj: &K, result: &Result<Action, ReconcileError>) {
-        let name = obj.name_any();
-        let Some(open) = lock(&self.open).remove(&name) else {
-            return;
-        };
-        let replica = lock(&self.replica).clone();
-        let plural = K::plural(&());
-        let needle = format!("/{plural}/{name}");
-        let api_calls = self
-            .api
-            .requests()
-            .iter()
-            .skip(open.requests)
-            .filter(|r| r.client == replica && r.path.contains(&needle))
-            .map(|r| {
-                let verb = r.verb.map_or("?", |v| v.as_str());
-                let status = if r.path.contains(&format!("{needle}/status")) {
-                    "/status"
-                } else {
-                    ""
-                };
-                if r.status >= 400 {
-                    format!("{verb}{status} ({})", r.status)
-                } else {
-                    format!("{verb}{status}")
-                }
-            })
-            .collect();
-        lock(&self.done).push(Reconciled {
-            name: name.clone(),
-            start: open.start,
-            end: SystemClock.now(),
-            at: open.at,
-            copy: open.copy,
-            before: open.before,
-            after: server_copy::<K>(&self.api, &name),
-            api_calls,
-            result: match result {
-                Ok(a) => Ok(*a != Action::await_change()),
-                Err(e) => Err(provkit_kube::ErrorChain(e).to_string()),
-            },
-        });
-    }
-}
-
 /// The running operator: one replica with a controller per kind.
 struct Operator {
     replica: Replica,
@@ -413,13 +219,7 @@ impl World {
     }
 
     fn jobs_of(&self, kind: &str, action: TemplateAction) -> Vec<JobInfo> {
-        let template = self.stack.template_id(action, kind);
-        self.stack
-            .aap()
-            .jobs()
-            .into_iter()
-            .filter(|j| j.template.is_some() && j.template == template)
-            .collect()
+        jobs_of(&self.stack, kind, action)
     }
 
     fn snap<K: ProvisionedResource>(&self, name: &str) -> Snap {
@@ -757,264 +557,6 @@ async fn vm(w: &World) -> Result<(), StoryError> {
     Ok(())
 }
 
-/// Labels an AAP request (`launch`, `poll 12`, …) and the kind it concerns, if any.
-fn aap_call(
-    r: &LoggedRequest,
-    templates: &HashMap<u64, String>,
-    names: &[(String, String)],
-    jobs: &HashMap<u64, String>,
-) -> Option<(String, String)> {
-    let parts: Vec<&str> = r.path.trim_matches('/').split('/').collect();
-    let num = |i: usize| parts.get(i).and_then(|p| p.parse::<u64>().ok());
-    let at = |name: &str| parts.iter().position(|p| *p == name);
-    if at("unified_job_templates").is_some() {
-        return names
-            .iter()
-            .find(|(name, _)| r.query.contains(&format!("name={name}")))
-            .map(|(_, kind)| (kind.clone(), "template lookup".into()));
-    }
-    if let Some(i) = at("job_templates") {
-        let kind = num(i + 1).and_then(|t| templates.get(&t)).cloned();
-        let tail = parts.get(i + 2).copied().unwrap_or("");
-        return match (r.method.as_str(), tail, kind) {
-            ("POST", "launch", Some(k)) => Some((k, "launch".into())),
-            ("GET", "launch", Some(k)) => Some((k, "launch check".into())),
-            ("GET", "jobs", Some(k)) => Some((k, "lookup by key".into())),
-            _ => None,
-        };
-    }
-    if let Some(i) = at("jobs") {
-        let Some(id) = num(i + 1) else {
-            let kind = templates
-                .iter()
-                .find(|(t, _)| {
-                    r.query.contains(&format!("job_template={t}&"))
-                        || r.query.ends_with(&format!("job_template={t}"))
-                })
-                .map(|(_, k)| k.clone())?;
-            return Some((kind, "lookup by key".into()));
-        };
-        let kind = jobs.get(&id)?.clone();
-        let tail = parts.get(i + 2).copied().unwrap_or("");
-        return match (r.method.as_str(), tail) {
-            ("GET", "") => Some((kind, format!("poll {id}"))),
-            ("POST", "cancel") => Some((kind, format!("cancel {id}"))),
-            (_, t) => Some((kind, format!("{} {id}/{t}", r.method))),
-        };
-    }
-    None
-}
-
-fn kind_of(name: &str) -> &'static str {
-    RESOURCES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map_or("", |(_, k)| k)
-}
-
-/// What a reconcile did, from its records.
-fn decision(r: &Reconciled, calls: &[String]) -> String {
-    let launched = calls.iter().any(|c| c == "launch");
-    let new_jobs: Vec<&(String, JobType, JobState, String)> = r
-        .after
-        .jobs
-        .iter()
-        .filter(|j| !r.before.has_job(&j.0))
-        .collect();
-    let stale = r.before.jobs.iter().any(|j| !r.copy.has_job(&j.0));
-    if let Err(e) = &r.result {
-        return format!("error: {e}");
-    }
-    if !r.before.exists {
-        return "cached copy of an object already gone → nothing to do".into();
-    }
-    if !r.copy.finalizer && !r.copy.deleting {
-        return "add finalizer".into();
-    }
-    if let Some(job) = new_jobs.first() {
-        let what = if job.1 == JobType::Deprovision {
-            "deprovision"
-        } else {
-            "provision"
-        };
-        return if launched {
-            let retry = r
-                .copy
-                .jobs
-                .iter()
-                .rev()
-                .find(|j| j.1 == JobType::Provision)
-                .is_some_and(|j| j.2 == JobState::Failed && job.1 == JobType::Provision);
-            if retry {
-                format!("backoff elapsed → retry: launch {what} job {}", job.0)
-            } else {
-                format!("launch {what} job {}", job.0)
-            }
-        } else {
-            format!(
-                "adopt {what} job {} (found by the launch intent's key)",
-                job.0
-            )
-        };
-    }
-    if stale && !launched {
-        return "stale cached copy → stale-cache check → no launch".into();
-    }
-    if r.after.exists && !r.after.finalizer && r.copy.deleting {
-        return "deprovisioned → remove finalizer".into();
-    }
-    if !r.after.exists {
-        return "deprovisioned → finalizer removed".into();
-    }
-    let latest_failed = r
-        .after
-        .jobs
-        .iter()
-        .rev()
-        .find(|j| j.1 == JobType::Provision)
-        .is_some_and(|j| j.2 == JobState::Failed);
-    if calls
-        .iter()
-        .any(|c| c.starts_with("poll") || c.starts_with("cancel"))
-    {
-        return if r.copy.deleting {
-            "deprovisioning".into()
-        } else {
-            "poll".into()
-        };
-    }
-    if latest_failed && !r.copy.deleting {
-        return "backing off".into();
-    }
-    "nothing to do".into()
-}
-
-fn job_state(s: &Snap) -> String {
-    s.jobs
-        .last()
-        .map(|(id, t, st, _)| {
-            let t = if *t == JobType::Deprovision {
-                "deprov "
-            } else {
-                ""
-            };
-            format!("{t}{id} {}", st.as_str())
-        })
-        .unwrap_or_default()
-}
-
-/// The production-time label of a real offset.
-fn clock(scale: TimeScale, at: Duration) -> String {
-    let s = scale.production(at).as_secs();
-    format!("{:02}:{:02}", s / 60, s % 60)
-}
-
-fn timeline(world: &World) -> String {
-    let scale = world.stack.scale();
-    let aap = world.stack.aap();
-    let mut templates = HashMap::new();
-    let mut names = Vec::new();
-    for (_, kind) in RESOURCES {
-        for action in [TemplateAction::Create, TemplateAction::Delete] {
-            names.push((world.stack.template_name(action, kind), kind.to_owned()));
-            if let Some(id) = world.stack.template_id(action, kind) {
-                templates.insert(id, kind.to_owned());
-            }
-        }
-    }
-    let jobs: HashMap<u64, String> = aap
-        .jobs()
-        .iter()
-        .filter_map(|j| Some((j.id, templates.get(&j.template?)?.clone())))
-        .collect();
-    let requests = aap.requests();
-    let calls: Vec<(DateTime<Utc>, String, String)> = requests
-        .iter()
-        .filter_map(|r| aap_call(r, &templates, &names, &jobs).map(|(k, c)| (r.at, k, c)))
-        .collect();
-    let mut rows: Vec<(Duration, u8, Vec<String>)> = Vec::new();
-    for n in lock(&world.rec.notes).iter() {
-        rows.push((
-            n.at,
-            0,
-            vec![
-                clock(scale, n.at),
-                n.name.clone(),
-                n.text.clone(),
-                String::new(),
-                String::new(),
-                String::new(),
-            ],
-        ));
-    }
-    for r in lock(&world.rec.done).iter() {
-        let kind = kind_of(&r.name);
-        let mine: Vec<String> = calls
-            .iter()
-            .filter(|(at, k, _)| k == kind && *at >= r.start && *at <= r.end)
-            .map(|(_, _, c)| c.clone())
-            .collect();
-        let what = decision(r, &mine);
-        let requeue = match &r.result {
-            Ok(true) => "",
-            Ok(false) => " · await change",
-            Err(_) => "",
-        };
-        rows.push((
-            r.at,
-            1,
-            vec![
-                clock(scale, r.at),
-                r.name.clone(),
-                format!("{what}{requeue}"),
-                mine.join(", "),
-                r.api_calls.join(", "),
-                format!("{} · {}", job_state(&r.after), r.after.phase())
-                    .trim_start_matches(" · ")
-                    .to_owned(),
-            ],
-        ));
-    }
-    rows.sort_by_key(|(at, order, _)| (*at, *order));
-    let mut t = Table::new(&[
-        "time",
-        "resource",
-        "reconcile / event",
-        "AAP calls",
-        "API-server calls",
-        "latest job · state",
-    ]);
-    for (_, _, cells) in rows {
-        t.row(cells);
-    }
-    t.render()
-}
-
-fn jobs_table(world: &World) -> String {
-    let mut t = Table::new(&[
-        "resource",
-        ">provision jobs",
-        ">deprovision jobs",
-        "AAP job states",
-    ]);
-    for (name, kind) in RESOURCES {
-        let p = world.jobs_of(kind, TemplateAction::Create);
-        let d = world.jobs_of(kind, TemplateAction::Delete);
-        let states: Vec<String> = p
-            .iter()
-            .chain(d.iter())
-            .map(|j| format!("{} {}", j.id, j.status))
-            .collect();
-        t.row(vec![
-            name.to_owned(),
-            p.len().to_string(),
-            d.len().to_string(),
-            states.join(", "),
-        ]);
-    }
-    t.render()
-}
-
 /// Final checks over every AAP job: one job per idempotency key, every job keyed, every job of a
 /// surviving object recorded in its status.
 fn audit(world: &World) {
@@ -1104,8 +646,8 @@ pub async fn run(scale: TimeScale) -> Result<StoryReport, StoryError> {
     let wall = wall.elapsed();
     Ok(StoryReport {
         scale,
-        timeline: timeline(&world),
-        jobs: jobs_table(&world),
+        timeline: timeline::timeline(&world.stack, &world.rec),
+        jobs: timeline::jobs_table(&world.stack),
         checks: lock(&world.checks).clone(),
         status_document,
         aap_requests: world.stack.aap().requests().len(),

@@ -4,13 +4,14 @@
 //! The binary is `main.rs` (`cargo run --example operator -- --help`); this library holds the
 //! pieces so they are unit-tested: the CRD ([`crd`]), the phase/condition callbacks
 //! ([`callbacks`]), the controller wiring ([`controller`]), the command line ([`cli`]) and
-//! the log setup ([`logging`]). Leader election is provkit-kube's
+//! the log setup ([`logging`]) and the `--fake-aap` backend ([`fake_aap`]). Leader election is provkit-kube's
 //! ([`provkit_kube::LeaderElector::run`]).
 
 pub mod callbacks;
 pub mod cli;
 pub mod controller;
 pub mod crd;
+pub mod fake_aap;
 pub mod logging;
 
 // The README's wiring snippet is compiled here, so it cannot rot.

@@ -9,12 +9,12 @@
 //!
 //! ```no_run
 //! # use std::sync::Arc;
-//! # use k8s_openapi::api::core::v1::ConfigMap as Subnet;
-//! # fn f(client: kube::Client, aap: provkit::AapClient) {
-//! use provkit::{LifecyclePolicy, SystemClock};
-//! // was: Provisioner::new(client, Lifecycle::new(Arc::new(AapProvider::with_prefix(aap, "osac")), clock), FINALIZER)
-//! let provisioner = provkit::osac::provisioner::<Subnet>(client, aap, Arc::new(SystemClock), LifecyclePolicy::default(), "osac.openshift.io/subnet-finalizer");
-//! # }
+//! use provkit::{AapClient, LifecyclePolicy, ProvisionedResource, Provisioner, SystemClock};
+//!
+//! fn provisioner<Subnet: ProvisionedResource>(client: kube::Client, aap: AapClient) -> Provisioner<Subnet> {
+//!     // was: Provisioner::new(client, Lifecycle::new(Arc::new(AapProvider::with_prefix(aap, "osac")), clock), FINALIZER)
+//!     provkit::osac::provisioner(client, aap, Arc::new(SystemClock), LifecyclePolicy::default(), "osac.openshift.io/subnet-finalizer")
+//! }
 //! ```
 //!
 //! The result is an ordinary [`Provisioner`]: chain `with_events`, `with_field_manager` and the

@@ -213,18 +213,10 @@ impl<'a> MultiTargetHooks<'a> {
         Self::default()
     }
 
-    /// Sets the stale-cache check (reads the whole fresh history; each target compares its own jobs).
-    #[must_use]
-    pub fn stale_check(mut self, check: &'a dyn StaleCacheCheck) -> Self {
-        self.stale_check = Some(check);
-        self
-    }
-
-    /// Sets the status flush (always given the whole merged history).
-    #[must_use]
-    pub fn status_flush(mut self, flush: &'a dyn StatusFlush) -> Self {
-        self.status_flush = Some(flush);
-        self
+    crate::hooks::shared_hook_setters! {
+        stale_check: "Sets the stale-cache check (reads the whole fresh history; each target compares its own jobs).",
+        status_flush: "Sets the status flush (always given the whole merged history).",
+        intents: "Sets the durable launch-intent store of the object (one slot shared by the targets; see the module docs).",
     }
 
     /// Sets the on-failed callback: `(target, message)`.
@@ -238,14 +230,6 @@ impl<'a> MultiTargetHooks<'a> {
     #[must_use]
     pub fn on_success(mut self, f: impl FnMut(&str, &ProvisionStatus) + Send + Sync + 'a) -> Self {
         self.on_success = Some(Box::new(f));
-        self
-    }
-
-    /// Sets the durable launch-intent store of the object (one slot shared by the targets; see
-    /// the module docs).
-    #[must_use]
-    pub fn intents(mut self, store: &'a dyn IntentStore) -> Self {
-        self.intents = Some(store);
         self
     }
 }

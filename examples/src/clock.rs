@@ -1,120 +1,71 @@
-//! The virtual clock shared by the work queue, the lifecycle engine, the `AapProvider` and the fake
-//! AAP server.
+//! The one time scale of a run: every duration of the scenario (poll interval, job durations,
+//! backoff, lease and renew deadlines, client timeouts and retry sleeps) is divided by one
+//! factor and then runs in **real** time, so relative timings stay as in production while a
+//! run takes minutes instead of hours. (Tokio's paused time cannot be used: real sockets are
+//! in use, and its auto-advance would fire client timeouts while a request waits on the
+//! kernel.)
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use chrono::{DateTime, TimeDelta, TimeZone, Utc};
-use provkit_core::Clock;
-
-/// A clock that only moves when the simulation moves it (never backwards).
-///
-/// Clones share one time. Reading it is one atomic load, so every component can read it on every
-/// request without contention.
-///
-/// ```
-/// use std::time::Duration;
-/// use provkit_core::Clock;
-/// use provkit_examples::VirtualClock;
-///
-/// let clock = VirtualClock::new();
-/// let start = clock.now();
-/// clock.advance_to(start + chrono::TimeDelta::seconds(90));
-/// assert_eq!(clock.elapsed(), Duration::from_secs(90));
-/// clock.advance_to(start); // never backwards
-/// assert_eq!(clock.elapsed(), Duration::from_secs(90));
-/// ```
-#[derive(Clone, Debug)]
-pub struct VirtualClock {
-    inner: Arc<Inner>,
+/// Scenario durations ÷ `factor` = wall durations.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimeScale {
+    factor: f64,
 }
 
-#[derive(Debug)]
-struct Inner {
-    start_micros: i64,
-    now_micros: AtomicI64,
-}
-
-impl Default for VirtualClock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl VirtualClock {
-    /// A clock at the simulation epoch, 2026-01-01T00:00:00Z.
-    pub fn new() -> Self {
-        let start = Utc
-            .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
-            .single()
-            .unwrap_or_default();
-        Self::starting_at(start)
-    }
-
-    /// A clock starting at `start`.
-    pub fn starting_at(start: DateTime<Utc>) -> Self {
-        let micros = start.timestamp_micros();
+impl TimeScale {
+    /// A scale; `factor` is clamped to at least 1 (a scenario second lasts `1 / factor` s).
+    pub fn new(factor: f64) -> Self {
         Self {
-            inner: Arc::new(Inner {
-                start_micros: micros,
-                now_micros: AtomicI64::new(micros),
-            }),
+            factor: if factor.is_finite() {
+                factor.max(1.0)
+            } else {
+                1.0
+            },
         }
     }
 
-    /// The start time.
-    pub fn start(&self) -> DateTime<Utc> {
-        from_micros(self.inner.start_micros)
+    /// The factor.
+    pub fn factor(&self) -> f64 {
+        self.factor
     }
 
-    /// Virtual time elapsed since the start.
-    pub fn elapsed(&self) -> Duration {
-        let d = self.inner.now_micros.load(Ordering::Acquire) - self.inner.start_micros;
-        Duration::from_micros(u64::try_from(d).unwrap_or(0))
+    /// The wall duration of a scenario duration.
+    pub fn wall(&self, scenario: Duration) -> Duration {
+        scenario.div_f64(self.factor)
     }
 
-    /// Moves the clock to `t` if `t` is later than now.
-    pub fn advance_to(&self, t: DateTime<Utc>) {
-        self.inner
-            .now_micros
-            .fetch_max(t.timestamp_micros(), Ordering::AcqRel);
+    /// The wall duration of `secs` scenario seconds.
+    pub fn secs(&self, secs: f64) -> Duration {
+        self.wall(Duration::from_secs_f64(secs.max(0.0)))
     }
 
-    /// Moves the clock forward by `d`.
-    pub fn advance(&self, d: Duration) {
-        let micros = i64::try_from(d.as_micros()).unwrap_or(i64::MAX / 4);
-        self.inner.now_micros.fetch_add(micros, Ordering::AcqRel);
-    }
-
-    /// `now + d`.
-    pub fn after(&self, d: Duration) -> DateTime<Utc> {
-        self.now() + TimeDelta::from_std(d).unwrap_or(TimeDelta::MAX / 4)
-    }
-
-    /// A shared handle as the `Arc<dyn Clock>` the engine, provider and fake take.
-    pub fn shared(&self) -> Arc<dyn Clock> {
-        Arc::new(self.clone())
-    }
-
-    /// `T+mm:ss` (or `T+h:mm:ss`) of a time relative to the start, for timelines.
-    pub fn label(&self, t: DateTime<Utc>) -> String {
-        let secs = (t.timestamp_micros() - self.inner.start_micros).max(0) / 1_000_000;
-        let (h, m, s) = (secs / 3600, (secs / 60) % 60, secs % 60);
-        if h > 0 {
-            format!("T+{h}:{m:02}:{s:02}")
-        } else {
-            format!("T+{m:02}:{s:02}")
-        }
+    /// The scenario duration of a wall duration.
+    pub fn scenario(&self, wall: Duration) -> Duration {
+        wall.mul_f64(self.factor)
     }
 }
 
-impl Clock for VirtualClock {
-    fn now(&self) -> DateTime<Utc> {
-        from_micros(self.inner.now_micros.load(Ordering::Acquire))
+impl std::fmt::Display for TimeScale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "time scale ×{} (1 scenario second = {:.0} ms)",
+            self.factor,
+            1000.0 / self.factor
+        )
     }
 }
 
-fn from_micros(micros: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp_micros(micros).unwrap_or_default()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scales_both_ways() {
+        let s = TimeScale::new(10.0);
+        assert_eq!(s.wall(Duration::from_secs(30)), Duration::from_secs(3));
+        assert_eq!(s.scenario(Duration::from_secs(3)), Duration::from_secs(30));
+        assert_eq!(TimeScale::new(0.0).factor(), 1.0);
+    }
 }

@@ -1,173 +1,79 @@
-//! The simulation harness end to end: the demo's story, a CI-sized fleet under chaos, and the
-//! deletion race on a stale cache.
+//! The fleet harness end to end on the product path (kube-runtime `Controller`s running
+//! provkit-kube's `Provisioner` with the real `AapProvider`, against the fake API server and the
+//! fake AAP over loopback): a CI-sized fleet under every kind of chaos, and a calm one.
 #![allow(clippy::unwrap_used)]
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use provkit_core::Clock;
 use provkit_examples::fleet::{FleetConfig, run_fleet};
-use provkit_examples::story::{Story, run_story, templates};
-use provkit_examples::{
-    Advance, Audit, Backend, BackendConfig, EngineResult, KindTemplates, Observer, PurgeLog,
-    ReconcileReport, RunMetrics, Sim, SimConfig, VirtualClock,
-};
-use provkit_lifecycle::DeprovisionStep;
+use provkit_examples::{CrashPoint, RunMetrics, TimeScale};
 
+/// Chaos on both fakes, crashes from the fakes' side at every phase of the launch path, two
+/// replicas with leader kills, refused status writes: every resource converges with no
+/// duplicate, no lost job id, no early finalizer release and no launch while its status could
+/// not be written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn demo_story_meets_every_expectation() {
-    let clock = VirtualClock::new();
-    let backend = Backend::start(&BackendConfig::new(templates(4)), &clock, 4)
-        .await
-        .unwrap();
-    let sim = Sim::new(SimConfig::new(4), clock.clone(), &backend);
-    let story = Story::new(4, true, None);
-    let (audit, end) = run_story(&sim, &story, &PurgeLog::default()).await;
-    let (passed, failed) = story.check(&sim, &audit);
-    assert!(
-        failed.is_empty(),
-        "failed: {failed:#?}\n{}",
-        story.timeline(&sim)
-    );
-    assert_eq!(passed.len(), 8, "{passed:#?}");
-    assert_eq!(end, provkit_examples::DriveEnd::Quiescent);
-    // Story totals: net 3 + 1, vol 2, cluster 1 + 1, vm 1.
-    assert_eq!(audit.jobs, 9);
-    let timeline = story.timeline(&sim);
-    assert!(
-        timeline.contains("Requeue: stale cache, no launch"),
-        "{timeline}"
-    );
-    assert!(timeline.contains("POST cancel"), "{timeline}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn demo_story_scales_to_many_resources() {
-    let n = 40;
-    let clock = VirtualClock::new();
-    let backend = Backend::start(&BackendConfig::new(templates(n)), &clock, n)
-        .await
-        .unwrap();
-    let mut config = SimConfig::new(n);
-    config.concurrency = 8;
-    config.advance = Advance::Pipelined;
-    let sim = Sim::new(config, clock.clone(), &backend);
-    let story = Story::new(n, false, None);
-    let (audit, _) = run_story(&sim, &story, &PurgeLog::default()).await;
-    let (_, failed) = story.check(&sim, &audit);
-    assert!(failed.is_empty(), "{failed:#?}");
-    assert_eq!(audit.jobs, 9 * n / 4);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fleet_of_500_converges_under_chaos_without_duplicates() {
-    let mut config = FleetConfig::new(500);
-    config.concurrency = 16;
-    config.chaos = true;
-    config.seed = 7;
-    config.purges = 5;
-    config.probe = Duration::from_millis(200);
+async fn fleet_converges_exactly_once_under_chaos_crashes_refused_writes_and_two_replicas() {
+    let mut config = FleetConfig::new(300).everything();
+    config.scale = TimeScale::new(10.0);
+    config.arrival = Duration::from_secs(120);
+    config.think = Duration::from_secs(60);
+    config.refused_fraction = 0.05;
+    config.concurrency = 32;
+    config.purges = 3;
+    config.probe = Duration::ZERO;
+    config.deadline = Duration::from_secs(3600);
     let report = run_fleet(config).await.unwrap();
     let text = report.render();
+    println!("{text}");
     assert!(report.ok(), "{text}");
     assert_eq!(report.audit.duplicates, 0, "{text}");
     assert_eq!(report.audit.lost, 0, "{text}");
     assert_eq!(RunMetrics::get(&report.metrics.early_releases), 0, "{text}");
+    assert_eq!(
+        RunMetrics::get(&report.metrics.launches_while_refused),
+        0,
+        "{text}"
+    );
     assert_eq!(report.not_converged, 0, "{text}");
     assert_eq!(report.unexpected_launches, 0, "{text}");
-    // Chaos really happened: faults hit, purged jobs were re-launched, lost launch answers recovered.
+    assert_eq!(report.audit.jobs, 3 * 300 + report.audit.purged, "{text}");
+    // The chaos really happened: faults hit, replicas crashed on the launch path and were
+    // rebuilt, the standby took over after leader kills.
     assert!(
         report.faults.iter().map(|(_, hits)| hits).sum::<u64>() > 100,
         "{text}"
     );
-    assert!(report.audit.purged > 0, "{text}");
-    assert_eq!(report.audit.jobs, 3 * 500 + report.audit.purged, "{text}");
-    assert!(RunMetrics::get(&report.metrics.recovered) > 0, "{text}");
-    assert!(
-        RunMetrics::get(&report.metrics.stale_check_requeues) > 0,
-        "{text}"
-    );
+    let on_launch_path: u64 = report
+        .crashes
+        .iter()
+        .filter(|(p, _)| matches!(p, CrashPoint::Request(..)))
+        .map(|(_, k)| k)
+        .sum();
+    assert!(on_launch_path >= 3, "{text}");
+    assert!(report.leadership_starts >= 2, "{text}");
+    assert!(report.status_conflicts > 0, "{text}");
 }
 
+/// No chaos: exactly three AAP jobs per resource, every finalizer released after its
+/// deprovision job succeeded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fleet_without_chaos_launches_exactly_three_jobs_per_resource() {
-    let mut config = FleetConfig::new(150);
-    config.concurrency = 8;
-    config.probe = Duration::from_millis(100);
+async fn calm_fleet_launches_exactly_three_jobs_per_resource() {
+    let mut config = FleetConfig::new(100);
+    config.scale = TimeScale::new(10.0);
+    config.arrival = Duration::from_secs(60);
+    config.think = Duration::from_secs(30);
+    config.concurrency = 16;
+    config.probe = Duration::ZERO;
+    config.deadline = Duration::from_secs(3600);
     let report = run_fleet(config).await.unwrap();
     let text = report.render();
     assert!(report.ok(), "{text}");
-    assert_eq!(report.audit.jobs, 450, "{text}");
-    assert_eq!(report.poll_budget_exceeded, 0, "{text}");
-    assert!(report.peak_rss.is_some());
-}
-
-/// Deletes its resource once provisioned; right after the deprovision launch, the next reconcile
-/// reads the copy from before that launch.
-struct DeleteWithStaleCopy {
-    forced: AtomicBool,
-    steps: Mutex<Vec<String>>,
-}
-
-impl Observer for DeleteWithStaleCopy {
-    fn reconciled(&self, sim: &Arc<Sim>, report: &ReconcileReport) {
-        self.steps.lock().unwrap().push(report.describe().0);
-        if report.converged() {
-            sim.delete(report.index);
-        }
-        if let EngineResult::Deprovision(Ok(o)) = &report.result
-            && matches!(o.step, DeprovisionStep::Launched { .. })
-            && !self.forced.swap(true, Ordering::SeqCst)
-        {
-            sim.store
-                .force_stale_read(report.index, report.copy.clone().unwrap());
-            sim.queue.schedule(report.index, sim.clock.now());
-        }
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deletion_reconcile_on_a_stale_copy_launches_no_second_deprovision_job() {
-    let clock = VirtualClock::new();
-    let kinds = vec![KindTemplates::new(
-        "VirtualNetwork",
-        Duration::from_secs(40),
-        Duration::from_secs(40),
-    )];
-    let backend = Backend::start(&BackendConfig::new(kinds), &clock, 1)
-        .await
-        .unwrap();
-    let sim = Sim::new(SimConfig::new(1), clock.clone(), &backend);
-    let observer = Arc::new(DeleteWithStaleCopy {
-        forced: AtomicBool::new(false),
-        steps: Mutex::new(Vec::new()),
-    });
-    sim.create(
-        0,
-        "VirtualNetwork",
-        "net",
-        serde_json::json!({"cidr": "10.0.0.0/24"}),
-    );
-    sim.run(observer.clone(), clock.after(Duration::from_secs(3600)))
-        .await;
-    let steps = observer.steps.lock().unwrap().clone();
-    assert!(observer.forced.load(Ordering::SeqCst), "{steps:#?}");
-    assert!(
-        steps
-            .iter()
-            .any(|s| s == "Deprovision: stale cache, no launch"),
-        "{steps:#?}"
-    );
-    let audit = Audit::run(&sim.aap, &sim.store, &PurgeLog::default(), 1);
+    assert_eq!(report.audit.jobs, 300, "{text}");
     assert_eq!(
-        (audit.provision_launches[0], audit.deprovision_launches[0]),
-        (1, 1),
-        "{steps:#?}"
+        RunMetrics::get(&report.metrics.finalizers_released),
+        100,
+        "{text}"
     );
-    assert_eq!(audit.duplicates, 0);
-    assert!(
-        sim.store.fresh(0).is_none(),
-        "the finalizer was released and the object is gone"
-    );
+    assert!(report.crashes.is_empty(), "{text}");
 }

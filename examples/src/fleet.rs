@@ -28,10 +28,6 @@ use crate::harness::{CrashPlan, Harness, HarnessConfig, NAMESPACE, resource_name
 use crate::metrics::{RunMetrics, fmt_duration, mib, peak_rss_bytes, process_cpu, rss_bytes};
 use crate::report::{EndpointCounts, Table, call_table, endpoint_table, per};
 
-/// Scenario seconds a provision job runs.
-pub const CREATE_SECS: u64 = 60;
-/// Scenario seconds a deprovision job runs.
-pub const DELETE_SECS: u64 = 30;
 /// Seconds a scripted job spends `pending` + `waiting` before it runs.
 const QUEUE_SECS: u64 = 1;
 
@@ -66,6 +62,14 @@ pub struct FleetConfig {
     pub purges: usize,
     /// The engine's poll interval.
     pub poll_interval: Duration,
+    /// How long a provision job runs.
+    pub create_job: Duration,
+    /// How long a deprovision job runs.
+    pub delete_job: Duration,
+    /// The AAP client's request timeout.
+    pub client_timeout: Duration,
+    /// When crashes happen (with `crashes`).
+    pub crash_plan: CrashPlan,
     /// Wall time of each plain-loop probe (no chaos only; zero: skip).
     pub probe: Duration,
     /// Show a progress bar.
@@ -91,6 +95,10 @@ impl FleetConfig {
             think: Duration::from_secs(300),
             purges: (resources / 1000).max(3),
             poll_interval: Duration::from_secs(30),
+            create_job: Duration::from_secs(60),
+            delete_job: Duration::from_secs(30),
+            client_timeout: Duration::from_secs(30),
+            crash_plan: CrashPlan::default(),
             probe: Duration::from_secs(2),
             progress: false,
             deadline: Duration::from_secs(4 * 3600),
@@ -874,15 +882,12 @@ fn sample_memory(h: &Harness, retained: usize) -> MemorySample {
     objects.extend(h.api.events());
     objects.extend(h.api.objects_json("coordination.k8s.io", "leases"));
     let stores: usize = objects.iter().map(|o| o.to_string().len()).sum();
-    let mean = if vn == 0 {
-        0
-    } else {
-        objects[..vn]
-            .iter()
-            .map(|o| o.to_string().len())
-            .sum::<usize>()
-            / vn
-    };
+    let mean = objects[..vn]
+        .iter()
+        .map(|o| o.to_string().len())
+        .sum::<usize>()
+        .checked_div(vn)
+        .unwrap_or(0);
     let jobs = h.backend.aap().jobs();
     let jobs_bytes: usize = jobs.iter().map(|j| j.extra_vars.len() + 300).sum();
     MemorySample {
@@ -906,13 +911,13 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     let mut rng = fastrand::Rng::with_seed(config.seed);
     let mut bc = BackendConfig::new(vec![KindTemplates::new(
         "VirtualNetwork",
-        scale.wall(Duration::from_secs(CREATE_SECS)),
-        scale.wall(Duration::from_secs(DELETE_SECS)),
+        scale.wall(config.create_job),
+        scale.wall(config.delete_job),
     )]);
     bc.request_log = 0;
     bc.seed = config.seed;
     bc.cancel_delay = scale.wall(Duration::from_secs(5));
-    bc.client_timeout = scale.wall(Duration::from_secs(if config.chaos { 5 } else { 30 }));
+    bc.client_timeout = scale.wall(config.client_timeout);
     bc.retry = RetryConfig::default()
         .max_retries(4)
         .initial_backoff(scale.wall(Duration::from_millis(200)))
@@ -944,7 +949,7 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     hc.concurrency = config.concurrency;
     hc.poll_interval = config.poll_interval;
     hc.seed = config.seed;
-    hc.crashes = config.crashes.then(CrashPlan::default);
+    hc.crashes = config.crashes.then(|| config.crash_plan.clone());
     let h = Harness::new(hc, api.clone(), backend);
     let aap_chaos = config
         .chaos
@@ -972,12 +977,13 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         })
         .collect();
     let poll = config.poll_interval.as_secs().max(1);
-    let seen_after = |d: u64| Duration::from_secs((d + QUEUE_SECS).div_ceil(poll) * poll);
+    let seen_after =
+        |d: Duration| Duration::from_secs((d.as_secs() + QUEUE_SECS).div_ceil(poll) * poll);
     let timeline = (0..n)
         .map(|i| {
             arrivals[i]
-                + seen_after(CREATE_SECS) * 2
-                + seen_after(DELETE_SECS)
+                + seen_after(config.create_job) * 2
+                + seen_after(config.delete_job)
                 + think[i][0]
                 + think[i][1]
         })
@@ -1079,7 +1085,31 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         }
     });
     let deadline = scale.wall(config.deadline);
+    let debug = std::env::var_os("FLEET_DEBUG").is_some().then(|| {
+        let (user, h) = (user.clone(), h.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                let mut phases = [0usize; 4];
+                for p in &user.phase {
+                    phases[usize::from(p.load(Ordering::Acquire)).min(3)] += 1;
+                }
+                eprintln!(
+                    "[{:>5.0} s] phases (provisioning, changed, deleting, gone) {phases:?} · crashes {} · leadership starts {} · lease {:?} · reconciles {} errors {}",
+                    wall0.elapsed().as_secs_f64(),
+                    h.crashes.total(),
+                    h.crashes.leadership_starts(),
+                    h.api.lease_holders(),
+                    RunMetrics::get(&h.metrics.reconciles),
+                    RunMetrics::get(&h.metrics.errors),
+                );
+            }
+        })
+    });
     let _ = tokio::time::timeout(deadline, user.done.notified()).await;
+    if let Some(d) = debug {
+        d.abort();
+    }
     let wall = wall0.elapsed();
     let peak_rss = peak_rss_bytes();
     let process_cpu = match (cpu0, process_cpu()) {
@@ -1165,13 +1195,21 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
             .map(|j| format!("{}:{}:{}", j.job_type.as_str(), j.job_id, j.state.as_str()))
             .collect();
         not_converged_examples.push(format!(
-            "{} gen {:?} deleting {} intent {} jobs [{}]",
+            "{} gen {:?} deleting {} intent {} jobs [{}] conditions [{}]",
             o.metadata.name.as_deref().unwrap_or(""),
             o.metadata.generation,
             o.metadata.deletion_timestamp.is_some(),
             o.provisioning_status()
                 .is_some_and(|s| s.launch_intent.is_some()),
-            jobs.join(", ")
+            jobs.join(", "),
+            o.provisioning_status()
+                .map(|s| s
+                    .conditions
+                    .iter()
+                    .map(|c| format!("{}={} {}: {}", c.type_, c.status, c.reason, c.message))
+                    .collect::<Vec<_>>()
+                    .join("; "))
+                .unwrap_or_default()
         ));
     }
     let by = purged_by

@@ -64,7 +64,8 @@ const PLURAL: &str = "virtualnetworks";
 pub struct CrashPlan {
     /// Probability that a launch-path request crashes its replica at a given phase.
     pub probability: f64,
-    /// Scenario time between two crashes of the fleet (at least).
+    /// Scenario time between two crashes of the fleet (at least). Keep it well above the lease
+    /// duration: every crash of the leader costs a handover and a full relist.
     pub min_gap: Duration,
     /// With two replicas: mean scenario time between kills of the Lease holder (`None`: never).
     pub leader_kills_every: Option<Duration>,
@@ -74,8 +75,8 @@ impl Default for CrashPlan {
     fn default() -> Self {
         Self {
             probability: 0.01,
-            min_gap: Duration::from_secs(20),
-            leader_kills_every: Some(Duration::from_secs(120)),
+            min_gap: Duration::from_secs(45),
+            leader_kills_every: Some(Duration::from_secs(180)),
         }
     }
 }
@@ -202,8 +203,7 @@ impl CrashLog {
         for (at, who) in kills {
             let was_leading = leaders
                 .iter()
-                .filter(|(t, _)| *t <= at)
-                .next_back()
+                .rfind(|(t, _)| *t <= at)
                 .is_some_and(|(_, id)| *id == who);
             if !was_leading {
                 continue;
@@ -659,6 +659,7 @@ async fn reconcile(obj: Arc<VirtualNetwork>, ctx: Arc<Ctx>) -> Result<Action, Re
     result
 }
 
+#[allow(clippy::needless_pass_by_value)] // kube-runtime's error-policy signature
 fn error_policy(_obj: Arc<VirtualNetwork>, _error: &ReconcileError, ctx: Arc<Ctx>) -> Action {
     ctx.metrics.errors.fetch_add(1, Ordering::Relaxed);
     Action::requeue(ctx.error_requeue)

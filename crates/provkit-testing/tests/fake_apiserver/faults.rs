@@ -172,7 +172,8 @@ async fn the_observer_sees_each_phase_and_abandons_a_request() {
     use std::sync::{Arc, Mutex};
 
     let s = server();
-    let seen: Arc<Mutex<Vec<(String, Phase, Option<u16>)>>> = Arc::default();
+    type Seen = Vec<(String, Phase, Option<u16>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
     let abandon_at: Arc<Mutex<Option<Phase>>> = Arc::default();
     let (log, at) = (seen.clone(), abandon_at.clone());
     s.observe(Arc::new(move |req, phase| {
@@ -197,24 +198,18 @@ async fn the_observer_sees_each_phase_and_abandons_a_request() {
             ("replica-a".to_owned(), Phase::Answered, Some(201)),
         ]
     );
+    let pp = PostParams::default();
+    let (y, z) = (cm("y"), cm("z"));
     let within = |f| tokio::time::timeout(Duration::from_millis(200), f);
     *abandon_at.lock().unwrap() = Some(Phase::Received);
-    assert!(
-        within(a.create(&PostParams::default(), &cm("y")))
-            .await
-            .is_err()
-    );
+    assert!(within(a.create(&pp, &y)).await.is_err());
     assert!(
         s.objects::<ConfigMap>()
             .iter()
             .all(|c| c.metadata.name.as_deref() != Some("y"))
     );
     *abandon_at.lock().unwrap() = Some(Phase::Handled);
-    assert!(
-        within(a.create(&PostParams::default(), &cm("z")))
-            .await
-            .is_err()
-    );
+    assert!(within(a.create(&pp, &z)).await.is_err());
     assert!(
         s.objects::<ConfigMap>()
             .iter()

@@ -82,7 +82,7 @@ async fn calm_fleet_launches_exactly_three_jobs_per_resource() {
     assert_eq!(report.audit.jobs, 150, "{text}");
     assert_eq!(
         RunMetrics::get(&report.metrics.finalizers_released),
-        100,
+        50,
         "{text}"
     );
     assert!(report.crashes.is_empty(), "{text}");

@@ -1,5 +1,6 @@
-//! The end-of-run audit against AAP's own records (the fake's job list, plus the jobs the
-//! simulation purged): duplicate launches, lost job ids, launches per resource.
+//! The end-of-run audit against AAP's own records (the fake's job list, plus the jobs the run
+//! purged) and the API server's (the status writes it accepted, as the harness's observer saw
+//! them): duplicate launches, lost job ids, launches per resource.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -8,7 +9,7 @@ use provkit_aap::provider::IDEMPOTENCY_KEY_VAR;
 use provkit_testing::fake_aap::{FakeAap, JobInfo};
 
 use crate::backend::TEMPLATE_PREFIX;
-use crate::store::ApiServer;
+use crate::harness::Records;
 
 /// Jobs the simulation purged from AAP (captured before the purge, so the audit still sees them).
 #[derive(Debug, Default)]
@@ -65,12 +66,11 @@ fn key_only(extra_vars: &str) -> String {
     }
 }
 
-/// Which attempt a job belongs to, read from its idempotency key
-/// (`pk1-<uid>-<p|d|o>-<hash>`, the uid ending in the resource index).
+/// Which attempt a job belongs to, read from its idempotency key (`pk1-<uid>-<p|d|o>-<hash>`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Attempt {
-    /// The resource index.
-    pub index: usize,
+    /// The object's uid.
+    pub uid: String,
     /// `true` for provision, `false` for deprovision.
     pub provision: bool,
     /// The key.
@@ -84,9 +84,8 @@ pub fn attempt_of(extra_vars: &str) -> Option<Attempt> {
     let rest = key.strip_prefix("pk1-")?;
     let (rest, _hash) = rest.rsplit_once('-')?;
     let (uid, tag) = rest.rsplit_once('-')?;
-    let index = uid.rsplit('-').next()?.parse().ok()?;
     Some(Attempt {
-        index,
+        uid: uid.to_owned(),
         provision: tag == "p",
         key,
     })
@@ -121,8 +120,9 @@ pub struct Audit {
 }
 
 impl Audit {
-    /// Audits `aap`'s jobs from the simulation's templates against the store's records.
-    pub fn run(aap: &FakeAap, store: &ApiServer, purged: &PurgeLog, resources: usize) -> Self {
+    /// Audits `aap`'s jobs from the run's templates against the status writes the API server
+    /// accepted.
+    pub fn run(aap: &FakeAap, records: &Records, purged: &PurgeLog, resources: usize) -> Self {
         let prefix = format!("{TEMPLATE_PREFIX}-");
         // One job at a time (ids are sequential; purges leave short gaps), so the audit does not
         // hold a copy of every job's extra_vars at once.
@@ -160,7 +160,7 @@ impl Audit {
         audit.jobs = jobs.len();
         let mut by_key: HashMap<String, Vec<u64>> = HashMap::new();
         for job in &jobs {
-            if !store.was_recorded(&job.id.to_string()) {
+            if !records.was_recorded(&job.id.to_string()) {
                 audit.lost += 1;
                 if audit.lost_examples.len() < 10 {
                     audit
@@ -172,16 +172,17 @@ impl Audit {
                 audit.unkeyed += 1;
                 continue;
             };
-            if attempt.index < resources {
+            let index = records.index_of_uid(&attempt.uid).unwrap_or(usize::MAX);
+            if index < resources {
                 if attempt.provision {
-                    audit.provision_launches[attempt.index] += 1;
+                    audit.provision_launches[index] += 1;
                 } else {
-                    audit.deprovision_launches[attempt.index] += 1;
+                    audit.deprovision_launches[index] += 1;
                 }
             }
             let ids = by_key.entry(attempt.key.clone()).or_default();
-            if ids.is_empty() && attempt.index < resources {
-                audit.attempts[attempt.index] += 1;
+            if ids.is_empty() && index < resources {
+                audit.attempts[index] += 1;
             }
             ids.push(job.id);
         }
@@ -216,7 +217,7 @@ mod tests {
         assert_eq!(
             attempt_of(vars),
             Some(Attempt {
-                index: 42,
+                uid: "00000000-5eed-4000-8000-000000000042".into(),
                 provision: false,
                 key: "pk1-00000000-5eed-4000-8000-000000000042-d-0123456789abcdef".into()
             })

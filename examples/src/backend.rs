@@ -1,5 +1,6 @@
-//! The AAP side of a simulation: the in-process fake AAP server on the shared virtual clock, the
-//! real [`AapClient`] talking to it over loopback HTTP, the real [`AapProvider`], and chaos.
+//! The AAP side of a run: the fake AAP server on a loopback socket (real time, job durations
+//! already divided by the run's [`TimeScale`](crate::stack::TimeScale)), and the real
+//! [`AapClient`] / [`AapProvider`] each controller incarnation builds anew; plus the AAP chaos mix.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -10,7 +11,6 @@ use provkit_testing::fake_aap::{
     ScriptRule, Strike, Trigger,
 };
 
-use crate::clock::VirtualClock;
 use crate::instrumented::{CallStats, CountingApi};
 
 /// The template prefix: templates are `sim-create-<kind>` and `sim-delete-<kind>`.
@@ -34,7 +34,8 @@ pub struct KindTemplates {
 }
 
 impl KindTemplates {
-    /// Provision jobs run `create_running`, deprovision jobs `delete_running` (both succeed).
+    /// Provision jobs run `create_running`, deprovision jobs `delete_running` (both succeed;
+    /// wall durations).
     pub fn new(
         kind: impl Into<String>,
         create_running: Duration,
@@ -71,7 +72,7 @@ impl KindTemplates {
     }
 }
 
-/// How the backend is built.
+/// How the backend is built (wall durations: already scaled).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct BackendConfig {
@@ -81,12 +82,14 @@ pub struct BackendConfig {
     pub request_log: usize,
     /// Seed of the fake's randomness (fault fractions).
     pub seed: u64,
-    /// The client's request timeout (wall time).
+    /// The client's request timeout.
     pub client_timeout: Duration,
-    /// The client's retry policy for idempotent calls (wall time).
+    /// The client's retry policy for idempotent calls.
     pub retry: RetryConfig,
-    /// Delay (virtual) between a cancel request and the job showing `canceled`.
+    /// Delay between a cancel request and the job showing `canceled`.
     pub cancel_delay: Duration,
+    /// The provider's allowance for clock skew in idempotency lookups.
+    pub clock_skew: Duration,
     /// More templates (e.g. a probe's), declared as they are.
     pub extra_templates: Vec<JobTemplateSpec>,
 }
@@ -101,21 +104,20 @@ impl BackendConfig {
             client_timeout: Duration::from_secs(30),
             retry: RetryConfig::default(),
             cancel_delay: Duration::from_secs(5),
+            clock_skew: Duration::from_secs(2),
             extra_templates: Vec::new(),
         }
     }
 }
 
-/// The fake AAP server plus the real client and provider pointed at it.
+/// The running fake AAP server; clients and providers are built from it per incarnation.
 #[derive(Debug)]
 pub struct Backend {
     /// The running fake (loopback).
     pub server: FakeAapServer,
-    /// The client (shared connection pool and template cache).
-    pub client: AapClient,
-    /// The provider the engine drives (through [`CountingApi`]).
-    pub provider: Arc<AapProvider>,
-    /// Provider-call counters.
+    /// How clients are built.
+    pub config: BackendConfig,
+    /// Provider-call counters (shared by every incarnation).
     pub calls: Arc<CallStats>,
 }
 
@@ -132,17 +134,12 @@ pub enum BackendError {
 }
 
 impl Backend {
-    /// Starts the fake on `clock` and builds client and provider; `resources` sizes the counters.
+    /// Starts the fake (system clock); `resources` sizes the counters.
     ///
     /// # Errors
     /// [`BackendError`].
-    pub async fn start(
-        config: &BackendConfig,
-        clock: &VirtualClock,
-        resources: usize,
-    ) -> Result<Self, BackendError> {
+    pub async fn start(config: &BackendConfig, resources: usize) -> Result<Self, BackendError> {
         let mut builder = FakeAap::builder()
-            .clock(clock.shared())
             .request_log_capacity(config.request_log)
             .seed(config.seed)
             .cancel_delay(config.cancel_delay);
@@ -164,29 +161,42 @@ impl Backend {
             builder = builder.job_template(t.clone());
         }
         let server = builder.start().await?;
-        let client = AapClient::builder(server.base_url())
-            .token(server.token())
-            .timeout(config.client_timeout)
-            .connect_timeout(config.client_timeout)
-            .retry(config.retry.clone())
-            .proxy_from_env(false)
-            .system_roots(false)
-            .build()?;
-        let calls = Arc::new(CallStats::new(resources));
-        let api: Arc<dyn provkit_aap::AapApi> =
-            Arc::new(CountingApi::new(client.clone(), calls.clone()));
-        let provider = AapProvider::builder(api)
-            .template_prefix(TEMPLATE_PREFIX)
-            .clock(clock.shared())
-            // The fake and the provider share one clock: no skew to allow for.
-            .clock_skew(Duration::from_secs(1))
-            .build();
         Ok(Self {
             server,
-            client,
-            provider: Arc::new(provider),
-            calls,
+            config: config.clone(),
+            calls: Arc::new(CallStats::new(resources)),
         })
+    }
+
+    /// A new client (its own connection pool and template cache) sending `user_agent`.
+    ///
+    /// # Errors
+    /// [`BackendError::Client`].
+    pub fn client(&self, user_agent: &str) -> Result<AapClient, BackendError> {
+        Ok(AapClient::builder(self.server.base_url())
+            .token(self.server.token())
+            .timeout(self.config.client_timeout)
+            .connect_timeout(self.config.client_timeout)
+            .retry(self.config.retry.clone())
+            .user_agent(user_agent)
+            .proxy_from_env(false)
+            .system_roots(false)
+            .build()?)
+    }
+
+    /// A new provider on a new client (counted in [`Backend::calls`]).
+    ///
+    /// # Errors
+    /// [`BackendError::Client`].
+    pub fn provider(&self, user_agent: &str) -> Result<AapProvider, BackendError> {
+        let api: Arc<dyn provkit_aap::AapApi> = Arc::new(CountingApi::new(
+            self.client(user_agent)?,
+            self.calls.clone(),
+        ));
+        Ok(AapProvider::builder(api)
+            .template_prefix(TEMPLATE_PREFIX)
+            .clock_skew(self.config.clock_skew)
+            .build())
     }
 
     /// The fake's control handle.
@@ -204,7 +214,8 @@ pub struct Chaos {
 impl Chaos {
     /// Installs the chaos mix on `aap` (fractions are per request and seeded by the fake's seed):
     /// - 5 % 5xx: 2.5 % `500` JSON, 1 % `502` HTML, 1 % `503` HTML, 0.5 % `504` HTML;
-    /// - 2 % `429`: 1 % `Retry-After: 2` (seconds), 1 % `Retry-After: <HTTP-date>`;
+    /// - 2 % `429`: 1 % `Retry-After: 1` (seconds), 1 % `Retry-After: <HTTP-date>` (1 s after
+    ///   the install, so in the past for most of the run);
     /// - 1 % connection resets, 1 % responses slower than `client_timeout`;
     /// - 0.5 % malformed and 0.5 % truncated JSON bodies on `GET`s;
     /// - launch responses lost **after** the job was created: 2 % resets, 1 % `502`, 1 % too slow,
@@ -223,7 +234,8 @@ impl Chaos {
                 ..any(path, trigger, strike, action)
             };
         let slow = client_timeout + client_timeout / 2;
-        let date = SystemTime::now() + Duration::from_secs(20);
+        // Whole seconds are the header's resolution: 1 s (unscaled) is the shortest wait.
+        let date = SystemTime::now() + Duration::from_secs(1);
         let launch = "/api/v2/*/launch/";
         let list: Vec<(&str, Fault)> = vec![
             (
@@ -243,12 +255,12 @@ impl Chaos {
                 any("*", 0.005, Strike::Before, FaultAction::gateway_html(504)),
             ),
             (
-                "429 Retry-After: 2",
+                "429 Retry-After: 1",
                 any(
                     "*",
                     0.01,
                     Strike::Before,
-                    FaultAction::too_many_requests(RetryAfter::Seconds(2)),
+                    FaultAction::too_many_requests(RetryAfter::Seconds(1)),
                 ),
             ),
             (

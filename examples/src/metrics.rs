@@ -39,35 +39,26 @@ impl<F: Future> Future for Timed<F> {
     }
 }
 
-/// Counters of one run.
+/// Counters of one run (the harness's; the engine's own figures come from the fakes).
 #[derive(Debug, Default)]
 pub struct RunMetrics {
-    /// Reconciles run.
+    /// Reconciles run (every replica and incarnation).
     pub reconciles: AtomicU64,
-    /// Reconciles that returned an engine error (requeued by the error policy).
+    /// Reconciles that returned an error (requeued by the error policy).
     pub errors: AtomicU64,
-    /// Engine errors whose launch outcome was unknown.
-    pub unknown_outcome_errors: AtomicU64,
-    /// Reconciles on a stale cache copy.
-    pub stale_reconciles: AtomicU64,
-    /// Reconciles where the stale-cache check stopped a launch.
-    pub stale_check_requeues: AtomicU64,
-    /// Jobs recovered by idempotency key instead of launched again.
-    pub recovered: AtomicU64,
-    /// Launches rate-limited by AAP (429).
-    pub rate_limited: AtomicU64,
-    /// Status writes that failed (after merging).
-    pub write_failures: AtomicU64,
-    /// Finalizers removed.
+    /// Finalizer removals the API server accepted.
     pub finalizers_released: AtomicU64,
-    /// Finalizers removed while AAP did not show a successful deprovision job.
+    /// Finalizer removals while AAP did not show the deprovision job the object's status last
+    /// recorded as successful.
     pub early_releases: AtomicU64,
+    /// AAP launches received for an object whose status writes were being refused.
+    pub launches_while_refused: AtomicU64,
     /// Nanoseconds spent inside the reconcile futures' `poll` (engine, provider, client).
     pub reconcile_cpu_nanos: AtomicU64,
     /// The largest single-reconcile CPU, in nanoseconds.
     pub reconcile_cpu_max_nanos: AtomicU64,
-    /// Details of early releases (for the report).
-    pub early_release_details: Mutex<Vec<String>>,
+    /// Details of early releases and launches while refused (for the report).
+    pub details: Mutex<Vec<String>>,
 }
 
 impl RunMetrics {
@@ -87,6 +78,18 @@ impl RunMetrics {
     /// A counter's value.
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
+    }
+
+    /// Counts `counter` and keeps `detail` (the first 20).
+    pub fn violation(&self, counter: &AtomicU64, detail: String) {
+        counter.fetch_add(1, Ordering::Relaxed);
+        let mut d = self
+            .details
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if d.len() < 20 {
+            d.push(detail);
+        }
     }
 }
 

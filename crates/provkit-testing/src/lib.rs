@@ -4,6 +4,7 @@
 
 pub mod conformance;
 pub mod fake_aap;
+pub mod observe;
 pub mod scripted;
 
 #[cfg(feature = "kube")]

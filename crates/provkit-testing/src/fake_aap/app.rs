@@ -39,6 +39,7 @@ pub(crate) struct App {
     pub version: String,
     pub node: String,
     pub max_body: usize,
+    pub observer: crate::observe::ObserverSlot,
 }
 
 /// A response under construction.

@@ -17,6 +17,7 @@ use super::faults::{FaultAction, Installed, Strike};
 use super::request_log::{LoggedRequest, redact};
 use super::routes::{self, Route};
 use super::spec::Scope;
+use crate::observe::{ObservedRequest, Phase, Verdict, verdict};
 
 impl App {
     fn matching_faults(&self, method: &str, path: &str) -> Vec<Arc<Installed>> {
@@ -46,6 +47,24 @@ impl App {
             Ok(b) => (b, false),
             Err(_) => (axum::body::Bytes::new(), true),
         };
+        let observer = self.observer.get();
+        let ua = parts
+            .headers
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map_or("", |ua| ua.split('/').next().unwrap_or_default().trim())
+            .to_owned();
+        let mut observed = ObservedRequest {
+            method: &method,
+            path: &path,
+            query: &query,
+            client: &ua,
+            body: &bytes,
+            status: None,
+        };
+        if verdict(observer.as_ref(), &observed, Phase::Received) == Verdict::Abandon {
+            return std::future::pending().await;
+        }
         let faults = self.matching_faults(&method, &path);
         let (mut reset, resp) = match first_fault_action(&faults, Strike::Before).await {
             Some(FaultAction::ConnectionReset) => (true, None),
@@ -111,6 +130,12 @@ impl App {
                 status,
             });
         }
+        observed.status = Some(status);
+        if verdict(observer.as_ref(), &observed, Phase::Handled) == Verdict::Abandon {
+            return std::future::pending().await;
+        }
+        // Called before the answer is built; the transport writes it right after.
+        verdict(observer.as_ref(), &observed, Phase::Answered);
         if reset {
             self.counters.record_reset();
             let mut r = Response::new(Body::empty());

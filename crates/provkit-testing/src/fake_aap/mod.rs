@@ -270,6 +270,7 @@ impl FakeAapBuilder {
             version: settings.version.clone(),
             node: settings.node.clone(),
             max_body: settings.max_body_bytes,
+            observer: crate::observe::ObserverSlot::default(),
             clock,
             state: Mutex::new(st),
         };
@@ -504,6 +505,17 @@ impl FakeAap {
         *list = Arc::new(next);
         self.app.faults_on.store(true, Ordering::Relaxed);
         id
+    }
+
+    /// Calls `observer` at each [`Phase`](crate::observe::Phase) of every request from now on
+    /// (replacing any earlier one); it may abandon a request (see [`crate::observe`]).
+    pub fn observe(&self, observer: crate::observe::RequestObserver) {
+        self.app.observer.set(Some(observer));
+    }
+
+    /// Removes the request observer.
+    pub fn clear_observer(&self) {
+        self.app.observer.set(None);
     }
 
     /// Removes one fault.

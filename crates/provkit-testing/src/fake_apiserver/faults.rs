@@ -80,6 +80,10 @@ pub enum FaultEffect {
     WatchLag(Duration),
 }
 
+/// The id of an injected fault ([`FakeApiServer::inject`](super::FakeApiServer::inject)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FaultId(pub(crate) u64);
+
 /// An injected fault: an effect and the requests it applies to (every unset filter matches).
 ///
 /// ```

@@ -24,6 +24,7 @@ use super::server::Inner;
 use super::status::ApiStatus;
 use super::store::{Deleted, Writer};
 use super::watch::{self, WatchSpec};
+use crate::observe::{ObservedRequest, Phase, Verdict, verdict};
 
 /// The header a [`FakeApiServer::client_named`](super::FakeApiServer::client_named) client
 /// sends to name itself.
@@ -189,6 +190,27 @@ pub(crate) async fn handle(inner: Arc<Inner>, req: Request<Body>) -> Response<Bo
         status: 200,
         field_manager: None,
     };
+    let bytes = match axum::body::to_bytes(body, BODY_LIMIT).await {
+        Ok(b) => b,
+        Err(e) => {
+            return status_response(&ApiStatus::bad_request(format!(
+                "reading the request body: {e}"
+            )));
+        }
+    };
+    let observer = inner.observer.get();
+    let method = parts.method.to_string();
+    let mut observed = ObservedRequest {
+        method: &method,
+        path: parts.uri.path(),
+        query: parts.uri.query().unwrap_or(""),
+        client: &client,
+        body: &bytes,
+        status: None,
+    };
+    if verdict(observer.as_ref(), &observed, Phase::Received) == Verdict::Abandon {
+        return std::future::pending().await;
+    }
     let routed = {
         let store = inner.lock_store();
         route(&store.types, parts.uri.path())
@@ -234,31 +256,29 @@ pub(crate) async fn handle(inner: Arc<Inner>, req: Request<Body>) -> Response<Bo
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or("application/json")
                         .to_owned();
-                    match axum::body::to_bytes(body, BODY_LIMIT).await {
-                        Err(e) => status_response(&ApiStatus::bad_request(format!(
-                            "reading the request body: {e}"
-                        ))),
-                        Ok(bytes) => {
-                            let call = Call {
-                                rt: &rt,
-                                namespace: namespace.as_deref(),
-                                name: name.as_deref(),
-                                sub: sub.as_deref(),
-                                query: &query,
-                                manager: &manager,
-                                content_type: &content_type,
-                                body: &bytes,
-                                hit: &hit,
-                            };
-                            dispatch(&inner, verb, &call)
-                        }
-                    }
+                    let call = Call {
+                        rt: &rt,
+                        namespace: namespace.as_deref(),
+                        name: name.as_deref(),
+                        sub: sub.as_deref(),
+                        query: &query,
+                        manager: &manager,
+                        content_type: &content_type,
+                        body: &bytes,
+                        hit: &hit,
+                    };
+                    dispatch(&inner, verb, &call)
                 }
             }
         },
     };
     record.status = response.status().as_u16();
     inner.log(record);
+    observed.status = Some(response.status().as_u16());
+    if verdict(observer.as_ref(), &observed, Phase::Handled) == Verdict::Abandon {
+        return std::future::pending().await;
+    }
+    verdict(observer.as_ref(), &observed, Phase::Answered);
     response
 }
 

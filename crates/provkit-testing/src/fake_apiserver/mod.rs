@@ -43,7 +43,9 @@
 //! - **Status subresource**, **finalizers** and **pruning** as on a real server, errors as
 //!   `metav1.Status` bodies.
 //! - **Faults** ([`Fault`]) per verb, resource, name and client; **inspection** of objects,
-//!   requests, counters, Events and Lease holders.
+//!   requests, counters, Events and Lease holders; a **request observer**
+//!   ([`FakeApiServer::observe`], [`crate::observe`]) that sees each request when received,
+//!   handled and answered and may abandon it (crash-point tests).
 //!
 //! # What it does not emulate
 //! Server-side apply and strategic merge patch (415; planned), OpenAPI documents (`kubectl
@@ -71,7 +73,7 @@ mod status;
 mod store;
 mod watch;
 
-pub use faults::{Fault, FaultEffect, Verb};
+pub use faults::{Fault, FaultEffect, FaultId, Verb};
 pub use inspect::RequestRecord;
 pub use resource::CrdError;
 pub use serve::ServeHandle;

@@ -10,18 +10,28 @@ use provkit_core::{Clock, SystemClock};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::faults::{Fault, Hit, RequestTarget, Verb};
+use super::faults::{Fault, FaultId, Hit, RequestTarget, Verb};
 use super::http::{CLIENT_HEADER, handle};
 use super::inspect::{RequestLog, RequestRecord};
 use super::resource::{CrdError, ResourceType, TypeKey, parse_crd_documents};
 use super::store::{Store, Writer};
 
+/// An installed fault and how many requests it hit.
+#[derive(Debug)]
+struct Injected {
+    id: FaultId,
+    fault: Fault,
+    hits: u64,
+}
+
 /// The shared state behind every clone of a [`FakeApiServer`].
 #[derive(Debug)]
 pub(crate) struct Inner {
     store: Mutex<Store>,
-    faults: Mutex<Vec<Fault>>,
+    faults: Mutex<Vec<Injected>>,
+    next_fault: std::sync::atomic::AtomicU64,
     log: Mutex<RequestLog>,
+    pub(crate) observer: crate::observe::ObserverSlot,
     pub(crate) bookmark_interval: Duration,
     pub(crate) default_namespace: String,
 }
@@ -39,7 +49,8 @@ impl Inner {
     pub(crate) fn faults_for(&self, target: &RequestTarget<'_>) -> Hit {
         let mut hit = Hit::default();
         let mut faults = lock(&self.faults);
-        for f in faults.iter_mut().filter(|f| f.matches(target)) {
+        for i in faults.iter_mut().filter(|i| i.fault.matches(target)) {
+            let f = &mut i.fault;
             if f.skip > 0 {
                 f.skip -= 1;
                 continue;
@@ -50,6 +61,7 @@ impl Inner {
             if let Some(n) = &mut f.remaining {
                 *n -= 1;
             }
+            i.hits += 1;
             hit.add(&f.effect);
         }
         hit
@@ -211,6 +223,8 @@ impl FakeApiServerBuilder {
             inner: Arc::new(Inner {
                 store: Mutex::new(store),
                 faults: Mutex::new(Vec::new()),
+                next_fault: std::sync::atomic::AtomicU64::new(1),
+                observer: crate::observe::ObserverSlot::default(),
                 log: Mutex::new(RequestLog {
                     limit: self.request_log_limit,
                     ..RequestLog::default()
@@ -299,14 +313,48 @@ impl FakeApiServer {
         Ok(())
     }
 
-    /// Adds a fault; it applies to matching requests from now on.
-    pub fn inject(&self, fault: Fault) {
-        lock(&self.inner.faults).push(fault);
+    /// Adds a fault; it applies to matching requests from now on. The id removes it
+    /// ([`remove_fault`](Self::remove_fault)) and counts its hits
+    /// ([`fault_hits`](Self::fault_hits)).
+    pub fn inject(&self, fault: Fault) -> FaultId {
+        let id = FaultId(
+            self.inner
+                .next_fault
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        );
+        lock(&self.inner.faults).push(Injected { id, fault, hits: 0 });
+        id
+    }
+
+    /// Removes one fault (no effect when it is already gone).
+    pub fn remove_fault(&self, id: FaultId) {
+        lock(&self.inner.faults).retain(|i| i.id != id);
+    }
+
+    /// How many requests the fault hit so far (0 once it was removed).
+    #[must_use]
+    pub fn fault_hits(&self, id: FaultId) -> u64 {
+        lock(&self.inner.faults)
+            .iter()
+            .find(|i| i.id == id)
+            .map_or(0, |i| i.hits)
     }
 
     /// Removes every fault.
     pub fn clear_faults(&self) {
         lock(&self.inner.faults).clear();
+    }
+
+    /// Calls `observer` at each [`Phase`](crate::observe::Phase) of every request from now on
+    /// (replacing any earlier one); it may abandon a request (see [`crate::observe`]).
+    /// In-process, an abandoned request's future stays pending until the caller drops it.
+    pub fn observe(&self, observer: crate::observe::RequestObserver) {
+        self.inner.observer.set(Some(observer));
+    }
+
+    /// Removes the request observer.
+    pub fn clear_observer(&self) {
+        self.inner.observer.set(None);
     }
 
     /// Forgets the retained change history: every watch resuming from an older

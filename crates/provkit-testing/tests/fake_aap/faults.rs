@@ -285,3 +285,55 @@ async fn purge_and_request_log() {
     assert!(counters.endpoint(provkit_testing::fake_aap::Endpoint::Ping) >= 11);
     assert_eq!(counters.status_class(4), 1);
 }
+
+/// The request observer sees a launch at each phase; abandoning it once handled leaves the
+/// job created and the client without an answer (a client that died waiting), abandoning it
+/// once received creates nothing.
+#[tokio::test]
+async fn the_observer_sees_each_phase_and_abandons_a_request() {
+    use provkit_testing::observe::{Phase, Verdict};
+    use std::sync::{Arc, Mutex};
+
+    let (server, _) = start(observed_fixtures(Mode::Awx)).await;
+    let aap = server.aap();
+    type Seen = Vec<(String, Phase, Option<u16>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let abandon_at: Arc<Mutex<Option<Phase>>> = Arc::default();
+    let (s, a) = (seen.clone(), abandon_at.clone());
+    aap.observe(Arc::new(move |req, phase| {
+        s.lock()
+            .unwrap()
+            .push((req.method.to_owned(), phase, req.status));
+        if req.path.ends_with("/launch/") && req.method == "POST" {
+            assert!(String::from_utf8_lossy(req.body).contains("x1"));
+            if *a.lock().unwrap() == Some(phase) {
+                return Verdict::Abandon;
+            }
+        }
+        Verdict::Continue
+    }));
+    let c = client();
+    let b = server.base_url();
+    assert_eq!(post_launch(&c, &b).await.unwrap().status(), 201);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            ("POST".to_owned(), Phase::Received, None),
+            ("POST".to_owned(), Phase::Handled, Some(201)),
+            ("POST".to_owned(), Phase::Answered, Some(201)),
+        ]
+    );
+    let within = |f| tokio::time::timeout(Duration::from_millis(300), f);
+    *abandon_at.lock().unwrap() = Some(Phase::Received);
+    assert!(within(post_launch(&c, &b)).await.is_err());
+    assert_eq!(aap.jobs().len(), 1, "abandoned when received: no job");
+    *abandon_at.lock().unwrap() = Some(Phase::Handled);
+    assert!(within(post_launch(&client(), &b)).await.is_err());
+    assert_eq!(
+        aap.jobs().len(),
+        2,
+        "abandoned when handled: the job exists"
+    );
+    aap.clear_observer();
+    assert_eq!(post_launch(&client(), &b).await.unwrap().status(), 201);
+}

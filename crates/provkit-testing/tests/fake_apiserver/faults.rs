@@ -185,3 +185,68 @@ async fn lease_holders_and_events_are_inspectable() {
     assert_eq!(events.len(), 1);
     assert_eq!(events[0]["reason"], "Provisioned");
 }
+
+/// The request observer sees a write at each phase with its client and body; abandoning it
+/// once received writes nothing, once handled the write stays but the caller never hears back.
+/// Faults have ids: `fault_hits` counts, `remove_fault` removes one.
+#[tokio::test]
+async fn the_observer_sees_each_phase_and_abandons_a_request() {
+    use provkit_testing::observe::{Phase, Verdict};
+    use std::sync::{Arc, Mutex};
+
+    let s = server();
+    type Seen = Vec<(String, Phase, Option<u16>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let abandon_at: Arc<Mutex<Option<Phase>>> = Arc::default();
+    let (log, at) = (seen.clone(), abandon_at.clone());
+    s.observe(Arc::new(move |req, phase| {
+        if req.method == "POST" {
+            assert!(String::from_utf8_lossy(req.body).contains("\"name\""));
+            log.lock()
+                .unwrap()
+                .push((req.client.to_owned(), phase, req.status));
+            if *at.lock().unwrap() == Some(phase) {
+                return Verdict::Abandon;
+            }
+        }
+        Verdict::Continue
+    }));
+    let a: Api<ConfigMap> = Api::default_namespaced(s.client_named("replica-a"));
+    a.create(&PostParams::default(), &cm("x")).await.unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            ("replica-a".to_owned(), Phase::Received, None),
+            ("replica-a".to_owned(), Phase::Handled, Some(201)),
+            ("replica-a".to_owned(), Phase::Answered, Some(201)),
+        ]
+    );
+    let pp = PostParams::default();
+    let (y, z) = (cm("y"), cm("z"));
+    let within = |f| tokio::time::timeout(Duration::from_millis(200), f);
+    *abandon_at.lock().unwrap() = Some(Phase::Received);
+    assert!(within(a.create(&pp, &y)).await.is_err());
+    assert!(
+        s.objects::<ConfigMap>()
+            .iter()
+            .all(|c| c.metadata.name.as_deref() != Some("y"))
+    );
+    *abandon_at.lock().unwrap() = Some(Phase::Handled);
+    assert!(within(a.create(&pp, &z)).await.is_err());
+    assert!(
+        s.objects::<ConfigMap>()
+            .iter()
+            .any(|c| c.metadata.name.as_deref() == Some("z"))
+    );
+    s.clear_observer();
+
+    let f = s.inject(Fault::new(FaultEffect::Conflict).verb(Verb::Create));
+    assert_eq!(
+        api_err(a.create(&PostParams::default(), &cm("w")).await).code,
+        409
+    );
+    assert_eq!(s.fault_hits(f), 1);
+    s.remove_fault(f);
+    a.create(&PostParams::default(), &cm("w")).await.unwrap();
+    assert_eq!(s.fault_hits(f), 0);
+}

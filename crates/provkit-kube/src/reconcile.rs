@@ -19,7 +19,9 @@ use tracing::Instrument;
 use crate::adapters::{
     SessionFlush, SessionIntents, SessionStaleCheck, display_name, resource_view,
 };
+use crate::backoff::{ErrorBackoff, ErrorBackoffConfig};
 use crate::error::{FinalizerStep, ReconcileError};
+use crate::error_chain::ErrorChain;
 use crate::events::{EventPublisher, JobEvent};
 use crate::flush::{StatusSession, StatusWriteConfig};
 use crate::management::{Management, ManagementHook, ManagementStatePolicy};
@@ -88,6 +90,9 @@ pub struct Provisioner<K> {
     status: StatusWriteConfig,
     hasher: ConfigHasher,
     removed: RemovedFinalizers,
+    backoff: ErrorBackoff,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::metrics::KubeMetrics>,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -100,6 +105,7 @@ impl<K> fmt::Debug for Provisioner<K> {
             .field("events", &self.events)
             .field("status", &self.status)
             .field("hasher", &self.hasher)
+            .field("error_backoff", self.backoff.config())
             .finish_non_exhaustive()
     }
 }
@@ -119,8 +125,77 @@ impl<K: ProvisionedResource> Provisioner<K> {
             status,
             hasher: ConfigHasher::default(),
             removed: RemovedFinalizers::default(),
+            backoff: ErrorBackoff::new(ErrorBackoffConfig::default()),
+            #[cfg(feature = "metrics")]
+            metrics: None,
             _kind: PhantomData,
         }
+    }
+
+    /// Records reconciles, status writes and finalizer holds in `metrics` (feature `metrics`,
+    /// see [`crate::metrics`]).
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: crate::metrics::KubeMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    fn record_reconcile(&self, ok: bool, started: tokio::time::Instant) {
+        #[cfg(feature = "metrics")]
+        if let Some(m) = &self.metrics {
+            m.reconciled(ok, started.elapsed());
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = (ok, started);
+    }
+
+    fn record_writes(&self, session: &StatusSession<K>) {
+        #[cfg(feature = "metrics")]
+        if let Some(m) = &self.metrics {
+            let (writes, conflicts) = session.write_counts();
+            m.status_writes(writes, conflicts);
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = session;
+    }
+
+    fn record_finalizer_hold(&self) {
+        #[cfg(feature = "metrics")]
+        if let Some(m) = &self.metrics {
+            m.finalizer_held();
+        }
+    }
+
+    /// Replaces the per-object error backoff (default: 1 s doubling to 5 min, jitter 0.5)
+    /// that [`error_policy`](Self::error_policy) requeues failed reconciles with. Failure
+    /// counts restart from zero.
+    #[must_use]
+    pub fn with_error_backoff(mut self, config: ErrorBackoffConfig) -> Self {
+        self.backoff = ErrorBackoff::new(config);
+        self
+    }
+
+    /// The error policy of a failed reconcile of `obj`: logs `error` with its cause chain
+    /// ([`ErrorChain`]) as a warning and returns a requeue after the object's next backoff
+    /// step. The free [`error_policy`](crate::error_policy()) calls this; call it from your
+    /// own error policy when you wrap it.
+    pub fn error_policy(&self, obj: &K, error: &ReconcileError) -> Action {
+        let (delay, failures) = self.backoff.failed(&backoff_key(obj));
+        tracing::warn!(
+            error = %ErrorChain(error),
+            failures,
+            retry_in = ?delay,
+            "reconcile failed"
+        );
+        Action::requeue(delay)
+    }
+
+    /// How many reconciles of `obj` failed in a row (0 after a successful one).
+    #[must_use]
+    pub fn consecutive_failures(&self, obj: &K) -> u32 {
+        self.backoff.failures(&backoff_key(obj))
     }
 
     /// Replaces the management-state hook.
@@ -219,6 +294,8 @@ impl<K: ProvisionedResource> Provisioner<K> {
             object.kind = %K::kind(&()),
             job_id = tracing::field::Empty,
         );
+        // Only for the duration metric; no decision reads it.
+        let started = tokio::time::Instant::now();
         async move {
             if self
                 .management
@@ -229,6 +306,8 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 return Ok(Action::await_change());
             }
             let uid = obj.meta().uid.clone().unwrap_or_default();
+            let key = backoff_key(obj.as_ref());
+            let regarding = obj.object_ref(&());
             let deleting = obj.meta().deletion_timestamp.is_some();
             if deleting && !uid.is_empty() {
                 if !obj.finalizers().contains(&self.finalizer) {
@@ -262,7 +341,13 @@ impl<K: ProvisionedResource> Provisioner<K> {
             {
                 self.removed.record(&uid);
             }
-            ReconcileError::from_finalizer(&object, result)
+            let result = ReconcileError::from_finalizer(&object, result);
+            self.record_reconcile(result.is_ok(), started);
+            match &result {
+                Ok(_) => self.backoff.succeeded(&key),
+                Err(error) => self.publish_error(error, &regarding).await,
+            }
+            result
         }
         .instrument(span)
         .await
@@ -311,11 +396,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 .await
         };
         working.provisioning_status_mut().provisioning_jobs = jobs;
-        show_launch_blocked(
-            &mut working,
-            result.as_ref().err(),
-            self.lifecycle.clock().now(),
-        );
+        show_launch_blocked(&mut working, result.as_ref().err(), &self.lifecycle);
         if let Some(message) = &failed {
             callbacks.on_failed(&mut working, message);
         }
@@ -325,10 +406,14 @@ impl<K: ProvisionedResource> Provisioner<K> {
         // Persist what changed even when the lifecycle failed (desired version, phase) — but
         // not when the cache proved stale: the next reconcile works on the fresh object.
         let stale_cache = matches!(&result, Ok(o) if o.step == ProvisionStep::StaleCache);
-        if !stale_cache {
+        let written = if stale_cache {
+            Ok(())
+        } else {
             self.write_if_changed(&session, obj, &working, &object)
-                .await?;
-        }
+                .await
+        };
+        self.record_writes(&session);
+        written?;
         let outcome = result.map_err(|source| lifecycle_error(&object, source))?;
 
         let regarding = obj.object_ref(&());
@@ -405,18 +490,18 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 .await
         };
         working.provisioning_status_mut().provisioning_jobs = jobs;
-        show_launch_blocked(
-            &mut working,
-            result.as_ref().err(),
-            self.lifecycle.clock().now(),
-        );
+        show_launch_blocked(&mut working, result.as_ref().err(), &self.lifecycle);
         // As on apply: no status write when the cache proved stale (the API server already
         // holds a newer deprovision job); the next reconcile works on the fresh object.
         let stale_cache = matches!(&result, Ok(o) if o.step == DeprovisionStep::StaleCache);
-        if !stale_cache {
+        let written = if stale_cache {
+            Ok(())
+        } else {
             self.write_if_changed(&session, obj, &working, &object)
-                .await?;
-        }
+                .await
+        };
+        self.record_writes(&session);
+        written?;
         let outcome = result.map_err(|source| lifecycle_error(&object, source))?;
 
         let regarding = obj.object_ref(&());
@@ -463,7 +548,23 @@ impl<K: ProvisionedResource> Provisioner<K> {
             .requeue_after()
             .unwrap_or(self.lifecycle.policy().poll_interval);
         tracing::debug!(step = ?outcome.step, ?requeue_after, "deprovisioning not finished; keeping the finalizer");
+        self.record_finalizer_hold();
         Err(FinalizerStep::Keep(Action::requeue(requeue_after)))
+    }
+
+    /// Publishes the Event of a failed reconcile (lifecycle errors only), once per failed
+    /// reconcile, i.e. once per backoff step. The Event's action carries a fingerprint of its
+    /// note, so a new error is a new Event while a repeat of the same error only bumps that
+    /// Event's series count (kube-runtime's `Recorder`, see [`crate::events`]).
+    async fn publish_error(&self, error: &ReconcileError, regarding: &ObjectReference) {
+        if let ReconcileError::Lifecycle { source, .. } = error {
+            self.events
+                .publish(
+                    &JobEvent::for_lifecycle_error(source, &self.lifecycle),
+                    regarding,
+                )
+                .await;
+        }
     }
 
     async fn publish_provision_failed(
@@ -538,21 +639,38 @@ impl<K: ProvisionedResource> Provisioner<K> {
     }
 }
 
+/// The key of `obj`'s error backoff: its uid (a re-created object starts afresh), else its name.
+fn backoff_key<K: ProvisionedResource>(obj: &K) -> String {
+    match &obj.meta().uid {
+        Some(uid) if !uid.is_empty() => uid.clone(),
+        _ => display_name(obj),
+    }
+}
+
+impl<K> AsRef<Provisioner<K>> for Provisioner<K> {
+    fn as_ref(&self) -> &Provisioner<K> {
+        self
+    }
+}
+
 /// The condition type set while a launch is blocked because the idempotency lookup could not
 /// prove that the pending attempt's job does not exist (status `True`, reason
-/// `IdempotencyLookupFailed`, message: the error chain). Removed once the attempt is resolved.
+/// `IdempotencyLookupFailed`, message: the error chain without request ids, so it stays the same
+/// — and writes no status — while the same error repeats). Removed once the attempt is resolved.
+/// A `LaunchBlocked` Warning Event accompanies it (see [`crate::events`]).
 pub const LAUNCH_BLOCKED_CONDITION: &str = "LaunchBlocked";
 
 /// Sets or removes the [`LAUNCH_BLOCKED_CONDITION`] on the working copy.
 fn show_launch_blocked<K: ProvisionedResource>(
     working: &mut K,
     error: Option<&LifecycleError>,
-    now: chrono::DateTime<chrono::Utc>,
+    lifecycle: &Lifecycle,
 ) {
+    let now = lifecycle.clock().now();
     let conditions = &mut working.provisioning_status_mut().conditions;
     match error {
         Some(e @ LifecycleError::IdempotencyLookup { .. }) => {
-            let message = provkit_lifecycle::ErrorChain(e).to_string();
+            let message = lifecycle.error_status_text(e);
             crate::status::set_condition(
                 conditions,
                 crate::status::NewCondition {

@@ -4,7 +4,7 @@
 //! The binary is `main.rs` (`cargo run --example operator -- --help`); this library holds the
 //! pieces so they are unit-tested: the CRD ([`crd`]), the phase/condition callbacks
 //! ([`callbacks`]), the controller wiring ([`controller`]), the command line ([`cli`]) and
-//! the log setup ([`logging`]). Leader election is provkit-kube's
+//! the log setup ([`logging`]) and the `/metrics` + `/healthz` server ([`metrics_server`]). Leader election is provkit-kube's
 //! ([`provkit_kube::LeaderElector::run`]).
 
 pub mod callbacks;
@@ -12,6 +12,7 @@ pub mod cli;
 pub mod controller;
 pub mod crd;
 pub mod logging;
+pub mod metrics_server;
 
 // The README's wiring snippet is compiled here, so it cannot rot.
 #[cfg(doctest)]

@@ -279,7 +279,9 @@ impl<K: ProvisionedResource> Provisioner<K> {
     ///   else can observe the object.
     /// - Status writes never drop a job another writer persisted (see [`crate::flush`]).
     /// - Requests run inside a `provkit.reconcile` span (child of kube-runtime's
-    ///   `reconciling object` span) with `object.ref`, and `job_id` once known.
+    ///   `reconciling object` span) with `object.ref`, `object.kind`, `action` (the lifecycle's
+    ///   `Skip` / `Poll` / `Backoff` / `Trigger` / `Requeue`, `Deprovision` on deletion,
+    ///   `Unmanaged` for a skipped object) and `job_id` once known.
     ///
     /// # Errors
     /// [`ReconcileError`], for failures only.
@@ -292,16 +294,18 @@ impl<K: ProvisionedResource> Provisioner<K> {
             "provkit.reconcile",
             object.ref = %object,
             object.kind = %K::kind(&()),
+            action = tracing::field::Empty,
             job_id = tracing::field::Empty,
         );
         // Only for the duration metric; no decision reads it.
         let started = tokio::time::Instant::now();
-        async move {
+        let result = async move {
             if self
                 .management
                 .management(obj.annotations(), obj.meta().deletion_timestamp.is_some())
                 == Management::Skip
             {
+                tracing::Span::current().record("action", "Unmanaged");
                 tracing::debug!("skipping object per management-state policy");
                 return Ok(Action::await_change());
             }
@@ -342,7 +346,6 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 self.removed.record(&uid);
             }
             let result = ReconcileError::from_finalizer(&object, result);
-            self.record_reconcile(result.is_ok(), started);
             match &result {
                 Ok(_) => self.backoff.succeeded(&key),
                 Err(error) => self.publish_error(error, &regarding).await,
@@ -350,7 +353,9 @@ impl<K: ProvisionedResource> Provisioner<K> {
             result
         }
         .instrument(span)
-        .await
+        .await;
+        self.record_reconcile(result.is_ok(), started);
+        result
     }
 
     async fn apply<C>(&self, api: &Api<K>, obj: &K, callbacks: &C) -> Result<Action, ReconcileError>
@@ -415,6 +420,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
         self.record_writes(&session);
         written?;
         let outcome = result.map_err(|source| lifecycle_error(&object, source))?;
+        tracing::Span::current().record("action", tracing::field::display(&outcome.action));
 
         let regarding = obj.object_ref(&());
         match &outcome.step {
@@ -503,6 +509,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
         self.record_writes(&session);
         written?;
         let outcome = result.map_err(|source| lifecycle_error(&object, source))?;
+        tracing::Span::current().record("action", "Deprovision");
 
         let regarding = obj.object_ref(&());
         match &outcome.step {

@@ -22,7 +22,7 @@
 //! # let _ = kube_metrics;
 //! let mut text = String::new();
 //! prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-//! assert!(text.contains("# TYPE provkit_reconciles counter"));
+//! assert!(text.contains("provkit_status_writes_total 0"), "{text}");
 //! ```
 
 use std::fmt;

@@ -1,267 +1,193 @@
 //! Cut-over check for teams replacing the Go OSAC operator with a provkit-based one.
 //!
-//! Reads objects as `kubectl get <kind> -o json` prints them (a `List` or a single object) from a
-//! file argument or stdin, and reports, per object:
-//!
-//! - the desired config version provkit computes from `.spec`,
-//! - the version the Go operator stored in `.status.desiredConfigVersion` (a mismatch means
-//!   provkit hashes this spec differently and **would re-provision it**),
-//! - the latest provision job (by timestamp) from `.status.provisioningJobs` and its
-//!   `configVersion`,
-//! - the decision the engine would take (Skip / Trigger / Poll / Backoff / Requeue), from
-//!   provkit-lifecycle's pure decision functions and the default policy.
+//! Lists the `Subnet` objects the Go operator provisioned — through a `kube::Client` (the current
+//! kubeconfig, `KUBECONFIG`), or from a `kubectl get subnets -o json` file — as a **typed**
+//! kube-derive CRD, and reports per object what provkit's engine would do on take-over, with
+//! [`provkit_kube::cutover::check_cutover_all`]: the config version computed from the typed
+//! object exactly as `Provisioner` computes it (the spec struct in Go field order, inside Go's
+//! `{Spec, ImplementationStrategy}` wrapper), the version Go stored, the latest provision job,
+//! the action and why.
 //!
 //! ```text
-//! kubectl get subnets -A -o json > subnets.json
-//! cargo run --example cutover_check -- subnets.json
-//! kubectl get computeinstances -A -o json | cargo run --example cutover_check
-//! cargo run --example cutover_check -- examples/data/cutover-sample.json --now 2026-07-01T12:00:00Z
+//! cargo run --example cutover_check                       # all namespaces, current kubeconfig
+//! cargo run --example cutover_check -- --namespace tenant-a --now 2026-07-01T12:00:00Z
+//! kubectl get subnets -A -o json > subnets.json && cargo run --example cutover_check -- --file subnets.json
+//! ```
+//!
+//! Against the fake API server (provkit-testing's `fake-apiserver` binary writes a kubeconfig):
+//!
+//! ```text
+//! cargo run -p provkit-testing --features fake-apiserver-bin --bin fake-apiserver -- \
+//!     --listen 127.0.0.1:18080 --crd subnets.yaml --kubeconfig-out /tmp/fake.kubeconfig
+//! KUBECONFIG=/tmp/fake.kubeconfig cargo run --example cutover_check
 //! ```
 //!
 //! Exit status: 0 when no object would be re-provisioned because of the cut-over itself, 2 when
-//! some would (hash mismatch), 1 on bad input.
+//! some would (`RE-PROVISION`), 1 on bad input or an unreachable API server.
 //!
-//! **Spec type.** This program reads untyped JSON, so the spec is hashed as a `serde_json::Value`,
-//! whose keys are sorted like a Go map. The Go operator hashes its spec *struct* (fields in
-//! declaration order) or a wrapper (`{Spec, ImplementationStrategy}`), so this program can report
-//! a false RE-PROVISION. For exact results use the library check on your typed CRD:
-//! `provkit_kube::cutover::check_cutover` (it hashes `ProvisionedResource::config_source()` as the
-//! controller does; see docs/migrating-from-go.md).
+//! **Your own kind.** Replace [`Subnet`] with your CRD type and its
+//! [`ProvisionedResource`] impl (the one your controller uses); the rest is unchanged.
 #![allow(clippy::unwrap_used)]
 
-use std::fmt;
-use std::io::Read as _;
 use std::process::ExitCode;
 
 use chrono::{DateTime, Utc};
-use provkit_core::{Clock as _, JobStatus, JobType, SystemClock, find_latest_job_by_type};
-use provkit_lifecycle::decide::{
-    Action, Backoff, LegacyJobs, backoff_remaining, cache_is_stale, compute_backoff_from_jobs,
-    evaluate_action_with_check,
-};
-use serde_json::Value;
+use kube::api::{Api, ListParams, ObjectList};
+use kube::{Client, CustomResource};
+use provkit_core::{Clock as _, ConfigHasher, SpecWithStrategy, SystemClock};
+use provkit_kube::cutover::{CutoverError, CutoverReport, check_cutover_all};
+use provkit_kube::{ProvisionedResource, ProvisioningStatus};
+use provkit_lifecycle::LifecyclePolicy;
+use provkit_lifecycle::decide::Action;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-/// The type the spec is hashed as. Replace it with your CRD's spec type for exact results.
-pub(crate) type Spec = serde_json::Value;
+/// The annotation the Go networking controllers stamp `spec.implementationStrategy` into; the
+/// config version hashes it with the spec (`{Spec, ImplementationStrategy}`).
+pub(crate) const STRATEGY_ANNOTATION: &str = "osac.openshift.io/implementation-strategy";
 
-/// The report for one object.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct ObjectReport {
-    /// `Kind namespace/name`.
-    pub(crate) object: String,
-    /// What provkit computes from `.spec`.
-    pub(crate) desired: String,
-    /// `.status.desiredConfigVersion`, if present.
-    pub(crate) stored_desired: Option<String>,
-    /// The latest provision job's id, state and config version.
-    pub(crate) latest_job: Option<(String, String, String)>,
-    /// The engine's decision.
-    pub(crate) decision: Action,
-    /// A short explanation.
-    pub(crate) note: String,
-    /// True when the decision is a launch caused only by a hash that differs from Go's.
-    pub(crate) reprovision_by_cutover: bool,
+/// The Go operator's `Subnet` spec: fields in Go declaration order (`network` before `cidr`),
+/// which is the order Go's `encoding/json` writes and hashes.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "osac.openshift.io",
+    version = "v1alpha1",
+    kind = "Subnet",
+    namespaced,
+    status = "SubnetStatus"
+)]
+pub(crate) struct SubnetSpec {
+    /// The virtual network.
+    pub(crate) network: String,
+    /// The subnet's range.
+    pub(crate) cidr: String,
 }
 
-/// A problem with one object of the input.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct ObjectError {
-    /// `Kind namespace/name` (as far as known).
-    pub(crate) object: String,
-    /// What is wrong.
-    pub(crate) message: String,
+/// The status: the Go operator's provisioning fields.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+pub(crate) struct SubnetStatus {
+    /// `provisioningJobs`, `desiredConfigVersion`, …
+    #[serde(flatten)]
+    pub(crate) provisioning: ProvisioningStatus,
 }
 
-impl fmt::Display for ObjectError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.object, self.message)
+impl Subnet {
+    fn strategy(&self) -> &str {
+        self.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(STRATEGY_ANNOTATION))
+            .map_or("", String::as_str)
     }
 }
 
-/// The objects of a `kubectl get -o json` document: the `items` of a `List`, or the object itself.
-pub(crate) fn objects(doc: &Value) -> Vec<&Value> {
-    match doc.get("items").and_then(Value::as_array) {
-        Some(items)
-            if doc
-                .get("kind")
-                .and_then(Value::as_str)
-                .is_none_or(|k| k.ends_with("List")) =>
-        {
-            items.iter().collect()
-        }
-        _ => vec![doc],
+impl ProvisionedResource for Subnet {
+    fn config_source(&self) -> impl Serialize + '_ {
+        SpecWithStrategy::new(&self.spec, self.strategy())
+    }
+    fn provisioning_status(&self) -> Option<&ProvisioningStatus> {
+        self.status.as_ref().map(|s| &s.provisioning)
+    }
+    fn provisioning_status_mut(&mut self) -> &mut ProvisioningStatus {
+        &mut self
+            .status
+            .get_or_insert_with(Default::default)
+            .provisioning
     }
 }
 
-fn object_name(obj: &Value) -> String {
-    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("?");
-    let meta = obj.get("metadata");
-    let name = meta
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or("?");
-    match meta
-        .and_then(|m| m.get("namespace"))
-        .and_then(Value::as_str)
-    {
-        Some(ns) => format!("{kind} {ns}/{name}"),
-        None => format!("{kind} {name}"),
-    }
-}
-
-/// Evaluates one object at time `now` (the decision functions never read the clock themselves).
+/// Every `Subnet` in `namespace` (all namespaces when `None`), from the API server.
 ///
 /// # Errors
-/// When the object has no `.spec`, the spec cannot be hashed, or the job history does not decode.
-pub(crate) fn check_object(obj: &Value, now: DateTime<Utc>) -> Result<ObjectReport, ObjectError> {
-    let object = object_name(obj);
-    let err = |message: String| ObjectError {
-        object: object.clone(),
-        message,
+/// The list request's error.
+pub(crate) async fn list_subnets(
+    client: Client,
+    namespace: Option<&str>,
+) -> Result<Vec<Subnet>, kube::Error> {
+    let api: Api<Subnet> = match namespace {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::all(client),
     };
-    let spec_value = obj.get("spec").ok_or_else(|| err("no .spec".into()))?;
-    let spec: Spec =
-        serde_json::from_value(spec_value.clone()).map_err(|e| err(format!("spec: {e}")))?;
-    let desired = provkit_core::compute_desired_config_version(&spec)
-        .map_err(|e| err(format!("hash: {e}")))?;
-    let status = obj.get("status");
-    let stored_desired = status
-        .and_then(|s| s.get("desiredConfigVersion"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned);
-    let jobs: Vec<JobStatus> = match status.and_then(|s| s.get("provisioningJobs")) {
-        None | Some(Value::Null) => Vec::new(),
-        Some(v) => serde_json::from_value(v.clone())
-            .map_err(|e| err(format!("status.provisioningJobs: {e}")))?,
-    };
+    Ok(api.list(&ListParams::default()).await?.items)
+}
 
-    // kubectl reads from the API server, so this copy *is* the fresh copy the stale check reads.
-    let latest = find_latest_job_by_type(&jobs, &JobType::Provision);
-    let eval = evaluate_action_with_check(&jobs, &desired, LegacyJobs::Adopt, || {
-        cache_is_stale(latest, &jobs, true)
-    });
-    let latest_job = latest.map(|j| {
-        (
-            j.job_id.clone(),
-            j.state.to_string(),
-            j.config_version.clone(),
-        )
-    });
-    let hash_mismatch = stored_desired.as_deref().is_some_and(|s| s != desired);
-    let latest_matches_go =
-        latest.is_some_and(|j| Some(j.config_version.as_str()) == stored_desired.as_deref());
+/// The objects of a `kubectl get -o json` document (a `List` or one object), typed.
+///
+/// # Errors
+/// When the document is neither.
+pub(crate) fn parse_subnets(text: &str) -> Result<Vec<Subnet>, serde_json::Error> {
+    match serde_json::from_str::<ObjectList<Subnet>>(text) {
+        Ok(list) => Ok(list.items),
+        Err(_) => serde_json::from_str::<Subnet>(text).map(|s| vec![s]),
+    }
+}
 
-    let mut reprovision_by_cutover = false;
-    let mut note = match eval.action {
-        Action::Skip if eval.adopt_legacy => {
-            "legacy job (no configVersion): adopted, not re-provisioned".to_owned()
-        }
-        Action::Skip => "config applied".to_owned(),
-        Action::Poll => "provision job in flight: polled until it finishes".to_owned(),
-        Action::Requeue => "API server shows a job the cache does not: requeue".to_owned(),
-        Action::Backoff => {
-            let backoff = compute_backoff_from_jobs(&jobs, &desired, Backoff::default());
-            match backoff_remaining(backoff, latest.and_then(|j| j.timestamp), now) {
-                Some(rest) => format!(
-                    "failed at this version: retry in {}s (backoff {}s)",
-                    rest.as_secs(),
-                    backoff.as_secs()
-                ),
-                None => format!(
-                    "failed at this version: backoff {}s elapsed, retries now",
-                    backoff.as_secs()
-                ),
-            }
-        }
-        Action::Trigger if hash_mismatch && latest_matches_go => {
-            reprovision_by_cutover = true;
-            "RE-PROVISION: provkit's hash differs from the one Go stored".to_owned()
-        }
-        Action::Trigger if latest.is_none() => "no provision job yet: launches".to_owned(),
-        Action::Trigger => "spec changed since the latest job: launches".to_owned(),
-    };
-    if hash_mismatch && !reprovision_by_cutover {
-        note.push_str("; WARNING: stored desiredConfigVersion differs from provkit's");
-    }
-    if obj
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|t| !t.is_null())
-    {
-        note.push_str("; being deleted (deprovision path)");
-    }
-    Ok(ObjectReport {
-        object,
-        desired,
-        stored_desired,
-        latest_job,
-        decision: eval.action,
-        note,
-        reprovision_by_cutover,
-    })
+/// The library check for every object, under the policy and hasher the controller uses.
+pub(crate) fn check(
+    objects: &[Subnet],
+    now: DateTime<Utc>,
+) -> Vec<Result<CutoverReport, CutoverError>> {
+    check_cutover_all(
+        objects,
+        &LifecyclePolicy::default(),
+        &ConfigHasher::default(),
+        now,
+    )
 }
 
 /// Renders reports as an aligned table.
-pub(crate) fn render(reports: &[ObjectReport]) -> String {
-    let header = [
-        "OBJECT",
-        "DESIRED",
-        "STORED",
-        "LATEST JOB",
-        "JOB VERSION",
-        "DECISION",
-        "NOTE",
-    ];
-    let rows: Vec<[String; 7]> = reports
+pub(crate) fn render(reports: &[CutoverReport]) -> String {
+    let header = ["OBJECT", "DESIRED", "STORED", "LATEST JOB", "ACTION", "WHY"].map(str::to_owned);
+    let rows: Vec<[String; 6]> = reports
         .iter()
         .map(|r| {
-            let (job, version) = match &r.latest_job {
-                Some((id, state, v)) => (
-                    format!("{id} {state}"),
-                    if v.is_empty() {
-                        "(none)".into()
-                    } else {
-                        v.clone()
-                    },
-                ),
-                None => ("-".into(), "-".into()),
-            };
+            let job = r.latest_job.as_ref().map_or_else(
+                || "-".to_owned(),
+                |j| format!("{} {} @{}", j.job_id, j.state, or_none(&j.config_version)),
+            );
+            let mut why = r.reason.to_string();
+            if r.deleting {
+                why.push_str("; being deleted (deprovision path)");
+            }
             [
                 r.object.clone(),
                 r.desired.clone(),
                 r.stored_desired.clone().unwrap_or_else(|| "-".into()),
                 job,
-                version,
-                r.decision.to_string(),
-                r.note.clone(),
+                r.action.to_string(),
+                why,
             ]
         })
         .collect();
-    let mut widths = header.map(str::len);
+    let mut widths = header.clone().map(|h| h.len());
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
     let mut out = String::new();
-    let mut line = |cells: &[String]| {
-        let parts: Vec<String> = cells
+    for row in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = row
             .iter()
             .zip(widths)
             .map(|(c, w)| format!("{c:<w$}"))
             .collect();
-        out.push_str(parts.join("  ").trim_end());
+        out.push_str(cells.join("  ").trim_end());
         out.push('\n');
-    };
-    line(&header.map(str::to_owned));
-    for row in &rows {
-        line(row);
     }
     out
 }
 
-/// Counts per decision, as `Skip: 2, Trigger: 1, …` (decisions with no object omitted).
-pub(crate) fn summary(reports: &[ObjectReport]) -> String {
+fn or_none(version: &str) -> &str {
+    if version.is_empty() {
+        "(none)"
+    } else {
+        version
+    }
+}
+
+/// Counts per action and the re-provisions the cut-over itself would cause.
+pub(crate) fn summary(reports: &[CutoverReport]) -> String {
     let order = [
         Action::Skip,
         Action::Trigger,
@@ -271,11 +197,14 @@ pub(crate) fn summary(reports: &[ObjectReport]) -> String {
     ];
     let counts: Vec<String> = order
         .iter()
-        .map(|a| (a, reports.iter().filter(|r| r.decision == *a).count()))
+        .map(|a| (a, reports.iter().filter(|r| r.action == *a).count()))
         .filter(|(_, n)| *n > 0)
         .map(|(a, n)| format!("{a}: {n}"))
         .collect();
-    let cutover = reports.iter().filter(|r| r.reprovision_by_cutover).count();
+    let cutover = reports
+        .iter()
+        .filter(|r| r.reprovisions_because_of_cutover())
+        .count();
     format!(
         "{} object(s); {}; re-provisioned by the cut-over: {cutover}",
         reports.len(),
@@ -283,63 +212,113 @@ pub(crate) fn summary(reports: &[ObjectReport]) -> String {
     )
 }
 
-fn main() -> ExitCode {
-    let mut path = None;
-    let mut now = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--now" => match args.next().map(|t| DateTime::parse_from_rfc3339(&t)) {
-                Some(Ok(t)) => now = Some(t.with_timezone(&Utc)),
-                _ => {
-                    eprintln!("--now needs an RFC 3339 time, e.g. 2026-07-01T12:00:00Z");
-                    return ExitCode::from(1);
-                }
-            },
-            "-h" | "--help" => {
-                println!(
-                    "usage: cutover_check [FILE|-] [--now RFC3339]\nReads `kubectl get <kind> -o json` output (stdin when no FILE)."
-                );
-                return ExitCode::SUCCESS;
-            }
-            _ => path = Some(arg),
-        }
+/// 2 when an object would be re-provisioned because of the cut-over, 1 when an object could not
+/// be checked, 0 otherwise.
+pub(crate) fn exit_status(results: &[Result<CutoverReport, CutoverError>]) -> u8 {
+    if results.iter().any(|r| {
+        r.as_ref()
+            .is_ok_and(CutoverReport::reprovisions_because_of_cutover)
+    }) {
+        2
+    } else if results.iter().any(Result::is_err) {
+        1
+    } else {
+        0
     }
-    let mut text = String::new();
-    let read = match path.as_deref() {
-        None | Some("-") => std::io::stdin().read_to_string(&mut text).map(|_| ()),
-        Some(p) => std::fs::read_to_string(p).map(|t| text = t),
-    };
-    if let Err(e) = read {
-        eprintln!("cannot read input: {e}");
-        return ExitCode::from(1);
-    }
-    let doc: Value = match serde_json::from_str(&text) {
-        Ok(doc) => doc,
-        Err(e) => {
-            eprintln!("input is not JSON: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let now = now.unwrap_or_else(|| SystemClock.now());
+}
+
+/// Prints the table and summary of `results`; returns the exit status.
+pub(crate) fn report(results: &[Result<CutoverReport, CutoverError>]) -> u8 {
     let mut reports = Vec::new();
-    let mut failed = false;
-    for obj in objects(&doc) {
-        match check_object(obj, now) {
-            Ok(r) => reports.push(r),
-            Err(e) => {
-                eprintln!("skipped {e}");
-                failed = true;
-            }
+    for r in results {
+        match r {
+            Ok(r) => reports.push(r.clone()),
+            Err(e) => eprintln!("skipped {}", provkit_kube::ErrorChain(e)),
         }
     }
     print!("{}", render(&reports));
     println!("\n{}", summary(&reports));
-    if reports.iter().any(|r| r.reprovision_by_cutover) {
-        ExitCode::from(2)
-    } else if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    exit_status(results)
+}
+
+struct Args {
+    file: Option<String>,
+    namespace: Option<String>,
+    now: Option<DateTime<Utc>>,
+}
+
+fn args() -> Result<Args, String> {
+    let mut out = Args {
+        file: None,
+        namespace: None,
+        now: None,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--now" => {
+                let t = args.next().ok_or("--now needs a time")?;
+                let t = DateTime::parse_from_rfc3339(&t)
+                    .map_err(|e| format!("--now needs an RFC 3339 time: {e}"))?;
+                out.now = Some(t.with_timezone(&Utc));
+            }
+            "--namespace" | "-n" => {
+                out.namespace = Some(args.next().ok_or("--namespace needs a name")?);
+            }
+            "--file" | "-f" => {
+                out.file = Some(args.next().ok_or("--file needs a path (- for stdin)")?);
+            }
+            "-h" | "--help" => {
+                return Err("usage: cutover_check [--namespace NS] [--file FILE|-] [--now RFC3339]\n\
+                     Lists Subnets through the current kubeconfig, or reads `kubectl get subnets -o json` output."
+                    .to_owned());
+            }
+            other => return Err(format!("unknown argument {other:?} (see --help)")),
+        }
     }
+    Ok(out)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let args = match args() {
+        Ok(a) => a,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(1);
+        }
+    };
+    let objects = match &args.file {
+        Some(path) => {
+            let text = if path == "-" {
+                std::io::read_to_string(std::io::stdin())
+            } else {
+                std::fs::read_to_string(path)
+            };
+            match text.map_err(|e| e.to_string()).and_then(|t| {
+                parse_subnets(&t).map_err(|e| format!("not a Subnet or a list of them: {e}"))
+            }) {
+                Ok(objects) => objects,
+                Err(e) => {
+                    eprintln!("cannot read {path}: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+        None => {
+            let listed = match Client::try_default().await {
+                Ok(client) => list_subnets(client, args.namespace.as_deref()).await,
+                Err(e) => Err(e),
+            };
+            match listed {
+                Ok(objects) => objects,
+                Err(e) => {
+                    eprintln!("cannot list Subnets: {}", provkit_kube::ErrorChain(&e));
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    };
+    let now = args.now.unwrap_or_else(|| SystemClock.now());
+    ExitCode::from(report(&check(&objects, now)))
 }

@@ -4,6 +4,7 @@
 //! cargo run --example operator -- crd | kubectl apply -f -      # install the CRD
 //! cargo run --example operator                                  # KUBECONFIG + AAP_* env
 //! cargo run --example operator -- --fake-aap                    # in-process fake AAP
+//! cargo run --example operator -- --fake-aap --fake-aap-state s.json   # … keeping its jobs
 //! ```
 //!
 //! Environment for the real AAP: `AAP_HOSTNAME` (or the Go operator's `OSAC_AAP_URL`),
@@ -27,27 +28,19 @@ use provkit_core::{Clock, SystemClock};
 use provkit_example_operator::cli::{Cli, Command};
 use provkit_example_operator::controller::{self, Context};
 use provkit_example_operator::crd::{VirtualNetwork, crd_yaml};
+use provkit_example_operator::fake_aap;
 use provkit_example_operator::{logging, metrics_server};
 use provkit_kube::{LeaderElector, LeadershipEnd, default_identity, shutdown_signal};
 use provkit_lifecycle::{LifecyclePolicy, ProvisioningProvider};
-use provkit_testing::fake_aap::{FakeAap, FakeAapServer, JobScript, JobTemplateSpec};
+use provkit_testing::fake_aap::FakeAapServer;
 
-async fn fake_aap(prefix: &str) -> Result<FakeAapServer, Box<dyn std::error::Error>> {
-    let template = |action: &str| JobTemplateSpec {
-        script: Some(JobScript::successful(Duration::from_secs(10))),
-        ..JobTemplateSpec::new(format!("{prefix}-{action}-virtual-network"), "osac")
-    };
-    let server = FakeAap::builder()
-        .organization("osac")
-        .job_template(template("create"))
-        .job_template(template("delete"))
-        .start()
-        .await?;
-    tracing::warn!(
-        url = %server.api_base(),
-        "started in-process fake AAP; its jobs live in memory only and are lost on restart"
-    );
-    Ok(server)
+/// The last save of `--fake-aap-state` when the operator stops.
+fn save_fake_aap(fake: Option<&FakeAapServer>, state: Option<&std::path::Path>) {
+    if let (Some(server), Some(path)) = (fake, state)
+        && let Err(e) = fake_aap::save(server.aap(), path)
+    {
+        tracing::warn!(error = %provkit_kube::ErrorChain(&e), "saving the fake AAP state failed");
+    }
 }
 
 #[tokio::main]
@@ -75,13 +68,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .or_else(|| std::env::var("OSAC_AAP_TEMPLATE_PREFIX").ok())
         .unwrap_or_else(|| "osac".into());
     // Keep the fake server alive for the whole run.
-    let mut _fake = None;
+    let mut fake = None;
     let aap = if cli.fake_aap {
-        let server = fake_aap(&prefix).await?;
+        let state = cli.fake_aap_state.as_deref();
+        let server = fake_aap::start(&prefix, state).await?;
         let client = AapClient::builder(server.base_url())
             .token(server.token())
             .build()?;
-        _fake = Some(server);
+        if let Some(path) = state {
+            tokio::spawn(fake_aap::save_periodically(
+                server.aap().clone(),
+                path.to_owned(),
+            ));
+        }
+        fake = Some(server);
         client
     } else {
         AapClient::from_env()?
@@ -122,6 +122,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if cli.no_leader_election {
         tracing::warn!("leader election disabled: run exactly one replica");
         controller::run(api, ctx, shutdown_signal()).await;
+        save_fake_aap(fake.as_ref(), cli.fake_aap_state.as_deref());
         return Ok(());
     }
 
@@ -139,6 +140,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .await;
     tracing::info!(?end, "stopped");
+    save_fake_aap(fake.as_ref(), cli.fake_aap_state.as_deref());
     if let LeadershipEnd::Lost(_) = end {
         // Exit non-zero so the pod restarts as a standby candidate.
         std::process::exit(1);

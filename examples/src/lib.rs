@@ -49,6 +49,7 @@ pub mod metrics;
 pub mod queue;
 pub mod report;
 pub mod sim;
+pub mod stack;
 pub mod store;
 pub mod story;
 

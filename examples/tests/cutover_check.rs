@@ -1,14 +1,38 @@
-//! Runs the cut-over check's logic (examples/cutover_check.rs) on examples/data/cutover-sample.json.
+//! The cut-over check program (examples/cutover_check.rs) against the provkit-testing fake API
+//! server: Go-written `Subnet` objects are listed through a `kube::Client` as the typed CRD and
+//! checked with the library check.
+//!
+//! Every expected config version is FNV-1a 64 over the exact bytes Go's `encoding/json` writes
+//! for the kind's hash input — the wrapper `{Spec, ImplementationStrategy}` with the spec's fields
+//! in Go declaration order (`network` before `cidr`) — computed independently of provkit's hasher
+//! (like osac-provisioning.md §3.1's vectors) and written here as constants.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 #[path = "../cutover_check.rs"]
 #[allow(dead_code)]
 mod cutover_check;
 
-use chrono::{DateTime, Utc};
-use cutover_check::{ObjectReport, check_object, objects, render, summary};
+use chrono::{DateTime, Duration, Utc};
+use cutover_check::{
+    STRATEGY_ANNOTATION, Subnet, SubnetSpec, check, exit_status, list_subnets, parse_subnets,
+    render, summary,
+};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use provkit_core::{JobState, JobStatus, JobType};
+use provkit_kube::cutover::CutoverReason;
 use provkit_lifecycle::Action;
+use provkit_testing::fake_apiserver::FakeApiServer;
 use serde_json::json;
+
+/// Go: `{"Spec":{"network":"net-b","cidr":"10.0.6.0/24"},"ImplementationStrategy":"ovn"}`.
+const GO_FIELD_ORDER: &str = "15b48db891f78e94";
+/// Go: `{"Spec":{"network":"net-a","cidr":"10.0.1.0/24"},"ImplementationStrategy":"ovn"}`.
+const GO_READY: &str = "5c363c3ed8808a80";
+/// Go: `{"Spec":{"network":"net-a","cidr":"10.0.2.0/24"},"ImplementationStrategy":"ovn"}`.
+const GO_RUNNING: &str = "7b194200717304c3";
+/// `{"cidr":"10.0.6.0/24","network":"net-b"}`: the bare spec with sorted keys, what the old
+/// untyped program hashed (`.spec` as a JSON map). Not what Go hashes for this kind.
+const SORTED_BARE_SPEC: &str = "53ea6b1b50c17705";
 
 fn now() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2026-07-01T12:00:00Z")
@@ -16,140 +40,189 @@ fn now() -> DateTime<Utc> {
         .with_timezone(&Utc)
 }
 
-fn sample() -> Vec<ObjectReport> {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/data/cutover-sample.json"
-    ))
+fn job(id: &str, state: JobState, version: &str, minutes_ago: i64) -> JobStatus {
+    let mut j = JobStatus::new(
+        id,
+        JobType::Provision,
+        state,
+        now() - Duration::minutes(minutes_ago),
+    );
+    j.config_version = version.to_owned();
+    j
+}
+
+/// Creates a Subnet as the Go operator left it: strategy annotation, spec, and its status.
+async fn go_written(
+    api: &Api<Subnet>,
+    name: &str,
+    network: &str,
+    cidr: &str,
+    jobs: &[JobStatus],
+    stored: &str,
+) {
+    let mut obj = Subnet::new(
+        name,
+        SubnetSpec {
+            network: network.into(),
+            cidr: cidr.into(),
+        },
+    );
+    obj.metadata.annotations = Some([(STRATEGY_ANNOTATION.to_owned(), "ovn".to_owned())].into());
+    api.create(&PostParams::default(), &obj).await.unwrap();
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {
+            "provisioningJobs": jobs,
+            "desiredConfigVersion": stored,
+        }})),
+    )
+    .await
     .unwrap();
-    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    objects(&doc)
-        .into_iter()
-        .map(|o| check_object(o, now()).unwrap())
-        .collect()
 }
 
-fn by_name<'a>(reports: &'a [ObjectReport], name: &str) -> &'a ObjectReport {
-    reports
-        .iter()
-        .find(|r| r.object == format!("Subnet tenant-a/{name}"))
-        .unwrap()
+async fn fleet() -> FakeApiServer {
+    let server = FakeApiServer::builder()
+        .crd::<Subnet>()
+        .namespace("tenant-a")
+        .namespace("tenant-b")
+        .build();
+    let api: Api<Subnet> = Api::namespaced(server.client_named("go-operator"), "tenant-a");
+    // Non-alphabetical Go field order inside the wrapper: must be Skip, not RE-PROVISION.
+    go_written(
+        &api,
+        "subnet-field-order",
+        "net-b",
+        "10.0.6.0/24",
+        &[job("107", JobState::Succeeded, GO_FIELD_ORDER, 30)],
+        GO_FIELD_ORDER,
+    )
+    .await;
+    go_written(
+        &api,
+        "subnet-ready",
+        "net-a",
+        "10.0.1.0/24",
+        &[job("101", JobState::Succeeded, GO_READY, 60)],
+        GO_READY,
+    )
+    .await;
+    go_written(
+        &api,
+        "subnet-provisioning",
+        "net-a",
+        "10.0.2.0/24",
+        &[job("102", JobState::Running, GO_RUNNING, 1)],
+        GO_RUNNING,
+    )
+    .await;
+    // A Go operator whose stored version provkit does not reproduce (here: the sorted bare spec):
+    // the one case the check exists to flag.
+    go_written(
+        &api,
+        "subnet-mismatch",
+        "net-b",
+        "10.0.6.0/24",
+        &[job("108", JobState::Succeeded, SORTED_BARE_SPEC, 30)],
+        SORTED_BARE_SPEC,
+    )
+    .await;
+    server
 }
 
-#[test]
-fn sample_decisions() {
-    let reports = sample();
-    assert_eq!(reports.len(), 8);
-    let expect = [
-        ("subnet-ready", Action::Skip, false),
-        ("subnet-provisioning", Action::Poll, false),
-        ("subnet-failing", Action::Backoff, false),
-        ("subnet-spec-changed", Action::Trigger, false),
-        ("subnet-legacy", Action::Skip, false),
-        ("subnet-field-order", Action::Trigger, true),
-        ("subnet-new", Action::Trigger, false),
-        ("subnet-deleting", Action::Skip, false),
-    ];
-    for (name, action, cutover) in expect {
-        let r = by_name(&reports, name);
-        assert_eq!(
-            (r.decision, r.reprovision_by_cutover),
-            (action, cutover),
-            "{name}: {}",
-            r.note
-        );
-    }
-}
-
-#[test]
-fn sample_versions_and_notes() {
-    let reports = sample();
-    // Spec {"cidr":"10.0.1.0/24","network":"net-a"} hashed over Go's bytes, as Go stored it.
-    let ready = by_name(&reports, "subnet-ready");
-    assert_eq!(ready.desired, "60d9e1f9720e19ab");
-    assert_eq!(ready.stored_desired.as_deref(), Some("60d9e1f9720e19ab"));
-    assert_eq!(
-        ready.latest_job,
-        Some(("101".into(), "Succeeded".into(), "60d9e1f9720e19ab".into()))
-    );
-    // Two failures 5 minutes apart: backoff 10 minutes from 11:55, so 5 minutes left at 12:00.
-    let failing = by_name(&reports, "subnet-failing");
-    assert!(
-        failing.note.contains("retry in 300s (backoff 600s)"),
-        "{}",
-        failing.note
-    );
-    assert!(by_name(&reports, "subnet-legacy").note.contains("adopted"));
-    // Go hashed the struct in declaration order (network, cidr); a Value hashes sorted keys.
-    let order = by_name(&reports, "subnet-field-order");
-    assert_eq!(order.stored_desired.as_deref(), Some("b3fd2dffca55429d"));
-    assert_eq!(order.desired, "53ea6b1b50c17705");
-    assert!(order.note.contains("RE-PROVISION"));
-    assert!(
-        by_name(&reports, "subnet-deleting")
-            .note
-            .contains("being deleted")
-    );
-    assert!(by_name(&reports, "subnet-new").latest_job.is_none());
-}
-
-#[test]
-fn backoff_becomes_due_later() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/data/cutover-sample.json"
-    ))
-    .unwrap();
-    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let failing = objects(&doc)
-        .into_iter()
-        .find(|o| o["metadata"]["name"] == "subnet-failing")
+#[tokio::test]
+async fn go_written_objects_listed_from_the_api_server() {
+    let server = fleet().await;
+    let objects = list_subnets(server.client_named("cutover-check"), None)
+        .await
         .unwrap();
-    let later = now() + chrono::Duration::minutes(6);
-    let r = check_object(failing, later).unwrap();
-    assert_eq!(r.decision, Action::Backoff);
-    assert!(r.note.contains("elapsed, retries now"), "{}", r.note);
-}
+    assert_eq!(objects.len(), 4);
+    let results = check(&objects, now());
+    let reports: Vec<_> = results.iter().map(|r| r.as_ref().unwrap()).collect();
+    let by = |name: &str| {
+        *reports
+            .iter()
+            .find(|r| r.object == format!("tenant-a/{name}"))
+            .unwrap()
+    };
 
-#[test]
-fn single_object_and_bad_history() {
-    let single = json!({"kind": "Subnet", "metadata": {"name": "x"}, "spec": {"key": "value"}});
-    assert_eq!(objects(&single).len(), 1);
-    let r = check_object(&single, now()).unwrap();
+    let order = by("subnet-field-order");
+    assert_eq!(order.desired, GO_FIELD_ORDER);
     assert_eq!(
-        (r.desired.as_str(), r.decision),
-        ("90f31220e6080755", Action::Trigger)
+        (order.action, &order.reason),
+        (Action::Skip, &CutoverReason::ConfigApplied)
     );
-    let bad = json!({"kind": "Subnet", "metadata": {"name": "y"}, "spec": {}, "status": {"provisioningJobs": 5}});
-    assert!(
-        check_object(&bad, now())
-            .unwrap_err()
-            .message
-            .contains("provisioningJobs")
+    assert!(!order.reprovisions_because_of_cutover());
+    let ready = by("subnet-ready");
+    assert_eq!(
+        (ready.desired.as_str(), ready.action),
+        (GO_READY, Action::Skip)
     );
-    assert!(check_object(&json!({"kind": "Subnet"}), now()).is_err());
-}
+    let running = by("subnet-provisioning");
+    assert_eq!(
+        (running.desired.as_str(), running.action, &running.reason),
+        (GO_RUNNING, Action::Poll, &CutoverReason::InFlight)
+    );
+    let mismatch = by("subnet-mismatch");
+    assert_eq!(mismatch.desired, GO_FIELD_ORDER);
+    assert_eq!(mismatch.reason, CutoverReason::HashDiffersFromGo);
+    assert!(mismatch.reprovisions_because_of_cutover());
 
-#[test]
-fn table_and_summary() {
-    let reports = sample();
-    let table = render(&reports);
+    assert_eq!(exit_status(&results), 2);
+    let ok: Vec<_> = reports.into_iter().cloned().collect();
+    assert_eq!(
+        summary(&ok),
+        "4 object(s); Skip: 2, Trigger: 1, Poll: 1; re-provisioned by the cut-over: 1"
+    );
+    let table = render(&ok);
     let lines: Vec<&str> = table.lines().collect();
-    assert_eq!(lines.len(), 9);
-    assert!(lines[0].starts_with("OBJECT"));
-    // Columns are aligned: DECISION starts at the same offset in every line.
-    let col = lines[0].find("DECISION").unwrap();
+    assert_eq!(lines.len(), 5);
+    let col = lines[0].find("ACTION").unwrap();
     for l in &lines[1..] {
-        let rest = &l[col..];
         assert!(
-            ["Skip", "Trigger", "Poll", "Backoff", "Requeue"]
+            ["Skip", "Trigger", "Poll"]
                 .iter()
-                .any(|d| rest.starts_with(d)),
+                .any(|a| l[col..].starts_with(a)),
             "{l}"
         );
     }
-    assert_eq!(
-        summary(&reports),
-        "8 object(s); Skip: 3, Trigger: 3, Poll: 1, Backoff: 1; re-provisioned by the cut-over: 1"
-    );
+    assert!(table.contains("RE-PROVISION"), "{table}");
+}
+
+#[tokio::test]
+async fn one_namespace_only_and_no_reprovision_means_exit_zero() {
+    let server = fleet().await;
+    let other: Api<Subnet> = Api::namespaced(server.client_named("go-operator"), "tenant-b");
+    go_written(
+        &other,
+        "subnet-b",
+        "net-b",
+        "10.0.6.0/24",
+        &[job("201", JobState::Succeeded, GO_FIELD_ORDER, 5)],
+        GO_FIELD_ORDER,
+    )
+    .await;
+    let objects = list_subnets(server.client_named("cutover-check"), Some("tenant-b"))
+        .await
+        .unwrap();
+    assert_eq!(objects.len(), 1);
+    let results = check(&objects, now());
+    assert_eq!(results[0].as_ref().unwrap().action, Action::Skip);
+    assert_eq!(exit_status(&results), 0);
+}
+
+#[tokio::test]
+async fn kubectl_json_is_read_as_the_typed_crd() {
+    let server = fleet().await;
+    let objects = list_subnets(server.client_named("cutover-check"), None)
+        .await
+        .unwrap();
+    // What `kubectl get subnets -o json` prints: a List of the same objects.
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+    let parsed = parse_subnets(&list.to_string()).unwrap();
+    let value = |o: &[Subnet]| serde_json::to_value(o).unwrap();
+    assert_eq!(value(&parsed), value(&objects));
+    let single = parse_subnets(&serde_json::to_string(&objects[0]).unwrap()).unwrap();
+    assert_eq!(single.len(), 1);
+    assert!(parse_subnets(r#"{"kind": "Subnet", "spec": 5}"#).is_err());
 }

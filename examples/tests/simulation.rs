@@ -1,5 +1,5 @@
-//! The simulation harness end to end: the demo's story, a CI-sized fleet under chaos, and the
-//! deletion race on a stale cache.
+//! The simulation harness end to end: a CI-sized fleet under chaos and the deletion race on a
+//! stale cache (the demo's story runs on the product path: tests/demo_story.rs).
 #![allow(clippy::unwrap_used)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,57 +8,11 @@ use std::time::Duration;
 
 use provkit_core::Clock;
 use provkit_examples::fleet::{FleetConfig, run_fleet};
-use provkit_examples::story::{Story, run_story, templates};
 use provkit_examples::{
-    Advance, Audit, Backend, BackendConfig, EngineResult, KindTemplates, Observer, PurgeLog,
+    Audit, Backend, BackendConfig, EngineResult, KindTemplates, Observer, PurgeLog,
     ReconcileReport, RunMetrics, Sim, SimConfig, VirtualClock,
 };
 use provkit_lifecycle::DeprovisionStep;
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn demo_story_meets_every_expectation() {
-    let clock = VirtualClock::new();
-    let backend = Backend::start(&BackendConfig::new(templates(4)), &clock, 4)
-        .await
-        .unwrap();
-    let sim = Sim::new(SimConfig::new(4), clock.clone(), &backend);
-    let story = Story::new(4, true, None);
-    let (audit, end) = run_story(&sim, &story, &PurgeLog::default()).await;
-    let (passed, failed) = story.check(&sim, &audit);
-    assert!(
-        failed.is_empty(),
-        "failed: {failed:#?}\n{}",
-        story.timeline(&sim)
-    );
-    assert_eq!(passed.len(), 8, "{passed:#?}");
-    assert_eq!(end, provkit_examples::DriveEnd::Quiescent);
-    // Story totals: net 3 + 1, vol 2, cluster 1 + 1, vm 1.
-    assert_eq!(audit.jobs, 9);
-    let timeline = story.timeline(&sim);
-    assert!(
-        timeline.contains("Requeue: stale cache, no launch"),
-        "{timeline}"
-    );
-    assert!(timeline.contains("POST cancel"), "{timeline}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn demo_story_scales_to_many_resources() {
-    let n = 40;
-    let clock = VirtualClock::new();
-    let backend = Backend::start(&BackendConfig::new(templates(n)), &clock, n)
-        .await
-        .unwrap();
-    let mut config = SimConfig::new(n);
-    config.concurrency = 8;
-    config.advance = Advance::Pipelined;
-    let sim = Sim::new(config, clock.clone(), &backend);
-    let story = Story::new(n, false, None);
-    let (audit, _) = run_story(&sim, &story, &PurgeLog::default()).await;
-    let (_, failed) = story.check(&sim, &audit);
-    assert!(failed.is_empty(), "{failed:#?}");
-    assert_eq!(audit.jobs, 9 * n / 4);
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fleet_of_500_converges_under_chaos_without_duplicates() {

@@ -5,13 +5,14 @@ use std::sync::Arc;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
+use crate::call::{Call, CallAuth};
+use crate::circuit::CircuitState;
 use crate::config::{AapClientBuilder, builder_from_lookup};
 use crate::endpoints::api_path;
 use crate::error::{Error, Result, TemplateCandidate};
 use crate::gateway_token::{GatewayToken, GatewayTokenOptions};
 use crate::inner::{Inner, TemplateKey};
 use crate::response::RawResponse;
-use crate::transport::{Call, CallAuth};
 use crate::types::{
     AapJobEvent, AapJobStatus, CancelOutcome, Job, JobKind, JobWire, LaunchRequest, Launched,
     ListedJob, Page, Template, TemplateKind,
@@ -128,6 +129,19 @@ impl AapClient {
         self.inner.base().await.map(str::to_owned)
     }
 
+    /// The state of the circuit breaker this client shares with its clones (see
+    /// [`AapClientBuilder::circuit_breaker`]).
+    ///
+    /// ```
+    /// use provkit_aap::{AapClient, CircuitState};
+    /// let client = AapClient::builder("https://aap.example.com").build()?;
+    /// assert_eq!(client.circuit_state(), CircuitState::Closed);
+    /// # Ok::<(), provkit_aap::Error>(())
+    /// ```
+    pub fn circuit_state(&self) -> CircuitState {
+        self.inner.breaker.state()
+    }
+
     pub(crate) async fn path(&self, segments: &[&str], query: &[(&str, &str)]) -> Result<String> {
         Ok(api_path(self.inner.base().await?, segments, query))
     }
@@ -219,7 +233,9 @@ impl AapClient {
     /// Looks a launchable template up by name with **one** request
     /// (`unified_job_templates/?name=…&type=job_template,workflow_job_template[&organization__name=…]`).
     /// Successful lookups are cached per (name, organization) until a launch of that template
-    /// answers 404 or [`clear_template_cache`](Self::clear_template_cache) is called.
+    /// answers 404 or [`clear_template_cache`](Self::clear_template_cache) is called; failed
+    /// ones — not found, forbidden, ambiguous — for
+    /// [`template_miss_ttl`](AapClientBuilder::template_miss_ttl) (default 10 s).
     ///
     /// # Errors
     /// [`Error::TemplateNotFound`] for no match, [`Error::AmbiguousTemplate`] for several (same
@@ -231,12 +247,13 @@ impl AapClient {
         organization: Option<&str>,
     ) -> Result<Template> {
         let key = (name.to_owned(), organization.map(str::to_owned));
-        if let Some(hit) = self.cached_template(&key) {
-            return Ok(hit);
+        if let Some(hit) = self.cached_lookup(&key) {
+            return hit;
         }
         // Single flight: concurrent cold lookups of one key wait for the first one's answer
-        // instead of each sending a request. A failed lookup is not shared (errors are not
-        // cached): the next waiter then tries on its own.
+        // instead of each sending a request. A lookup that failed for a reason about the
+        // template (not found, forbidden, ambiguous) is shared through the negative cache; any
+        // other failure is not: the next waiter then tries on its own.
         let flight = Arc::clone(
             self.inner
                 .template_fetches
@@ -246,10 +263,13 @@ impl AapClient {
                 .or_default(),
         );
         let _turn = flight.lock().await;
-        if let Some(hit) = self.cached_template(&key) {
-            return Ok(hit);
+        if let Some(hit) = self.cached_lookup(&key) {
+            return hit;
         }
         let result = self.fetch_template(name, organization, &key).await;
+        if let Err(err) = &result {
+            self.remember_miss(&key, err);
+        }
         self.inner
             .template_fetches
             .lock()
@@ -258,13 +278,45 @@ impl AapClient {
         result
     }
 
-    fn cached_template(&self, key: &TemplateKey) -> Option<Template> {
-        self.inner
+    /// The cached answer for `key`: a template, or a failed lookup that has not expired.
+    fn cached_lookup(&self, key: &TemplateKey) -> Option<Result<Template>> {
+        if let Some(hit) = self
+            .inner
             .templates
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(key)
-            .cloned()
+        {
+            return Some(Ok(hit.clone()));
+        }
+        let now = self.inner.clock.now();
+        self.inner
+            .template_misses
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key)
+            .filter(|miss| miss.live(now))
+            .map(|miss| {
+                tracing::debug!(template = %key.0, "template lookup answered from the negative cache");
+                Err(miss.error())
+            })
+    }
+
+    /// Remembers a failed lookup for the configured TTL when it says something about the template.
+    fn remember_miss(&self, key: &TemplateKey, err: &Error) {
+        let ttl = self.inner.template_miss_ttl;
+        if ttl.is_zero() {
+            return;
+        }
+        let until = self.inner.clock.now()
+            + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::seconds(10));
+        if let Some(miss) = crate::template_miss::Miss::of(err, until) {
+            self.inner
+                .template_misses
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(key.clone(), miss);
+        }
     }
 
     /// The one request behind [`get_template_in`](Self::get_template_in); caches a unique match.
@@ -304,6 +356,11 @@ impl AapClient {
             1 => {
                 let (template, _) = found.remove(0);
                 self.inner
+                    .template_misses
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(key);
+                self.inner
                     .templates
                     .write()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -317,10 +374,15 @@ impl AapClient {
         }
     }
 
-    /// Empties the template cache.
+    /// Empties the template cache, the negative cache of failed lookups included.
     pub fn clear_template_cache(&self) {
         self.inner
             .templates
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+        self.inner
+            .template_misses
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clear();
@@ -597,7 +659,7 @@ impl AapClient {
     }
 
     /// The newest job of `kind` created from template `template_id` after `since` whose
-    /// `extra_vars` carry `key` under [`IDEMPOTENCY_KEY_VAR`](crate::provider::IDEMPOTENCY_KEY_VAR).
+    /// `extra_vars` carry `key` under [`IDEMPOTENCY_KEY_VAR`](crate::marker::IDEMPOTENCY_KEY_VAR).
     ///
     /// Same query as [`jobs_created_since`](Self::jobs_created_since) — newest first
     /// (`order_by=-id`: ids grow with creation, so the first match is the newest one) with the

@@ -1,4 +1,5 @@
-//! [`AapClientBuilder`]: credentials, timeouts, TLS, proxy, retries, rate limit; `from_env`.
+//! [`AapClientBuilder`]: credentials, timeouts, TLS, proxy, retries, rate limit, circuit
+//! breaker; `from_env`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,11 +11,13 @@ use url::Url;
 use provkit_core::{Clock, SystemClock};
 
 use crate::auth::{Authenticator, Credentials};
+use crate::circuit::{Breaker, CircuitBreakerConfig};
 use crate::error::{Error, Result};
 use crate::gateway_token::{GatewayMinter, GatewayToken, GatewayTokenOptions};
 use crate::inner::{ApiRoot, Inner, Limits, Parts};
 use crate::rate_limit::{RateLimit, RateLimiter};
 use crate::retry::RetryConfig;
+use crate::telemetry::Telemetry;
 use crate::tls::{TlsSettings, client_config};
 
 fn normalize_base(path: &str) -> String {
@@ -97,11 +100,14 @@ pub struct AapClientBuilder {
     user_agent: String,
     retry: RetryConfig,
     rate_limit: Option<RateLimit>,
+    circuit_breaker: CircuitBreakerConfig,
+    telemetry: Telemetry,
     token_reload_interval: Duration,
     max_body_bytes: usize,
     max_stdout_bytes: usize,
     max_list_items: usize,
     organization: Option<String>,
+    template_miss_ttl: Duration,
     gateway_minting: Option<GatewayTokenOptions>,
     clock: Option<Arc<dyn Clock>>,
 }
@@ -123,11 +129,14 @@ impl AapClientBuilder {
             user_agent: concat!("provkit-aap/", env!("CARGO_PKG_VERSION")).to_owned(),
             retry: RetryConfig::default(),
             rate_limit: None,
+            circuit_breaker: CircuitBreakerConfig::default(),
+            telemetry: Telemetry::default(),
             token_reload_interval: Duration::from_secs(1),
             max_body_bytes: 16 * 1024 * 1024,
             max_stdout_bytes: 64 * 1024 * 1024,
             max_list_items: 10_000,
             organization: None,
+            template_miss_ttl: Duration::from_secs(10),
             gateway_minting: None,
             clock: None,
         }
@@ -234,6 +243,25 @@ impl AapClientBuilder {
         self
     }
 
+    /// The fleet-wide circuit breaker shared by every clone of this client (default
+    /// [`CircuitBreakerConfig::default`]: open after 5 failed attempts in a row, 10 s cool-down,
+    /// one probe per second; [`CircuitBreakerConfig::disabled`] turns it off). While it is open,
+    /// requests fail fast with [`Error::CircuitOpen`], which the provider reports to the engine as
+    /// a rate limit.
+    pub fn circuit_breaker(mut self, config: CircuitBreakerConfig) -> Self {
+        self.circuit_breaker = config;
+        self
+    }
+
+    /// Record this client's requests, retries, rate limits and circuit breaker state in `metrics`
+    /// (feature `metrics`; see [`crate::metrics`]).
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub fn metrics(mut self, metrics: crate::metrics::AapMetrics) -> Self {
+        self.telemetry.metrics = Some(metrics);
+        self
+    }
+
     /// How often a token file is checked for changes (default 1 s; zero = every request).
     pub fn token_reload_interval(mut self, interval: Duration) -> Self {
         self.token_reload_interval = interval;
@@ -264,6 +292,14 @@ impl AapClientBuilder {
         self
     }
 
+    /// How long a failed template lookup — not found, forbidden, ambiguous — is remembered and
+    /// answered without a request (default 10 s; zero turns the negative cache off). Server and
+    /// connection errors are never remembered. Measured with the [`clock`](Self::clock).
+    pub fn template_miss_ttl(mut self, ttl: Duration) -> Self {
+        self.template_miss_ttl = ttl;
+        self
+    }
+
     /// With [`basic_auth`](Self::basic_auth) credentials: on an AAP 2.5+ deployment (the
     /// controller behind the platform gateway, as discovered or configured) mint a gateway token
     /// with these options on first use and authenticate with it instead of Basic auth (AAP 2.7
@@ -283,7 +319,8 @@ impl AapClientBuilder {
         self
     }
 
-    /// The clock gateway token renewal is decided by (default: the system clock).
+    /// The clock gateway token renewal and the negative template cache are decided by (default:
+    /// the system clock).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = Some(clock);
         self
@@ -346,12 +383,15 @@ impl AapClientBuilder {
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
                 retry: self.retry,
                 limiter: self.rate_limit.map(RateLimiter::new),
+                breaker: Breaker::new(self.circuit_breaker),
+                telemetry: self.telemetry,
                 limits: Limits {
                     max_body_bytes: self.max_body_bytes,
                     max_stdout_bytes: self.max_stdout_bytes,
                     max_list_items: self.max_list_items,
                 },
                 organization: self.organization,
+                template_miss_ttl: self.template_miss_ttl,
             },
         ))
     }

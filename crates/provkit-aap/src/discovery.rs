@@ -7,10 +7,10 @@
 
 use serde_json::Value;
 
+use crate::call::{Call, CallAuth};
 use crate::endpoints::root_relative;
 use crate::error::{Error, Result};
 use crate::inner::{ApiRoot, Inner, Layout};
-use crate::transport::{Call, CallAuth};
 
 const INDEX_CAP: usize = 1024 * 1024;
 

@@ -102,6 +102,11 @@ fn fmt_retry_after(after: &Option<Duration>) -> String {
         .unwrap_or_default()
 }
 
+/// Whole seconds, rounded up (so a message does not change with every millisecond).
+fn ceil_secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
 fn fmt_hint(hint: &Option<String>) -> String {
     hint.as_deref()
         .map(|h| format!(" ({h})"))
@@ -254,6 +259,19 @@ pub enum Error {
         /// Body summary.
         summary: String,
     },
+    /// Not sent: the client's circuit breaker is open after a run of failed requests
+    /// (connection errors, timeouts, 5xx). Certainly not sent, so certainly no job was created;
+    /// try again after `retry_after` (see [`CircuitBreakerConfig`](crate::CircuitBreakerConfig)).
+    #[error(
+        "{ctx}: not sent: the AAP circuit breaker is open after repeated failures; retry after {}s",
+        ceil_secs(*retry_after)
+    )]
+    CircuitOpen {
+        /// The request that was not sent (no status).
+        ctx: Box<RequestContext>,
+        /// When the breaker lets the next request (a probe) through.
+        retry_after: Duration,
+    },
     /// The request timed out.
     #[error("{ctx}: timed out")]
     Timeout {
@@ -359,6 +377,7 @@ impl Error {
             | Self::Redirect { ctx, .. }
             | Self::Status { ctx, .. }
             | Self::Timeout { ctx, .. }
+            | Self::CircuitOpen { ctx, .. }
             | Self::Transport { ctx, .. }
             | Self::Decode { ctx, .. }
             | Self::FilterRefused { ctx, .. }
@@ -423,6 +442,89 @@ impl Error {
             Self::RateLimited { retry_after, .. } | Self::Server { retry_after, .. } => {
                 *retry_after
             }
+            Self::CircuitOpen { retry_after, .. } => Some(*retry_after),
+            _ => None,
+        }
+    }
+
+    /// What went wrong in a few words, without the request (method, path, request id) or the
+    /// server's text: what a caller puts after its own context ("failed to get job 5: server
+    /// error (503)"), leaving the details to this error's own message, one step down the error
+    /// chain. Stable across repeats of the same failure.
+    ///
+    /// ```
+    /// let err = provkit_aap::Error::TemplateNotFound { name: "t".into(), organization: None };
+    /// assert_eq!(err.brief(), "template not found");
+    /// ```
+    pub fn brief(&self) -> String {
+        let code = || {
+            self.status()
+                .map(|s| format!(" ({})", s.as_u16()))
+                .unwrap_or_default()
+        };
+        match self {
+            Self::Unauthorized { .. } => format!("unauthorized{}", code()),
+            Self::GatewayTokenRequired { .. } => "a gateway token is required (401)".into(),
+            Self::Forbidden { .. } => format!("forbidden{}", code()),
+            Self::NotFound { .. } => format!("not found{}", code()),
+            Self::MethodNotAllowed { .. } => format!("method not allowed{}", code()),
+            Self::RateLimited { .. } => format!("rate limited{}", code()),
+            Self::Server { .. } => format!("server error{}", code()),
+            Self::BadRequest { .. } => format!("bad request{}", code()),
+            Self::FilterRefused { .. } => "the server refuses the filter".into(),
+            Self::ListIncomplete { cap, .. } => {
+                format!("list cap of {cap} items reached")
+            }
+            Self::TemplateIgnoresExtraVars { .. } => {
+                "the template does not prompt for variables on launch".into()
+            }
+            Self::Migrating { .. } => "AAP is migrating its database".into(),
+            Self::Redirect { .. } => format!("unexpected redirect{}", code()),
+            Self::Status { .. } => format!("unexpected status{}", code()),
+            Self::CircuitOpen { .. } => "not sent: the AAP circuit breaker is open".into(),
+            Self::Timeout { .. } => "timed out".into(),
+            Self::Transport { connect: true, .. } => "could not connect".into(),
+            Self::Transport { .. } => "the connection failed".into(),
+            Self::Decode { .. } => "undecodable response".into(),
+            Self::BodyTooLarge { .. } => "response body too large".into(),
+            Self::TemplateNotFound { .. } => "template not found".into(),
+            Self::AmbiguousTemplate { .. } => "ambiguous template name".into(),
+            Self::Discovery { .. } => "API discovery failed".into(),
+            Self::Config { .. } => "invalid client configuration".into(),
+            Self::TokenFile { .. } => "cannot read the token file".into(),
+        }
+    }
+
+    /// The circuit breaker refused to send the request ([`Error::CircuitOpen`]).
+    pub fn is_circuit_open(&self) -> bool {
+        matches!(self, Self::CircuitOpen { .. })
+    }
+
+    /// How long AAP asks callers to hold off, when it does: a 429 (its `Retry-After`, or
+    /// `default` without one), a 503 carrying `Retry-After`, or an open circuit breaker. This is
+    /// what the provider reports to the engine as a rate limit.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # fn check(err: &provkit_aap::Error) {
+    /// if let Some(wait) = err.throttle(Duration::from_secs(10)) {
+    ///     println!("AAP asks us to wait {wait:?}");
+    /// }
+    /// # }
+    /// ```
+    pub fn throttle(&self, default: Duration) -> Option<Duration> {
+        match self {
+            Self::RateLimited { retry_after, .. } => Some(retry_after.unwrap_or(default)),
+            Self::Server {
+                ctx,
+                retry_after: Some(after),
+                ..
+            } if ctx.status.map(|s| s.as_u16()) == Some(503) => Some(*after),
+            Self::CircuitOpen { retry_after, .. } => Some(*retry_after),
+            Self::Discovery {
+                source: Some(inner),
+                ..
+            } => inner.throttle(default),
             _ => None,
         }
     }

@@ -1,6 +1,6 @@
 //! The state one [`AapClient`](crate::AapClient) shares across clones: the HTTP pool, where the
 //! API lives, credentials, limits and the template cache. Behaviour lives in the modules layered
-//! on top (`transport` → `discovery` → `session` → `pagination` → `client`).
+//! on top (`call` → `transport` → `discovery` → `session` → `pagination` → `client`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -8,9 +8,12 @@ use std::sync::{Arc, RwLock};
 use provkit_core::Clock;
 
 use crate::auth::Authenticator;
+use crate::circuit::Breaker;
 use crate::gateway_token::GatewayMinter;
 use crate::rate_limit::RateLimiter;
 use crate::retry::RetryConfig;
+use crate::telemetry::Telemetry;
+use crate::template_miss::Miss;
 use crate::types::Template;
 
 /// Where the controller API lives under the host.
@@ -58,11 +61,19 @@ pub(crate) struct Inner {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) retry: RetryConfig,
     pub(crate) limiter: Option<RateLimiter>,
+    /// The circuit breaker all clones share.
+    pub(crate) breaker: Breaker,
+    /// Metrics (feature `metrics`).
+    pub(crate) telemetry: Telemetry,
     pub(crate) max_body_bytes: usize,
     pub(crate) max_stdout_bytes: usize,
     pub(crate) max_list_items: usize,
     pub(crate) organization: Option<String>,
     pub(crate) templates: RwLock<HashMap<TemplateKey, Template>>,
+    /// Failed lookups (not found, forbidden, ambiguous) remembered for `template_miss_ttl`.
+    pub(crate) template_misses: RwLock<HashMap<TemplateKey, Miss>>,
+    /// How long a failed lookup is remembered (zero: not at all).
+    pub(crate) template_miss_ttl: std::time::Duration,
     /// Single-flight for cold template lookups: one async lock per key being fetched.
     pub(crate) template_fetches:
         std::sync::Mutex<HashMap<TemplateKey, Arc<tokio::sync::Mutex<()>>>>,
@@ -78,8 +89,11 @@ pub(crate) struct Parts {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) retry: RetryConfig,
     pub(crate) limiter: Option<RateLimiter>,
+    pub(crate) breaker: Breaker,
+    pub(crate) telemetry: Telemetry,
     pub(crate) limits: Limits,
     pub(crate) organization: Option<String>,
+    pub(crate) template_miss_ttl: std::time::Duration,
 }
 
 impl Inner {
@@ -95,11 +109,15 @@ impl Inner {
             clock: parts.clock,
             retry: parts.retry,
             limiter: parts.limiter,
+            breaker: parts.breaker,
+            telemetry: parts.telemetry,
             max_body_bytes: parts.limits.max_body_bytes,
             max_stdout_bytes: parts.limits.max_stdout_bytes,
             max_list_items: parts.limits.max_list_items,
             organization: parts.organization,
             templates: RwLock::new(HashMap::new()),
+            template_misses: RwLock::new(HashMap::new()),
+            template_miss_ttl: parts.template_miss_ttl,
             template_fetches: std::sync::Mutex::new(HashMap::new()),
         }
     }

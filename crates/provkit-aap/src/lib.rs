@@ -3,6 +3,8 @@
 
 mod api;
 mod auth;
+mod call;
+mod circuit;
 mod client;
 mod config;
 mod discovery;
@@ -12,12 +14,17 @@ mod gateway_token;
 mod inner;
 mod launch_check;
 mod marker;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 mod pagination;
 pub mod provider;
 mod rate_limit;
 mod response;
 pub mod retry;
 mod session;
+mod telemetry;
+mod template_miss;
 mod tls;
 mod transport;
 mod types;
@@ -27,6 +34,7 @@ pub use api::AapApi;
 #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
 pub use api::MockAapApi;
 pub use auth::Credentials;
+pub use circuit::{CircuitBreakerConfig, CircuitState};
 pub use client::AapClient;
 pub use config::AapClientBuilder;
 pub use error::{Error, RequestContext, Result, TemplateCandidate};

@@ -2,11 +2,11 @@
 
 use serde_json::Value;
 
+use crate::call::Call;
 use crate::endpoints::root_relative;
 use crate::error::{Error, Result};
 use crate::inner::Inner;
 use crate::response::RawResponse;
-use crate::transport::Call;
 use crate::types::Page;
 
 /// A list page as JSON trees.

@@ -39,7 +39,7 @@ impl RawResponse {
         serde_json::from_slice(&self.body).map_err(|source| Error::Decode {
             ctx: Box::new(self.ctx.clone()),
             message: format!(
-                "{source}; body starts with {:?}",
+                "body starts with {:?}",
                 truncate(&String::from_utf8_lossy(&self.body), 120)
             ),
             source: Some(source),

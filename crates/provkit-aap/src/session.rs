@@ -10,11 +10,11 @@ use http::HeaderValue;
 use secrecy::ExposeSecret as _;
 use serde_json::Value;
 
+use crate::call::{Call, CallAuth};
 use crate::error::{Error, Result};
 use crate::gateway_token::{Current, GatewayToken, GatewayTokenOptions, renew_at};
 use crate::inner::Inner;
 use crate::response::RawResponse;
-use crate::transport::{Call, CallAuth};
 
 /// Cap on a token document.
 const TOKEN_CAP: usize = 256 * 1024;

@@ -2,86 +2,18 @@
 
 use std::time::SystemTime;
 
-use http::Method;
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
+use crate::call::{Call, CallAuth, ERROR_BODY_CAP};
+use crate::circuit::{Admit, CircuitState, Verdict};
 use crate::error::{Error, RequestContext, Result};
 use crate::inner::Inner;
 use crate::response::{RawResponse, classify};
 
-/// Error bodies are read up to this many bytes (then summarised).
-const ERROR_BODY_CAP: usize = 64 * 1024;
-
 /// The request id header AAP sets on every response.
 pub(crate) const REQUEST_ID: &str = "x-api-request-id";
-
-/// The `Authorization` header of a call.
-#[derive(Clone, Debug)]
-pub(crate) enum CallAuth {
-    /// The configured credentials (static, or the token file).
-    Configured,
-    /// None (discovery, ping).
-    Anonymous,
-    /// This header (a minted gateway token, or the Basic header that mints one).
-    Header(http::HeaderValue),
-}
-
-/// A request to make.
-#[derive(Clone, Debug)]
-pub(crate) struct Call {
-    pub(crate) method: Method,
-    /// Root-relative path and query.
-    pub(crate) path: String,
-    pub(crate) body: Option<Vec<u8>>,
-    /// Safe to repeat (GET, cancel): retried on transient failures.
-    pub(crate) idempotent: bool,
-    /// Which `Authorization` header to send.
-    pub(crate) auth: CallAuth,
-    /// Success-body cap.
-    pub(crate) cap: usize,
-    /// Accept header.
-    pub(crate) accept: &'static str,
-}
-
-impl Call {
-    pub(crate) fn get(path: String, cap: usize) -> Self {
-        Self {
-            method: Method::GET,
-            path,
-            body: None,
-            idempotent: true,
-            auth: CallAuth::Configured,
-            cap,
-            accept: "application/json",
-        }
-    }
-
-    pub(crate) fn delete(path: String, auth: CallAuth) -> Self {
-        Self {
-            method: Method::DELETE,
-            path,
-            body: None,
-            idempotent: true,
-            auth,
-            cap: ERROR_BODY_CAP,
-            accept: "application/json",
-        }
-    }
-
-    pub(crate) fn post(path: String, body: Vec<u8>, idempotent: bool, cap: usize) -> Self {
-        Self {
-            method: Method::POST,
-            path,
-            body: Some(body),
-            idempotent,
-            auth: CallAuth::Configured,
-            cap,
-            accept: "application/json",
-        }
-    }
-}
 
 fn reqwest_error(ctx: RequestContext, source: reqwest::Error) -> Error {
     let ctx = Box::new(ctx);
@@ -99,6 +31,18 @@ fn reqwest_error(ctx: RequestContext, source: reqwest::Error) -> Error {
             connect: false,
             source,
         }
+    }
+}
+
+/// What an attempt tells the circuit breaker: connection errors, timeouts and 5xx are failures;
+/// any other answer shows the server is up; an error before sending tells nothing.
+fn verdict(result: &Result<RawResponse>) -> Verdict {
+    match result {
+        Ok(_) => Verdict::Healthy,
+        Err(Error::Transport { .. } | Error::Timeout { .. }) => Verdict::Failed(None),
+        Err(err @ Error::Server { .. }) => Verdict::Failed(err.retry_after()),
+        Err(err) if err.status().is_some() => Verdict::Healthy,
+        Err(_) => Verdict::Unknown,
     }
 }
 
@@ -162,12 +106,39 @@ impl Inner {
                 return Err(err);
             }
             tracing::warn!(error = %err, retry_in = ?delay, retry = retries + 1, "transient AAP error; retrying");
+            self.telemetry.retry(call);
             tokio::time::sleep(delay).await;
             retries += 1;
         }
     }
 
+    /// One attempt, unless the circuit breaker refuses it; its outcome feeds the breaker.
     async fn attempt(&self, call: &Call) -> Result<RawResponse> {
+        let probe = match self.breaker.admit() {
+            Admit::Go => false,
+            Admit::Probe => {
+                tracing::info!(path = %call.path, "AAP circuit breaker half-open; this request probes");
+                self.telemetry.circuit(CircuitState::HalfOpen);
+                true
+            }
+            Admit::Reject(wait) => {
+                self.telemetry.rejected(call);
+                return Err(Error::CircuitOpen {
+                    ctx: Box::new(RequestContext::new(call.method.clone(), call.path.clone())),
+                    retry_after: wait,
+                });
+            }
+        };
+        let started = Instant::now();
+        let result = self.send_once(call).await;
+        self.telemetry.attempt(call, &result, started.elapsed());
+        if let Some(state) = self.breaker.record(verdict(&result), probe) {
+            self.telemetry.circuit(state);
+        }
+        result
+    }
+
+    async fn send_once(&self, call: &Call) -> Result<RawResponse> {
         if let Some(limiter) = &self.limiter {
             limiter.acquire().await;
         }

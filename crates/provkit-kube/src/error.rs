@@ -22,6 +22,17 @@ pub enum ReconcileError {
         #[source]
         source: provkit_lifecycle::LifecycleError,
     },
+    /// One or more targets of a multi-target resource failed
+    /// ([`MultiTargetProvisioner`](crate::MultiTargetProvisioner)); the others ran, and what they
+    /// recorded was written.
+    #[error("job targets of {object} failed")]
+    Targets {
+        /// `namespace/name`.
+        object: String,
+        /// Every failed target's error.
+        #[source]
+        source: provkit_lifecycle::MultiTargetError,
+    },
     /// The desired config version could not be computed.
     #[error("computing the config version of {object} failed")]
     ConfigVersion {

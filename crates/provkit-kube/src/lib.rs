@@ -9,6 +9,7 @@ pub mod error;
 pub mod error_chain;
 mod error_policy;
 pub mod events;
+mod finalized;
 pub mod flush;
 pub mod leader;
 pub mod leadership;
@@ -19,11 +20,13 @@ pub mod management;
 #[cfg(feature = "metrics")]
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
+pub mod multi_target;
 pub mod reconcile;
 mod removed_finalizers;
 pub mod resource;
 pub mod stale_check;
 pub mod status;
+mod step_events;
 pub mod time;
 pub mod user_agent;
 
@@ -58,6 +61,8 @@ pub use leadership::{LeadershipEnd, LeadershipLost, shutdown_signal};
 pub use machine_progress::{KubeProgressHandle, progress_of};
 #[doc(inline)]
 pub use management::{Management, ManagementHook, ManagementStatePolicy};
+#[doc(inline)]
+pub use multi_target::{MultiTargetCallbacks, MultiTargetProvisioner};
 #[doc(inline)]
 pub use reconcile::{LAUNCH_BLOCKED_CONDITION, NoCallbacks, Provisioner, ProvisioningCallbacks};
 #[doc(inline)]

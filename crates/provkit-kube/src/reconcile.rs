@@ -7,14 +7,12 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
 use kube::{Api, Client, ResourceExt};
-use provkit_core::{ConfigHasher, JobState, JobStatus, JobType, find_latest_job_by_type};
+use provkit_core::{ConfigHasher, JobStatus};
 use provkit_lifecycle::{
     DeprovisionHooks, DeprovisionStep, LaunchContext, Lifecycle, LifecycleError, ProvisionHooks,
     ProvisionStatus, ProvisionStep, ResourceView,
 };
-use tracing::Instrument;
 
 use crate::adapters::{
     SessionFlush, SessionIntents, SessionStaleCheck, display_name, resource_view,
@@ -24,9 +22,10 @@ use crate::error::{FinalizerStep, ReconcileError};
 use crate::error_chain::ErrorChain;
 use crate::events::{EventPublisher, JobEvent};
 use crate::flush::{StatusSession, StatusWriteConfig};
-use crate::management::{Management, ManagementHook, ManagementStatePolicy};
+use crate::management::{ManagementHook, ManagementStatePolicy};
 use crate::removed_finalizers::RemovedFinalizers;
 use crate::resource::{NamespaceScope, ProvisionedResource};
+use crate::step_events::newly_failed_deprovision_job;
 
 /// User callbacks of [`Provisioner::reconcile`]: phase, conditions and the per-launch context.
 /// Every method has a no-op default.
@@ -82,17 +81,17 @@ impl<K> ProvisioningCallbacks<K> for NoCallbacks {}
 /// }
 /// ```
 pub struct Provisioner<K> {
-    client: Client,
-    lifecycle: Lifecycle,
-    finalizer: String,
-    management: Arc<dyn ManagementHook>,
-    events: EventPublisher,
-    status: StatusWriteConfig,
-    hasher: ConfigHasher,
-    removed: RemovedFinalizers,
-    backoff: ErrorBackoff,
+    pub(crate) client: Client,
+    pub(crate) lifecycle: Lifecycle,
+    pub(crate) finalizer: String,
+    pub(crate) management: Arc<dyn ManagementHook>,
+    pub(crate) events: EventPublisher,
+    pub(crate) status: StatusWriteConfig,
+    pub(crate) hasher: ConfigHasher,
+    pub(crate) removed: RemovedFinalizers,
+    pub(crate) backoff: ErrorBackoff,
     #[cfg(feature = "metrics")]
-    metrics: Option<crate::metrics::KubeMetrics>,
+    pub(crate) metrics: Option<crate::metrics::KubeMetrics>,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -142,7 +141,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
         self
     }
 
-    fn record_reconcile(&self, ok: bool, started: tokio::time::Instant) {
+    pub(crate) fn record_reconcile(&self, ok: bool, started: tokio::time::Instant) {
         #[cfg(feature = "metrics")]
         if let Some(m) = &self.metrics {
             m.reconciled(ok, started.elapsed());
@@ -249,7 +248,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
         &self.finalizer
     }
 
-    fn api_for(&self, obj: &K) -> Api<K> {
+    pub(crate) fn api_for(&self, obj: &K) -> Api<K> {
         K::Scope::api(self.client.clone(), obj.namespace().as_deref())
     }
 
@@ -289,73 +288,16 @@ impl<K: ProvisionedResource> Provisioner<K> {
     where
         C: ProvisioningCallbacks<K> + ?Sized,
     {
-        let object = display_name(obj.as_ref());
-        let span = tracing::info_span!(
-            "provkit.reconcile",
-            object.ref = %object,
-            object.kind = %K::kind(&()),
-            action = tracing::field::Empty,
-            job_id = tracing::field::Empty,
-        );
-        // Only for the duration metric; no decision reads it.
-        let started = tokio::time::Instant::now();
-        let result = async move {
-            if self
-                .management
-                .management(obj.annotations(), obj.meta().deletion_timestamp.is_some())
-                == Management::Skip
-            {
-                tracing::Span::current().record("action", "Unmanaged");
-                tracing::debug!("skipping object per management-state policy");
-                return Ok(Action::await_change());
-            }
-            let uid = obj.meta().uid.clone().unwrap_or_default();
-            let key = backoff_key(obj.as_ref());
-            let regarding = obj.object_ref(&());
-            let deleting = obj.meta().deletion_timestamp.is_some();
-            if deleting && !uid.is_empty() {
-                if !obj.finalizers().contains(&self.finalizer) {
-                    self.removed.forget(&uid);
-                } else if self.removed.contains(&uid) {
-                    tracing::debug!(
-                        "finalizer already removed by this controller; ignoring a stale cached copy"
-                    );
-                    return Ok(Action::await_change());
-                }
-            }
-            let api = self.api_for(&obj);
-            let removing = std::sync::atomic::AtomicBool::new(false);
-            let result = finalizer(&api, &self.finalizer, obj, |event| async {
-                match event {
-                    FinalizerEvent::Apply(o) => self
-                        .apply(&api, &o, callbacks)
-                        .await
-                        .map_err(FinalizerStep::Failed),
-                    FinalizerEvent::Cleanup(o) => {
-                        let step = self.cleanup(&api, &o, callbacks).await;
-                        removing.store(step.is_ok(), std::sync::atomic::Ordering::Relaxed);
-                        step
-                    }
-                }
-            })
-            .await;
-            if result.is_ok()
-                && removing.load(std::sync::atomic::Ordering::Relaxed)
-                && !uid.is_empty()
-            {
-                self.removed.record(&uid);
-            }
-            let result = ReconcileError::from_finalizer(&object, result);
-            match &result {
-                Ok(_) => self.backoff.succeeded(&key),
-                Err(error) => self.publish_error(error, &regarding).await,
-            }
-            result
-        }
-        .instrument(span)
-        .await;
-        self.record_reconcile(result.is_ok(), started);
-        result
+        self.run_finalized(
+            obj,
+            |api, o| async move {
+                self.apply(&api, &o, callbacks)
+                    .await
+                    .map_err(FinalizerStep::Failed)
+            },
+            |api, o| async move { self.cleanup(&api, &o, callbacks).await },
+        )
+        .await
     }
 
     async fn apply<C>(&self, api: &Api<K>, obj: &K, callbacks: &C) -> Result<Action, ReconcileError>
@@ -382,7 +324,8 @@ impl<K: ProvisionedResource> Provisioner<K> {
         callbacks.on_apply(&mut working, applied);
 
         let session = self.session(api, obj, &object)?;
-        let (view, ctx, mut jobs) = lifecycle_inputs(&mut working, &object, callbacks)?;
+        let (view, ctx, mut jobs) =
+            lifecycle_inputs(&mut working, &object, |o| callbacks.launch_context(o))?;
         let stale = SessionStaleCheck::new(api.clone(), &session, obj.name_any());
         let flush = SessionFlush::new(&session, desired.clone());
         let intents = SessionIntents::new(&session);
@@ -422,45 +365,8 @@ impl<K: ProvisionedResource> Provisioner<K> {
         let outcome = result.map_err(|source| lifecycle_error(&object, source))?;
         tracing::Span::current().record("action", tracing::field::display(&outcome.action));
 
-        let regarding = obj.object_ref(&());
-        match &outcome.step {
-            ProvisionStep::Launched { job_id } | ProvisionStep::Recovered { job_id } => {
-                tracing::Span::current().record("job_id", job_id.as_str());
-                tracing::info!(job_id = %job_id, "provision job triggered");
-                self.events
-                    .publish(
-                        &JobEvent::ProvisionTriggered {
-                            job_id: job_id.clone(),
-                        },
-                        &regarding,
-                    )
-                    .await;
-            }
-            ProvisionStep::Polled { job_id, state } => {
-                tracing::Span::current().record("job_id", job_id.as_str());
-                if *state == JobState::Succeeded {
-                    self.events
-                        .publish(
-                            &JobEvent::ProvisionSucceeded {
-                                job_id: job_id.clone(),
-                            },
-                            &regarding,
-                        )
-                        .await;
-                } else if matches!(state, JobState::Failed | JobState::Canceled) {
-                    let message = failed.clone().unwrap_or_else(|| state.as_str().to_owned());
-                    self.publish_provision_failed(job_id, message, &regarding)
-                        .await;
-                }
-            }
-            ProvisionStep::PurgedJobFailed { job_id } => {
-                tracing::Span::current().record("job_id", job_id.as_str());
-                let message = "the provider no longer knows this job".to_owned();
-                self.publish_provision_failed(job_id, message, &regarding)
-                    .await;
-            }
-            _ => {}
-        }
+        self.publish_provision_step(&outcome.step, failed.as_deref(), &obj.object_ref(&()))
+            .await;
         Ok(outcome.outcome.into())
     }
 
@@ -482,7 +388,8 @@ impl<K: ProvisionedResource> Provisioner<K> {
             .map(|s| s.desired_config_version.clone())
             .unwrap_or_default();
         let session = self.session(api, obj, &object)?;
-        let (view, ctx, mut jobs) = lifecycle_inputs(&mut working, &object, callbacks)?;
+        let (view, ctx, mut jobs) =
+            lifecycle_inputs(&mut working, &object, |o| callbacks.launch_context(o))?;
         let stale = SessionStaleCheck::new(api.clone(), &session, obj.name_any());
         let flush = SessionFlush::new(&session, desired.clone());
         let intents = SessionIntents::new(&session);
@@ -512,38 +419,17 @@ impl<K: ProvisionedResource> Provisioner<K> {
         tracing::Span::current().record("action", "Deprovision");
 
         let regarding = obj.object_ref(&());
-        match &outcome.step {
-            DeprovisionStep::Launched { job_id } | DeprovisionStep::Recovered { job_id } => {
-                tracing::Span::current().record("job_id", job_id.as_str());
-                tracing::info!(job_id = %job_id, "deprovision job triggered");
-                self.events
-                    .publish(
-                        &JobEvent::DeprovisionTriggered {
-                            job_id: job_id.clone(),
-                        },
-                        &regarding,
-                    )
-                    .await;
-            }
-            _ => {}
-        }
-        if let Some(failed) = newly_failed_deprovision_job(obj, &working) {
-            tracing::Span::current().record("job_id", failed.job_id.as_str());
-            let message = if failed.message.is_empty() {
-                failed.state.as_str().to_owned()
-            } else {
-                failed.message.clone()
-            };
-            self.events
-                .publish(
-                    &JobEvent::DeprovisionFailed {
-                        job_id: failed.job_id.clone(),
-                        message,
-                    },
-                    &regarding,
-                )
-                .await;
-        }
+        self.publish_deprovision_step(&outcome.step, &regarding)
+            .await;
+        self.publish_deprovision_failure(
+            newly_failed_deprovision_job(
+                obj.provisioning_jobs(),
+                working.provisioning_jobs(),
+                None,
+            ),
+            &regarding,
+        )
+        .await;
         if outcome.may_remove_finalizer() {
             tracing::info!(step = ?outcome.step, "deprovisioning finished; removing finalizer");
             self.events
@@ -563,7 +449,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
     /// reconcile, i.e. once per backoff step. The Event's action carries a fingerprint of its
     /// note, so a new error is a new Event while a repeat of the same error only bumps that
     /// Event's series count (kube-runtime's `Recorder`, see [`crate::events`]).
-    async fn publish_error(&self, error: &ReconcileError, regarding: &ObjectReference) {
+    pub(crate) async fn publish_error(&self, error: &ReconcileError, regarding: &ObjectReference) {
         if let ReconcileError::Lifecycle { source, .. } = error {
             self.events
                 .publish(
@@ -574,20 +460,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
         }
     }
 
-    async fn publish_provision_failed(
-        &self,
-        job_id: &str,
-        message: String,
-        regarding: &ObjectReference,
-    ) {
-        let event = JobEvent::ProvisionFailed {
-            job_id: job_id.to_owned(),
-            message,
-        };
-        self.events.publish(&event, regarding).await;
-    }
-
-    fn session(
+    pub(crate) fn session(
         &self,
         api: &Api<K>,
         obj: &K,
@@ -603,7 +476,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
 
     /// Writes `working`'s status unless it equals what the API server is known to hold: the
     /// original status with the job list and desired version a flush may have persisted.
-    async fn write_if_changed(
+    pub(crate) async fn write_if_changed(
         &self,
         session: &StatusSession<K>,
         original: &K,
@@ -647,7 +520,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
 }
 
 /// The key of `obj`'s error backoff: its uid (a re-created object starts afresh), else its name.
-fn backoff_key<K: ProvisionedResource>(obj: &K) -> String {
+pub(crate) fn backoff_key<K: ProvisionedResource>(obj: &K) -> String {
     match &obj.meta().uid {
         Some(uid) if !uid.is_empty() => uid.clone(),
         _ => display_name(obj),
@@ -668,7 +541,7 @@ impl<K> AsRef<Provisioner<K>> for Provisioner<K> {
 pub const LAUNCH_BLOCKED_CONDITION: &str = "LaunchBlocked";
 
 /// Sets or removes the [`LAUNCH_BLOCKED_CONDITION`] on the working copy.
-fn show_launch_blocked<K: ProvisionedResource>(
+pub(crate) fn show_launch_blocked<K: ProvisionedResource>(
     working: &mut K,
     error: Option<&LifecycleError>,
     lifecycle: &Lifecycle,
@@ -697,48 +570,23 @@ fn show_launch_blocked<K: ProvisionedResource>(
 
 /// The lifecycle's inputs from the working copy: its resource view, its launch context and its
 /// job history (taken out of `working`; the caller puts it back after the lifecycle ran).
-fn lifecycle_inputs<K, C>(
+pub(crate) fn lifecycle_inputs<K: ProvisionedResource>(
     working: &mut K,
     object: &str,
-    callbacks: &C,
-) -> Result<(ResourceView, LaunchContext, Vec<JobStatus>), ReconcileError>
-where
-    K: ProvisionedResource,
-    C: ProvisioningCallbacks<K> + ?Sized,
-{
+    launch_context: impl FnOnce(&K) -> LaunchContext,
+) -> Result<(ResourceView, LaunchContext, Vec<JobStatus>), ReconcileError> {
     let view = resource_view(working).map_err(|source| ReconcileError::Serialize {
         object: object.to_owned(),
         source,
     })?;
-    let ctx = callbacks.launch_context(working);
+    let ctx = launch_context(working);
     let jobs = std::mem::take(&mut working.provisioning_status_mut().provisioning_jobs);
     Ok((view, ctx, jobs))
 }
 
-fn lifecycle_error(object: &str, source: LifecycleError) -> ReconcileError {
+pub(crate) fn lifecycle_error(object: &str, source: LifecycleError) -> ReconcileError {
     ReconcileError::Lifecycle {
         object: object.to_owned(),
         source,
-    }
-}
-
-/// The latest deprovision job of `after` if it is Failed/Canceled and was not already so in
-/// `before` (a failure observed in this reconcile).
-fn newly_failed_deprovision_job<K: ProvisionedResource>(
-    before: &K,
-    after: &K,
-) -> Option<JobStatus> {
-    let failed = |j: &JobStatus| matches!(j.state, JobState::Failed | JobState::Canceled);
-    let now = find_latest_job_by_type(after.provisioning_jobs(), &JobType::Deprovision)?;
-    if !failed(now) {
-        return None;
-    }
-    let was = before
-        .provisioning_jobs()
-        .iter()
-        .find(|j| j.job_id == now.job_id && j.job_type == JobType::Deprovision);
-    match was {
-        Some(was) if failed(was) => None,
-        _ => Some(now.clone()),
     }
 }

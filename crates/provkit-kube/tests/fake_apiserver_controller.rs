@@ -134,15 +134,20 @@ async fn controller_and_provisioner_create_ready_update_delete() {
     policy.min_requeue = Duration::from_millis(10);
     let lifecycle = Lifecycle::new(Arc::new(provider), dyn_clock.clone()).with_policy(policy);
 
+    // guide: register
     let server = FakeApiServer::builder()
         .crd::<Network>()
         .clock(dyn_clock.clone())
         .build();
+    // Names the operator's writes in managedFields and the request log, as a real
+    // User-Agent does (kube-runtime's finalizer helper and Recorder pass no field manager).
     let operator = server.client_with_user_agent("network-operator/0.1");
+    // guide: end
     let reporter = Reporter {
         controller: "network-operator".into(),
         instance: Some("test-0".into()),
     };
+    // guide: controller
     let provisioner = Provisioner::new(operator.clone(), lifecycle, FINALIZER).with_events(
         EventPublisher::new(Recorder::new(operator.clone(), reporter)),
     );
@@ -155,7 +160,9 @@ async fn controller_and_provisioner_create_ready_update_delete() {
         .run(reconcile, provkit_kube::error_policy, ctx)
         .for_each(|_| async {}),
     );
+    // guide: end
 
+    // guide: user
     // The user's own client.
     let api: Api<Network> = Api::default_namespaced(server.client_named("user"));
     let spec = NetworkSpec {
@@ -179,6 +186,7 @@ async fn controller_and_provisioner_create_ready_update_delete() {
             == Some((JobState::Succeeded, v1.clone()))
     })
     .await;
+    // guide: end
     let ready = api.get("net-a").await.unwrap();
     assert_eq!(
         ready.metadata.generation,
@@ -265,4 +273,72 @@ async fn controller_and_provisioner_create_ready_update_delete() {
         "{reasons:?}"
     );
     controller.abort();
+}
+
+/// docs/testing-your-operator.md shows this file's steps: each `rust,ignore` excerpt of its
+/// "Test your operator's reconcile" section is the region of this file between
+/// `// guide: <name>` and `// guide: end`, in order, so the guide cannot drift from code that runs.
+#[test]
+fn the_testing_guide_excerpts_are_this_files_code() {
+    fn dedent(lines: &[&str]) -> String {
+        let indent = lines
+            .iter()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| l.len() - l.trim_start().len())
+            .min()
+            .unwrap_or(0);
+        lines
+            .iter()
+            .map(|l| l.get(indent..).unwrap_or("").trim_end())
+            .collect::<Vec<_>>()
+            .join("\n")
+            .trim_end()
+            .to_owned()
+    }
+    let guide_path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/testing-your-operator.md"
+    );
+    let guide = std::fs::read_to_string(guide_path).unwrap();
+    let section = guide
+        .split("## Test your operator's reconcile")
+        .nth(1)
+        .expect("the guide has the section")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let excerpts: Vec<String> = section
+        .split("```rust,ignore\n")
+        .skip(1)
+        .map(|block| {
+            let body: Vec<&str> = block.split("```").next().unwrap().lines().collect();
+            dedent(&body)
+        })
+        .collect();
+
+    let source = include_str!("fake_apiserver_controller.rs");
+    let mut regions = Vec::new();
+    let mut current: Option<Vec<&str>> = None;
+    for line in source.lines() {
+        let marker = line.trim().strip_prefix("// guide: ");
+        match (marker, current.as_mut()) {
+            (Some("end"), Some(_)) => regions.push(dedent(&current.take().unwrap())),
+            (Some(name), None) if !name.contains(' ') => current = Some(Vec::new()),
+            (_, Some(lines)) => lines.push(line),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        excerpts.len(),
+        regions.len(),
+        "one excerpt per marked region"
+    );
+    for (i, (excerpt, region)) in excerpts.iter().zip(&regions).enumerate() {
+        assert_eq!(
+            excerpt,
+            region,
+            "guide excerpt {} differs from the test",
+            i + 1
+        );
+    }
 }

@@ -159,13 +159,19 @@ impl ProviderError {
         }
     }
 
-    /// An [`Other`](Self::Other) error with a source. The message is shown as `"<message>: <source>"`
-    /// so that substrings of the source stay visible in the rendered error.
+    /// An [`Other`](Self::Other) error with a source. Its `Display` is `message` alone, like every
+    /// provkit error's (the source is not repeated); render it with [`ErrorChain`] to show both.
+    ///
+    /// ```
+    /// use provkit_lifecycle::{ErrorChain, ProviderError};
+    /// let err = ProviderError::other_with_source("failed to get job status", ProviderError::not_found("job 7"));
+    /// assert_eq!(err.to_string(), "failed to get job status");
+    /// assert_eq!(ErrorChain(&err).to_string(), "failed to get job status: job 7 not found");
+    /// ```
     pub fn other_with_source(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        let source = source.into();
         Self::Other {
-            message: format!("{}: {source}", message.into()),
-            source: Some(source),
+            message: message.into(),
+            source: Some(source.into()),
         }
     }
 
@@ -391,6 +397,6 @@ mod tests {
         assert_eq!(wrapped_rl.launch_certainty(), LaunchCertainty::NotMade);
         let wrapped_nf = ProviderError::other_with_source("x", ProviderError::not_found("job 1"));
         assert!(wrapped_nf.is_not_found());
-        assert!(wrapped_nf.to_string().contains("job 1 not found"));
+        assert_eq!(ErrorChain(&wrapped_nf).to_string(), "x: job 1 not found");
     }
 }

@@ -82,6 +82,35 @@ where
     }
 }
 
+/// The setters of the hooks every lifecycle call shares: the stale-cache check, the status flush
+/// and the durable launch-intent store, each with its documentation (one implementation for
+/// [`ProvisionHooks`], [`DeprovisionHooks`] and [`MultiTargetHooks`](crate::MultiTargetHooks)).
+macro_rules! shared_hook_setters {
+    (stale_check: $stale:literal, status_flush: $flush:literal, intents: $intents:literal $(,)?) => {
+        #[doc = $stale]
+        #[must_use]
+        pub fn stale_check(mut self, check: &'a dyn $crate::hooks::StaleCacheCheck) -> Self {
+            self.stale_check = Some(check);
+            self
+        }
+
+        #[doc = $flush]
+        #[must_use]
+        pub fn status_flush(mut self, flush: &'a dyn $crate::hooks::StatusFlush) -> Self {
+            self.status_flush = Some(flush);
+            self
+        }
+
+        #[doc = $intents]
+        #[must_use]
+        pub fn intents(mut self, store: &'a dyn $crate::intent::IntentStore) -> Self {
+            self.intents = Some(store);
+            self
+        }
+    };
+}
+pub(crate) use shared_hook_setters;
+
 type OnFailed<'a> = Box<dyn FnMut(&str) + Send + Sync + 'a>;
 type OnSuccess<'a> = Box<dyn FnMut(&ProvisionStatus) + Send + Sync + 'a>;
 
@@ -119,18 +148,10 @@ impl<'a> ProvisionHooks<'a> {
         Self::default()
     }
 
-    /// Sets the stale-cache check.
-    #[must_use]
-    pub fn stale_check(mut self, check: &'a dyn StaleCacheCheck) -> Self {
-        self.stale_check = Some(check);
-        self
-    }
-
-    /// Sets the status flush.
-    #[must_use]
-    pub fn status_flush(mut self, flush: &'a dyn StatusFlush) -> Self {
-        self.status_flush = Some(flush);
-        self
+    shared_hook_setters! {
+        stale_check: "Sets the stale-cache check.",
+        status_flush: "Sets the status flush.",
+        intents: "Sets the durable launch-intent store.",
     }
 
     /// Sets the on-failed callback.
@@ -144,13 +165,6 @@ impl<'a> ProvisionHooks<'a> {
     #[must_use]
     pub fn on_success(mut self, f: impl FnMut(&ProvisionStatus) + Send + Sync + 'a) -> Self {
         self.on_success = Some(Box::new(f));
-        self
-    }
-
-    /// Sets the durable launch-intent store.
-    #[must_use]
-    pub fn intents(mut self, store: &'a dyn IntentStore) -> Self {
-        self.intents = Some(store);
         self
     }
 }
@@ -184,27 +198,10 @@ impl<'a> DeprovisionHooks<'a> {
         Self::default()
     }
 
-    /// Sets the status flush.
-    #[must_use]
-    pub fn status_flush(mut self, flush: &'a dyn StatusFlush) -> Self {
-        self.status_flush = Some(flush);
-        self
-    }
-
-    /// Sets the stale-cache check: before launching a deprovision job, the engine reads the fresh job
-    /// history and, when it shows a deprovision job newer than the cached latest one, requeues without
-    /// launching ([`DeprovisionStep::StaleCache`](crate::DeprovisionStep::StaleCache)).
-    #[must_use]
-    pub fn stale_check(mut self, check: &'a dyn StaleCacheCheck) -> Self {
-        self.stale_check = Some(check);
-        self
-    }
-
-    /// Sets the durable launch-intent store (as [`ProvisionHooks::intents`]).
-    #[must_use]
-    pub fn intents(mut self, store: &'a dyn IntentStore) -> Self {
-        self.intents = Some(store);
-        self
+    shared_hook_setters! {
+        stale_check: "Sets the stale-cache check: before launching a deprovision job, the engine reads the fresh job history and, when it shows a deprovision job newer than the cached latest one, requeues without launching ([`DeprovisionStep::StaleCache`](crate::DeprovisionStep::StaleCache)).",
+        status_flush: "Sets the status flush.",
+        intents: "Sets the durable launch-intent store (as [`ProvisionHooks::intents`]).",
     }
 }
 

@@ -24,9 +24,9 @@ pub use decide::{Action, Backoff, LegacyJobs};
 pub use engine::Lifecycle;
 #[doc(inline)]
 pub use engine::multi_target::{
-    JobTarget, MultiTargetDeprovisionOutcome, MultiTargetError, MultiTargetHooks,
-    MultiTargetLifecycle, MultiTargetOutcome, MultiTargetProvisionOutcome, TargetError,
-    TargetResult,
+    IntentHeldByTarget, JobTarget, MultiTargetDeprovisionOutcome, MultiTargetError,
+    MultiTargetHooks, MultiTargetLifecycle, MultiTargetOutcome, MultiTargetProvisionOutcome,
+    TargetError, TargetResult,
 };
 #[doc(inline)]
 pub use engine_error::LifecycleError;

@@ -22,6 +22,9 @@
 //! | [`kube`] | `provkit-kube` | `kube` | kube-rs integration: [`Provisioner`], status writes, the uncached stale-cache check, leader election |
 //! | [`testing`] | `provkit-testing` | `testing` | a faithful fake AAP server, a scripted provider, in-memory machine providers and the conformance suites |
 //!
+//! With `aap` and `kube`, [`osac::provisioner`] is the Go OSAC operator's naming and
+//! management-state annotation in one call (provkit's defaults are neutral).
+//!
 //! The most used items are also re-exported at the top level ([`JobStatus`],
 //! [`compute_desired_config_version`], [`Lifecycle`], [`ProvisioningProvider`], [`AapClient`],
 //! [`Provisioner`], …).
@@ -153,6 +156,10 @@ pub use provkit_kube as kube;
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 #[doc(inline)]
 pub use provkit_testing as testing;
+
+#[cfg(all(feature = "aap", feature = "kube"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "aap", feature = "kube"))))]
+pub mod osac;
 
 #[doc(inline)]
 pub use provkit_core::{

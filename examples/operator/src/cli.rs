@@ -17,12 +17,16 @@ pub struct Cli {
     /// Subcommand; none runs the operator.
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// Use an in-process fake AAP server instead of the AAP_* environment. Demo only: the
-    /// fake keeps its jobs in memory and does NOT persist them, so after a restart (or a
-    /// leader change) the operator finds its earlier jobs unknown to AAP and marks them
-    /// purged.
+    /// Use an in-process fake AAP server instead of the AAP_* environment. Demo only: without
+    /// --fake-aap-state the fake keeps its jobs in memory and does NOT persist them, so after
+    /// a restart (or a leader change) the operator finds its earlier jobs unknown to AAP and
+    /// marks them purged.
     #[arg(long)]
     pub fake_aap: bool,
+    /// With --fake-aap: keep the fake's jobs in this JSON file (loaded at start, rewritten
+    /// every second and on shutdown), so a restarted operator still finds them.
+    #[arg(long, value_name = "FILE", requires = "fake_aap")]
+    pub fake_aap_state: Option<std::path::PathBuf>,
     /// Template prefix: `<prefix>-create-virtual-network` / `<prefix>-delete-virtual-network`
     /// (default: $OSAC_AAP_TEMPLATE_PREFIX or `osac`).
     #[arg(long)]
@@ -97,6 +101,14 @@ mod tests {
     fn help_says_the_fake_aap_does_not_persist() {
         let help = Cli::command().render_long_help().to_string();
         assert!(help.contains("does NOT persist"), "{help}");
+        assert!(help.contains("--fake-aap-state <FILE>"), "{help}");
+        let cli =
+            Cli::try_parse_from(["operator", "--fake-aap", "--fake-aap-state", "s.json"]).unwrap();
+        assert_eq!(
+            cli.fake_aap_state.as_deref(),
+            Some(std::path::Path::new("s.json"))
+        );
+        assert!(Cli::try_parse_from(["operator", "--fake-aap-state", "s.json"]).is_err());
     }
 
     #[test]

@@ -210,8 +210,49 @@ fn without_request_ids(error: &ProviderError, mut text: String) -> String {
     text
 }
 
-fn certain(message: String, err: Error) -> ProviderError {
-    ProviderError::launch_not_made(message, Some(Box::new(err)))
+/// How long a 429 without `Retry-After` holds the engine off.
+pub const DEFAULT_RATE_LIMIT_WAIT: Duration = Duration::from_secs(10);
+
+/// AAP asks callers to hold off — a 429, a 503 with `Retry-After`, or the client's open circuit
+/// breaker: the engine's rate-limit outcome (requeue after the wait, nothing recorded).
+fn throttled(err: &Error) -> Option<Duration> {
+    err.throttle(DEFAULT_RATE_LIMIT_WAIT)
+}
+
+// Provider errors name what failed and, in a few words, why (`Error::brief`); the AAP error is
+// their `source`, so its own message (request, status, request id, the server's text) appears once
+// in an error chain, never twice.
+
+fn certain(message: &str, err: Error) -> ProviderError {
+    ProviderError::launch_not_made(format!("{message}: {}", err.brief()), Some(Box::new(err)))
+}
+
+/// An [`ProviderError::Other`] for `err` after `context`.
+fn other(context: &str, err: Error) -> ProviderError {
+    ProviderError::Other {
+        message: format!("{context}: {}", err.brief()),
+        source: Some(Box::new(err)),
+    }
+}
+
+/// `err` with `context` in front of its message and its source kept: one error, not a second
+/// layer repeating the first. Typed errors (rate limits, not found) are kept as they are.
+fn in_context(context: &str, err: ProviderError) -> ProviderError {
+    match err {
+        ProviderError::Other { message, source } => ProviderError::Other {
+            message: format!("{context}: {message}"),
+            source,
+        },
+        ProviderError::LaunchNotMade { message, source } => ProviderError::LaunchNotMade {
+            message: format!("{context}: {message}"),
+            source,
+        },
+        ProviderError::OutcomeUnknown { message, source } => ProviderError::OutcomeUnknown {
+            message: format!("{context}: {message}"),
+            source,
+        },
+        typed => typed,
+    }
 }
 
 fn launch_error(kind: TemplateKind, err: Error) -> ProviderError {
@@ -219,26 +260,27 @@ fn launch_error(kind: TemplateKind, err: Error) -> ProviderError {
         TemplateKind::JobTemplate => "job template",
         TemplateKind::WorkflowJobTemplate => "workflow template",
     };
-    let message = format!("failed to launch {what}: {err}");
-    if matches!(err, Error::RateLimited { .. }) {
-        return ProviderError::rate_limited(err.retry_after().unwrap_or(Duration::from_secs(10)));
+    if let Some(wait) = throttled(&err) {
+        return ProviderError::rate_limited(wait);
     }
+    let message = format!("failed to launch {what}");
     if err.is_outcome_unknown() {
-        ProviderError::outcome_unknown(message, Some(Box::new(err)))
+        ProviderError::outcome_unknown(format!("{message}: {}", err.brief()), Some(Box::new(err)))
     } else {
-        certain(message, err)
+        certain(&message, err)
     }
 }
 
-/// Maps a read error: only AWX's authoritative "No … matches the given query." 404 is
-/// [`ProviderError::NotFound`] (the object is gone); anything else is an error to retry.
-fn query_error(context: &str, what: String, err: Error) -> ProviderError {
+/// Maps a read error about `what`: only AWX's authoritative "No … matches the given query." 404
+/// is [`ProviderError::NotFound`] (the object is gone); a throttle is a rate limit; anything else
+/// is an error to retry.
+fn query_error(what: String, err: Error) -> ProviderError {
     if err.is_no_match() {
         ProviderError::not_found_with_source(what, err)
-    } else if let Error::RateLimited { retry_after, .. } = err {
-        ProviderError::rate_limited(retry_after.unwrap_or(Duration::from_secs(10)))
+    } else if let Some(wait) = throttled(&err) {
+        ProviderError::rate_limited(wait)
     } else {
-        ProviderError::other_with_source(context.to_owned(), err)
+        other(&what, err)
     }
 }
 
@@ -297,12 +339,13 @@ impl AapProvider {
     }
 
     async fn template(&self, name: &str) -> Result<Template, ProviderError> {
-        self.api.get_template(name).await.map_err(|err| match err {
-            Error::RateLimited { retry_after, .. } => {
-                ProviderError::rate_limited(retry_after.unwrap_or(Duration::from_secs(10)))
-            }
-            err => certain(format!("failed to get template: {err}"), err),
-        })
+        self.api
+            .get_template(name)
+            .await
+            .map_err(|err| match throttled(&err) {
+                Some(wait) => ProviderError::rate_limited(wait),
+                None => certain(&format!("failed to get template {name:?}"), err),
+            })
     }
 
     /// Attempts made at or before this instant are forgotten (`now - lookup_window`).
@@ -329,9 +372,13 @@ impl AapProvider {
             .map_err(BoxError::from)
             .and_then(|json| build_extra_vars(json, ctx).map_err(BoxError::from))
             .map_err(|e| {
+                // Flattened (no source): the message already holds the whole chain.
                 ProviderError::launch_not_made(
-                    format!("failed to extract extra vars: {e}"),
-                    Some(e),
+                    format!(
+                        "failed to extract extra vars: {}",
+                        provkit_lifecycle::ErrorChain(&*e)
+                    ),
+                    None,
                 )
             })?;
         let request = LaunchRequest::new(vars);
@@ -381,22 +428,17 @@ impl AapProvider {
         {
             return Ok(());
         }
-        let requirements =
-            self.api
-                .launch_requirements(template)
-                .await
-                .map_err(|err| match err {
-                    Error::RateLimited { retry_after, .. } => {
-                        ProviderError::rate_limited(retry_after.unwrap_or(Duration::from_secs(10)))
-                    }
-                    err => certain(
-                        "failed to read the template's launch requirements".into(),
-                        err,
-                    ),
-                })?;
+        let requirements = self
+            .api
+            .launch_requirements(template)
+            .await
+            .map_err(|err| match throttled(&err) {
+                Some(wait) => ProviderError::rate_limited(wait),
+                None => certain("failed to read the template's launch requirements", err),
+            })?;
         requirements
             .check(template)
-            .map_err(|err| certain("refusing to launch".into(), err))?;
+            .map_err(|err| certain("refusing to launch", err))?;
         self.checked
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -418,7 +460,7 @@ impl AapProvider {
             }
             Err(err) => {
                 tracing::warn!(job_id = launched.id, error = %provkit_lifecycle::ErrorChain(&err), "cancel of a job without its payload failed");
-                format!("not canceled ({err})")
+                format!("not canceled ({})", err.brief())
             }
         };
         tracing::warn!(
@@ -462,11 +504,7 @@ impl AapProvider {
             }
             // Not listed: the job detail decides (its "No Job matches" 404 is authoritative).
             Ok(None) => Ok(JobKind::Job),
-            Err(err) => Err(query_error(
-                "failed to get job",
-                format!("failed to get job: AAP job {id}"),
-                err,
-            )),
+            Err(err) => Err(query_error(format!("failed to get job: AAP job {id}"), err)),
         }
     }
 
@@ -474,11 +512,7 @@ impl AapProvider {
         let id = Self::parse_id(job_id)?;
         let kind = self.kind_of(id).await?;
         let job = self.api.get_unified(kind, id).await.map_err(|e| {
-            query_error(
-                "failed to get job",
-                format!("failed to get job: AAP {} {id}", kind.as_str()),
-                e,
-            )
+            query_error(format!("failed to get job: AAP {} {id}", kind.as_str()), e)
         })?;
         Ok(provision_status_with_outputs(self.api.as_ref(), job_id, &job).await)
     }
@@ -564,12 +598,7 @@ impl ProvisioningProvider for AapProvider {
         {
             match self.status(&latest.job_id).await {
                 Err(err) if err.is_not_found() => {}
-                Err(err) => {
-                    return Err(ProviderError::other_with_source(
-                        "failed to get provision job status",
-                        err,
-                    ));
-                }
+                Err(err) => return Err(in_context("failed to get provision job status", err)),
                 Ok(st) if st.state.is_terminal() => provision_status = Some(st),
                 Ok(st) => {
                     let id = Self::parse_id(&latest.job_id)?;
@@ -587,9 +616,13 @@ impl ProvisioningProvider for AapProvider {
                         Ok(CancelOutcome::AlreadyFinished) => provision_status = Some(st),
                         Err(err) if err.is_no_match() => provision_status = Some(st),
                         Err(err) => {
-                            return Err(ProviderError::other_with_source(
-                                "failed to cancel provision job",
-                                ProviderError::other_with_source("failed to cancel job", err),
+                            if let Some(wait) = throttled(&err) {
+                                return Err(ProviderError::rate_limited(wait));
+                            }
+                            // Go's wrapping, word for word.
+                            return Err(other(
+                                "failed to cancel provision job: failed to cancel job",
+                                err,
                             ));
                         }
                     }
@@ -650,7 +683,7 @@ impl ProvisioningProvider for AapProvider {
         let template = self
             .template(&name)
             .await
-            .map_err(|e| ProviderError::other_with_source("idempotency lookup", e))?;
+            .map_err(|e| in_context("idempotency lookup", e))?;
         let since = match since {
             Some(at) => {
                 at - chrono::Duration::from_std(self.clock_skew)
@@ -666,8 +699,10 @@ impl ProvisioningProvider for AapProvider {
                 .await
                 .map_err(|e| {
                     query_error(
-                        "idempotency lookup: failed to list jobs",
-                        format!("jobs of template {}", template.id),
+                        format!(
+                            "idempotency lookup: failed to list the jobs of template {}",
+                            template.id
+                        ),
                         e,
                     )
                 })

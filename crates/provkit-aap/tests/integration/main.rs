@@ -9,6 +9,7 @@
 mod support;
 
 mod client_auth;
+mod client_circuit;
 mod client_discovery;
 mod client_faults;
 mod client_gateway_tokens;
@@ -17,9 +18,14 @@ mod client_launch;
 mod client_lookup;
 mod client_tls;
 mod conformance;
+mod error_chains;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod multi_target;
 mod outputs;
 mod provider;
+mod retry_after;
+mod template_misses;
 // `MockAapApi` exists only with the `mock` feature; `cargo test -p provkit-aap` must build without it.
 #[cfg(feature = "mock")]
 mod provider_mock;

@@ -442,10 +442,10 @@ async fn s72_deprovision_cancel_first_flow() {
         .trigger_deprovision(&r, &jobs, &LaunchContext::new())
         .await
         .unwrap_err();
+    let chain = provkit_lifecycle::ErrorChain(&err).to_string();
     assert!(
-        err.to_string()
-            .contains("failed to cancel provision job: failed to cancel job"),
-        "{err}"
+        chain.contains("failed to cancel provision job: failed to cancel job"),
+        "{chain}"
     );
 }
 

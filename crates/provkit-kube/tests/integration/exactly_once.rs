@@ -1,39 +1,191 @@
-//! Exactly-once launches on the path users run: `Provisioner::reconcile` over a `kube::Client`
-//! (served by the in-memory [`ObjectStore`]) with `AapProvider` + `AapClient` talking to the
-//! fake AAP over 127.0.0.1. Every "restart" builds a new `Lifecycle`, `AapProvider` and
-//! `AapClient` from nothing but the persisted object.
+//! Exactly-once launches on the path users run (issue 15): kube-runtime's `Controller` runs
+//! provkit-kube's `Provisioner` over a `kube::Client` served by provkit-testing's
+//! `FakeApiServer`, with `AapProvider` + `AapClient` talking to the fake AAP over 127.0.0.1.
+//!
+//! A **crash** aborts the task that runs the whole controller stack: in-flight reconciles are
+//! dropped wherever they are. A **restart** builds a new `Controller`, `Provisioner`,
+//! `Lifecycle`, `AapProvider` and `AapClient` from configuration only, so all that survives is
+//! what the fake API server and the fake AAP hold. Crash points are set with fake-side
+//! faults: a launch held before AAP handles it (no job) or after (a job, no answer), a status
+//! patch the fake API server holds without applying it (`skip(1)` lets the intent write
+//! through and holds the flush). A pass-through layer on the operator's client only reports
+//! which request has gone out, so a test knows the crash point is reached.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::StreamExt;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use provkit_aap::{AapClient, AapProvider};
-use provkit_core::{Clock, JobType, ManualClock};
+use kube::runtime::{Controller, watcher};
+use provkit_aap::{AapClient, AapClientBuilder, AapProvider};
+use provkit_core::{Clock, JobState, JobType, ManualClock};
 use provkit_kube::{
-    LAUNCH_BLOCKED_CONDITION, NoCallbacks, ProvisionedResource, Provisioner, ReconcileError,
+    ErrorChain, LAUNCH_BLOCKED_CONDITION, NoCallbacks, ProvisionedResource, Provisioner,
+    ReconcileError,
 };
-use provkit_lifecycle::{Lifecycle, LifecycleError};
+use provkit_lifecycle::{Lifecycle, LifecycleError, LifecyclePolicy};
 use provkit_testing::fake_aap::{
     AskFlags, FakeAap, FakeAapServer, Fault, FaultAction, JobScript, JobTemplateSpec,
 };
+use provkit_testing::fake_apiserver::{
+    FakeApiServer, Fault as ApiFault, FaultEffect, RequestRecord, Verb,
+};
+use serde_json::json;
+use tokio::task::JoinHandle;
 
 use crate::fixtures::*;
-use crate::store::{Hang, ObjectStore};
 
+/// The AAP-side time between polls (the shared `ManualClock`).
 const POLL: Duration = Duration::from_secs(30);
+/// Requeue delays in tokio time (the controller's real timers).
+const TICK: Duration = Duration::from_millis(20);
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// What the test's error policy saw: the whole cause chain and a tag for the typed error.
+#[derive(Debug, Clone)]
+struct Seen {
+    chain: String,
+    tag: String,
+}
+
+fn tag(err: &ReconcileError) -> String {
+    match err {
+        ReconcileError::Status { .. } => "status".into(),
+        ReconcileError::Lifecycle {
+            source: LifecycleError::IdempotencyLookup { .. },
+            ..
+        } => "idempotency-lookup".into(),
+        ReconcileError::Lifecycle {
+            source: LifecycleError::TriggerProvision { source, .. },
+            ..
+        } => match std::error::Error::source(source)
+            .and_then(|e| e.downcast_ref::<provkit_aap::Error>())
+        {
+            Some(provkit_aap::Error::TemplateIgnoresExtraVars { name, .. }) => {
+                format!("template-ignores-extra-vars:{name}")
+            }
+            _ => "trigger-provision".into(),
+        },
+        ReconcileError::Lifecycle { .. } => "lifecycle".into(),
+        _ => "other".into(),
+    }
+}
+
+struct Ctx {
+    provisioner: Provisioner<Network>,
+    reconciles: Arc<AtomicUsize>,
+    errors: Arc<Mutex<Vec<Seen>>>,
+}
+
+async fn reconcile(obj: Arc<Network>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+    ctx.reconciles.fetch_add(1, Ordering::SeqCst);
+    ctx.provisioner.reconcile(obj, &NoCallbacks).await
+}
+
+fn error_policy(_obj: Arc<Network>, err: &ReconcileError, ctx: Arc<Ctx>) -> Action {
+    ctx.errors.lock().unwrap().push(Seen {
+        chain: ErrorChain(err).to_string(),
+        tag: tag(err),
+    });
+    Action::requeue(TICK)
+}
+
+/// The requests the operator's client sent, in order (method, path), seen before the fake
+/// API server answers them.
+#[derive(Clone, Default)]
+struct Wire(Arc<Mutex<Vec<(String, String)>>>);
+
+impl Wire {
+    fn status_patches(&self) -> usize {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(m, p)| m == "PATCH" && p.contains("/status"))
+            .count()
+    }
+}
+
+/// A pass-through `tower` layer over the fake API server's service that records each request.
+#[derive(Clone)]
+struct Tap<S> {
+    inner: S,
+    wire: Wire,
+}
+
+impl<S, B> tower::Service<http::Request<B>> for Tap<S>
+where
+    S: tower::Service<http::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        self.wire
+            .0
+            .lock()
+            .unwrap()
+            .push((req.method().to_string(), req.uri().path().to_owned()));
+        self.inner.call(req)
+    }
+}
+
+/// One running controller stack; dropping it (or [`crash`](Self::crash)) kills it.
+struct Stack {
+    task: Option<JoinHandle<()>>,
+    reconciles: Arc<AtomicUsize>,
+    errors: Arc<Mutex<Vec<Seen>>>,
+    wire: Wire,
+}
+
+impl Stack {
+    /// The process dies: every in-flight reconcile is dropped where it is.
+    async fn crash(mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
+    fn errors(&self) -> Vec<Seen> {
+        self.errors.lock().unwrap().clone()
+    }
+
+    fn reconciles(&self) -> usize {
+        self.reconciles.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
 
 struct World {
-    server: FakeAapServer,
+    aap: FakeAapServer,
     clock: ManualClock,
-    store: ObjectStore,
+    server: FakeApiServer,
 }
 
 impl World {
     async fn start(create: JobTemplateSpec) -> Self {
         let clock = ManualClock::new(t(0));
         let dyn_clock: Arc<dyn Clock> = Arc::new(clock.clone());
-        let server = FakeAap::builder()
-            .clock(dyn_clock)
+        let aap = FakeAap::builder()
+            .clock(dyn_clock.clone())
             .organization("osac")
             .job_template(create)
             .job_template(JobTemplateSpec {
@@ -43,11 +195,11 @@ impl World {
             .start()
             .await
             .unwrap();
-        Self {
-            server,
-            clock,
-            store: ObjectStore::new(&Network::test().finalized()),
-        }
+        let server = FakeApiServer::builder()
+            .crd::<Network>()
+            .clock(dyn_clock)
+            .build();
+        Self { aap, clock, server }
     }
 
     async fn standard() -> Self {
@@ -59,42 +211,94 @@ impl World {
     }
 
     fn aap(&self) -> &FakeAap {
-        self.server.aap()
+        self.aap.aap()
     }
 
-    /// A new process: client, provider, engine and provisioner built from configuration only.
-    fn process(&self) -> Provisioner<Network> {
-        self.process_with(AapClient::builder(self.server.base_url()))
+    /// The user's client.
+    fn user(&self) -> Api<Network> {
+        Api::namespaced(self.server.client_named("user"), NS)
     }
 
-    fn process_with(&self, builder: provkit_aap::AapClientBuilder) -> Provisioner<Network> {
+    async fn create_network(&self) {
+        let net = Network::new(
+            NAME,
+            NetworkSpec {
+                cidr: "10.0.0.0/24".into(),
+            },
+        );
+        self.user()
+            .create(&PostParams::default(), &net)
+            .await
+            .unwrap();
+    }
+
+    async fn change_cidr(&self, cidr: &str) {
+        self.user()
+            .patch(
+                NAME,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"cidr": cidr}})),
+            )
+            .await
+            .unwrap();
+    }
+
+    /// The stored object (what survives a crash).
+    fn object(&self) -> Network {
+        self.server
+            .objects::<Network>()
+            .into_iter()
+            .find(|n| n.metadata.name.as_deref() == Some(NAME))
+            .unwrap()
+    }
+
+    /// A new process: client, provider, engine, provisioner and controller built from
+    /// configuration only.
+    fn process(&self) -> Stack {
+        self.process_with(AapClient::builder(self.aap.base_url()))
+    }
+
+    fn process_with(&self, builder: AapClientBuilder) -> Stack {
         let clock: Arc<dyn Clock> = Arc::new(self.clock.clone());
-        let client = builder
-            .token(self.server.token())
+        let aap = builder
+            .token(self.aap.token())
             .timeout(Duration::from_secs(5))
             .build()
             .unwrap();
-        let provider = AapProvider::builder(client)
+        let provider = AapProvider::builder(aap)
             .template_prefix("osac")
             .clock(clock.clone())
             .build();
-        Provisioner::new(
-            self.store.client(),
-            Lifecycle::new(Arc::new(provider), clock),
-            FINALIZER,
-        )
-    }
-
-    async fn reconcile(&self, p: &Provisioner<Network>) -> Result<Action, ReconcileError> {
-        self.reconcile_obj(p, self.store.object()).await
-    }
-
-    async fn reconcile_obj(
-        &self,
-        p: &Provisioner<Network>,
-        obj: Network,
-    ) -> Result<Action, ReconcileError> {
-        p.reconcile(Arc::new(obj), &NoCallbacks).await
+        let mut policy = LifecyclePolicy::default().with_poll_interval(TICK);
+        policy.min_requeue = TICK;
+        let lifecycle = Lifecycle::new(Arc::new(provider), clock).with_policy(policy);
+        let wire = Wire::default();
+        let client = kube::Client::new(
+            Tap {
+                inner: self.server.service(),
+                wire: wire.clone(),
+            },
+            NS,
+        );
+        let reconciles = Arc::new(AtomicUsize::new(0));
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let ctx = Arc::new(Ctx {
+            provisioner: Provisioner::new(client.clone(), lifecycle, FINALIZER)
+                .with_field_manager("network-operator"),
+            reconciles: reconciles.clone(),
+            errors: errors.clone(),
+        });
+        let task = tokio::spawn(
+            Controller::new(Api::<Network>::all(client), watcher::Config::default())
+                .run(reconcile, error_policy, ctx)
+                .for_each(|_| async {}),
+        );
+        Stack {
+            task: Some(task),
+            reconciles,
+            errors,
+            wire,
+        }
     }
 
     fn launches(&self) -> usize {
@@ -106,8 +310,7 @@ impl World {
     }
 
     fn provision_jobs(&self) -> Vec<String> {
-        self.store
-            .object()
+        self.object()
             .provisioning_jobs()
             .iter()
             .filter(|j| j.job_type == JobType::Provision)
@@ -115,64 +318,94 @@ impl World {
             .collect()
     }
 
-    /// Runs reconciles of a fresh process a poll interval apart until the job is recorded and
-    /// polled, then checks exactly one AAP job exists and is the one recorded.
+    fn intent_pending(&self) -> bool {
+        self.object()
+            .provisioning_status()
+            .and_then(|s| s.launch_intent.as_ref())
+            .is_some()
+    }
+
+    fn latest_provision_state(&self) -> Option<JobState> {
+        self.object()
+            .provisioning_jobs()
+            .iter()
+            .rev()
+            .find(|j| j.job_type == JobType::Provision)
+            .map(|j| j.state.clone())
+    }
+
+    /// The operator's status patches the fake API server answered, with their status codes.
+    fn status_writes(&self) -> Vec<RequestRecord> {
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| {
+                r.verb == Some(Verb::Patch)
+                    && r.client != "user"
+                    && r.path.split('?').next().unwrap_or("").ends_with("/status")
+            })
+            .collect()
+    }
+
+    /// A fresh process runs until the job is recorded and has succeeded; then exactly one
+    /// AAP job exists, it is the one recorded, and the intent is cleared.
     async fn settle_and_check_one_job(&self) {
-        let p = self.process();
-        for _ in 0..4 {
-            let _ = self.reconcile(&p).await;
-            self.clock.advance(POLL);
-        }
+        let stack = self.process();
+        until("a provision job is recorded", || {
+            !self.provision_jobs().is_empty()
+        })
+        .await;
+        self.clock.advance(Duration::from_secs(200));
+        until("the recorded job succeeded", || {
+            self.latest_provision_state() == Some(JobState::Succeeded)
+        })
+        .await;
         let jobs = self.aap().jobs();
         assert_eq!(jobs.len(), 1, "AAP jobs: {jobs:?}");
         assert_eq!(self.provision_jobs(), [jobs[0].id.to_string()]);
-        let status = self.store.object();
         assert!(
-            status
-                .provisioning_status()
-                .and_then(|s| s.launch_intent.as_ref())
-                .is_none(),
+            !self.intent_pending(),
             "the intent is cleared once its job is recorded: {:?}",
-            status.status
+            self.object().status
         );
-    }
-
-    /// Starts a reconcile of a fresh process in a task, waits until `reached` says the crash
-    /// point is reached, then kills the task (the process dies there).
-    async fn crash_when(&self, reached: impl AsyncFn(&World) -> ()) {
-        let p = self.process();
-        let obj = Arc::new(self.store.object());
-        let task = tokio::spawn(async move { p.reconcile(obj, &NoCallbacks).await });
-        reached(self).await;
-        task.abort();
-        let _ = task.await;
+        stack.crash().await;
     }
 }
 
-async fn until(mut cond: impl FnMut() -> bool) {
-    for _ in 0..4000 {
+/// Polls `cond` every 5 ms; fails after 30 s (a hang, not a timing claim).
+async fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..6000 {
         if cond() {
             return;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    panic!("condition never became true");
+    panic!("never happened: {what}");
 }
 
-#[tokio::test]
+fn hold_status_patches() -> ApiFault {
+    ApiFault::new(FaultEffect::Latency(HOUR))
+        .verb(Verb::Patch)
+        .resource("networks")
+        .subresource(Some("status"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_status_writes_launch_nothing_then_exactly_one_job() {
     let w = World::standard().await;
-    w.store.refuse_status_writes(true);
-    let p = w.process();
-    for _ in 0..5 {
-        let err = w.reconcile(&p).await.unwrap_err();
-        assert!(
-            matches!(
-                &err,
-                ReconcileError::Status { .. } | ReconcileError::Lifecycle { .. }
-            ),
-            "{err:?}"
-        );
+    // The missing `networks/status` patch permission: RBAC's 403 on the status subresource.
+    w.server.inject(
+        ApiFault::new(FaultEffect::Forbidden)
+            .verb(Verb::Patch)
+            .resource("networks")
+            .subresource(Some("status")),
+    );
+    let stack = w.process();
+    w.create_network().await;
+    // Five failed reconciles, one poll interval of AAP time apart, each refused at the
+    // intent write.
+    for n in 1..=5 {
+        until("another failed reconcile", || stack.errors().len() >= n).await;
         w.clock.advance(POLL);
     }
     assert_eq!(
@@ -181,121 +414,142 @@ async fn refused_status_writes_launch_nothing_then_exactly_one_job() {
         "no AAP job while status writes are refused"
     );
     assert_eq!(w.launches(), 0);
+    assert!(w.status_writes().iter().all(|r| r.status == 403));
+    let errors = stack.errors();
+    assert!(errors.len() >= 5, "{errors:?}");
+    assert!(errors.iter().all(|e| e.tag == "status"), "{errors:?}");
+    assert!(
+        errors[0].chain.contains("forbidden"),
+        "the 403 reaches the error chain: {}",
+        errors[0].chain
+    );
 
-    w.store.refuse_status_writes(false);
-    for _ in 0..4 {
-        let _ = w.reconcile(&p).await.unwrap();
-        w.clock.advance(POLL);
-    }
+    w.server.clear_faults();
+    until("the job is recorded", || !w.provision_jobs().is_empty()).await;
+    w.clock.advance(Duration::from_secs(200));
+    until("the job succeeded", || {
+        w.latest_provision_state() == Some(JobState::Succeeded)
+    })
+    .await;
     assert_eq!(w.aap().jobs().len(), 1);
+    assert_eq!(w.launches(), 1);
     assert_eq!(w.provision_jobs(), [w.aap().jobs()[0].id.to_string()]);
+    stack.crash().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_after_the_intent_write_gives_one_job() {
     let w = World::standard().await;
-    w.store.hang(Some(Hang::AfterStatusPatch(1)));
-    w.crash_when(async |w: &World| w.store.parked.notified().await)
-        .await;
+    // AAP holds every launch before handling it: the intent lands, no job can be created.
+    w.aap()
+        .add_fault(Fault::new("POST", "/api/*/launch/", FaultAction::Latency(HOUR)).before());
+    let stack = w.process();
+    w.create_network().await;
+    until("the intent is persisted", || w.intent_pending()).await;
+    stack.crash().await;
     assert_eq!(w.aap().jobs().len(), 0);
-    assert!(
-        w.store
-            .object()
-            .provisioning_status()
-            .unwrap()
-            .launch_intent
-            .is_some(),
-        "the intent was persisted"
-    );
-    w.store.hang(None);
-    w.settle_and_check_one_job().await;
-}
-
-#[tokio::test]
-async fn crash_with_the_launch_sent_and_unanswered_gives_one_job() {
-    let w = World::standard().await;
-    w.aap().add_fault(
-        Fault::new(
-            "POST",
-            "/api/*/launch/",
-            FaultAction::Latency(Duration::from_secs(3600)),
-        )
-        .after(),
-    );
-    w.crash_when(async |w: &World| until(|| w.aap().jobs().len() == 1).await)
-        .await;
+    assert!(w.intent_pending(), "the intent survives the crash");
+    assert!(w.provision_jobs().is_empty());
     w.aap().clear_faults();
     w.settle_and_check_one_job().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_with_the_launch_sent_and_unanswered_gives_one_job() {
+    let w = World::standard().await;
+    // AAP creates the job, then holds the answer.
+    w.aap()
+        .add_fault(Fault::new("POST", "/api/*/launch/", FaultAction::Latency(HOUR)).after());
+    let stack = w.process();
+    w.create_network().await;
+    until("AAP created the job", || w.aap().jobs().len() == 1).await;
+    stack.crash().await;
+    assert!(w.intent_pending());
+    assert!(
+        w.provision_jobs().is_empty(),
+        "the job id never reached the object"
+    );
+    w.aap().clear_faults();
+    w.settle_and_check_one_job().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_after_the_launch_answer_before_the_flush_gives_one_job() {
     let w = World::standard().await;
-    // Status patch 1 is the intent, 2 the flush: the process dies before the flush lands.
-    w.store.hang(Some(Hang::BeforeStatusPatch(2)));
-    w.crash_when(async |w: &World| w.store.parked.notified().await)
-        .await;
-    assert_eq!(w.aap().jobs().len(), 1);
+    // Status patch 1 is the intent, 2 the flush: the fake API server holds the flush unapplied.
+    w.server.inject(hold_status_patches().skip(1));
+    let stack = w.process();
+    w.create_network().await;
+    until("the flush is on the wire", || {
+        stack.wire.status_patches() >= 2
+    })
+    .await;
+    assert_eq!(w.aap().jobs().len(), 1, "the launch was answered");
+    stack.crash().await;
+    assert!(w.intent_pending());
     assert!(
         w.provision_jobs().is_empty(),
         "the job id was never persisted"
     );
-    w.store.hang(None);
+    w.server.clear_faults();
     w.settle_and_check_one_job().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_after_the_flush_gives_one_job() {
     let w = World::standard().await;
-    w.store.hang(Some(Hang::AfterStatusPatch(2)));
-    w.crash_when(async |w: &World| w.store.parked.notified().await)
-        .await;
-    assert_eq!(w.provision_jobs().len(), 1);
-    w.store.hang(None);
+    // Everything after the flush is held: the process dies with the job recorded.
+    w.server.inject(hold_status_patches().skip(2));
+    let stack = w.process();
+    w.create_network().await;
+    until("the flush recorded the job", || {
+        w.provision_jobs().len() == 1
+    })
+    .await;
+    stack.crash().await;
+    assert!(!w.intent_pending(), "the flush cleared the intent");
+    w.server.clear_faults();
     w.settle_and_check_one_job().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_non_prompting_template_is_refused_with_a_typed_error_and_no_job() {
     let w = World::start(JobTemplateSpec {
         ask: AskFlags::default(),
         ..JobTemplateSpec::new("osac-create-network", "osac")
     })
     .await;
-    let p = w.process();
-    let err = w.reconcile(&p).await.unwrap_err();
-    let ReconcileError::Lifecycle {
-        source: LifecycleError::TriggerProvision { source, .. },
-        ..
-    } = &err
-    else {
-        panic!("{err:?}")
-    };
-    let aap_err = std::error::Error::source(source)
-        .and_then(|e| e.downcast_ref::<provkit_aap::Error>())
-        .unwrap_or_else(|| panic!("{source:?}"));
-    assert!(
-        matches!(aap_err, provkit_aap::Error::TemplateIgnoresExtraVars { name, .. } if name == "osac-create-network"),
-        "{aap_err:?}"
+    let stack = w.process();
+    w.create_network().await;
+    until("the reconcile failed", || !stack.errors().is_empty()).await;
+    let seen = &stack.errors()[0];
+    assert_eq!(
+        seen.tag, "template-ignores-extra-vars:osac-create-network",
+        "{seen:?}"
     );
-    assert!(
-        aap_err.to_string().contains("ask_variables_on_launch"),
-        "{aap_err}"
-    );
+    assert!(seen.chain.contains("ask_variables_on_launch"), "{seen:?}");
     assert_eq!(w.aap().jobs().len(), 0);
     assert_eq!(w.launches(), 0);
+    stack.crash().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ignored_extra_vars_in_a_launch_answer_cancel_the_job_and_fail_the_attempt() {
     let w = World::standard().await;
-    let p = w.process();
-    // The template is checked (and prompts) before the first launch; then an admin turns the
-    // prompt off, and the next attempt's answer lists extra_vars under ignored_fields.
-    let _ = w.reconcile(&p).await.unwrap();
+    let stack = w.process();
+    w.create_network().await;
+    // The template is checked (and prompts) before the first launch.
+    until("the first job is recorded", || {
+        w.provision_jobs().len() == 1
+    })
+    .await;
     w.clock.advance(Duration::from_secs(200));
-    let _ = w.reconcile(&p).await.unwrap();
-    assert_eq!(w.aap().jobs()[0].status, "successful");
+    until("the first job succeeded", || {
+        w.latest_provision_state() == Some(JobState::Succeeded)
+    })
+    .await;
+    // An admin turns the prompt off; the next attempt's answer lists extra_vars under
+    // ignored_fields (this process cached the earlier check).
     let template = w
         .aap()
         .template_id("osac-create-network", Some("osac"))
@@ -303,96 +557,112 @@ async fn ignored_extra_vars_in_a_launch_answer_cancel_the_job_and_fail_the_attem
     w.aap()
         .set_job_template_ask(template, AskFlags::default())
         .unwrap();
-    let mut changed = w.store.object();
-    changed.spec.cidr = "10.1.0.0/24".into();
-    let _ = w.reconcile_obj(&p, changed).await.unwrap();
+    w.change_cidr("10.1.0.0/24").await;
+    until("the second attempt is recorded as failed", || {
+        w.provision_jobs().len() == 2 && w.latest_provision_state() == Some(JobState::Failed)
+    })
+    .await;
     let jobs = w.aap().jobs();
-    assert_eq!(jobs.len(), 2, "{jobs:?}");
     let second = &jobs[1];
     assert_eq!(second.extra_vars, "{}", "AAP dropped the payload");
-    assert_eq!(w.aap().job(second.id).unwrap().status, "canceled");
-    let recorded = w.store.object();
+    until("AAP canceled the job", || {
+        w.aap().job(second.id).unwrap().status == "canceled"
+    })
+    .await;
+    let recorded = w.object();
     let latest = recorded.provisioning_jobs().last().unwrap();
     assert_eq!(latest.job_id, second.id.to_string());
-    assert_eq!(latest.state, provkit_core::JobState::Failed);
+    assert_eq!(latest.state, JobState::Failed);
     assert!(
         latest.message.contains("ignored the launch's extra_vars"),
         "{}",
         latest.message
     );
+    stack.crash().await;
+    assert!(
+        w.aap().jobs()[1..]
+            .iter()
+            .all(|j| w.aap().job(j.id).unwrap().status == "canceled"),
+        "no job ran without its payload: {:?}",
+        w.aap().jobs()
+    );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lookup_that_cannot_prove_absence_blocks_the_launch() {
     let w = World::standard().await;
-    // A first attempt whose answer is lost leaves a pending intent.
-    w.aap()
+    // A first process whose launch answers are lost leaves a pending intent; it dies.
+    let reset = w
+        .aap()
         .add_fault(Fault::new("POST", "/api/*/launch/", FaultAction::ConnectionReset).before());
-    let small_cap = || w.process_with(AapClient::builder(w.server.base_url()).max_list_items(3));
-    let _ = w.reconcile(&small_cap()).await.unwrap_err();
+    let small_cap = || w.process_with(AapClient::builder(w.aap.base_url()).max_list_items(3));
+    let stack = small_cap();
+    w.create_network().await;
+    until("a launch was attempted", || w.aap().fault_hits(reset) >= 1).await;
+    stack.crash().await;
     w.aap().clear_faults();
-    assert!(
-        w.store
-            .object()
-            .provisioning_status()
-            .unwrap()
-            .launch_intent
-            .is_some()
-    );
+    assert!(w.intent_pending());
+    assert_eq!(w.aap().jobs().len(), 0);
     // Other resources' jobs of the same template fill the window beyond the list cap.
     let template = w
         .aap()
         .template_id("osac-create-network", Some("osac"))
         .unwrap();
-    let other = AapClient::builder(w.server.base_url())
-        .token(w.server.token())
+    let other = AapClient::builder(w.aap.base_url())
+        .token(w.aap.token())
         .build()
         .unwrap();
-    let t = other.get_template("osac-create-network").await.unwrap();
+    let tpl = other.get_template("osac-create-network").await.unwrap();
     for _ in 0..4 {
         other
-            .launch(&t, &provkit_aap::LaunchRequest::default())
+            .launch(&tpl, &provkit_aap::LaunchRequest::default())
             .await
             .unwrap();
     }
-    let before = w.aap().jobs().len();
-    let err = w.reconcile(&small_cap()).await.unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            ReconcileError::Lifecycle {
-                source: LifecycleError::IdempotencyLookup { .. },
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-    assert_eq!(w.aap().jobs().len(), before, "nothing launched");
-    assert_eq!(w.aap().launch_count(template), 4);
-    let obj = w.store.object();
+    let stack = small_cap();
+    until("the lookup failed", || {
+        stack.errors().iter().any(|e| e.tag == "idempotency-lookup")
+    })
+    .await;
+    until("LaunchBlocked is in the status", || {
+        w.object()
+            .provisioning_status()
+            .and_then(|s| {
+                provkit_kube::status::find_condition(&s.conditions, LAUNCH_BLOCKED_CONDITION)
+            })
+            .is_some()
+    })
+    .await;
+    let obj = w.object();
     let blocked = provkit_kube::status::find_condition(
         &obj.provisioning_status().unwrap().conditions,
         LAUNCH_BLOCKED_CONDITION,
     )
-    .unwrap_or_else(|| panic!("{:?}", obj.status));
+    .unwrap();
     assert!(blocked.message.contains("list cap"), "{}", blocked.message);
+    stack.crash().await;
+    assert_eq!(w.aap().jobs().len(), 4, "nothing launched for the resource");
+    assert_eq!(w.aap().launch_count(template), 4);
+    assert!(w.intent_pending(), "the unresolved intent is kept");
 }
 
-/// Request economy of one launch (printed for the report): the AAP requests and API-server
-/// writes of the reconcile that launches, and of the poll after it.
-#[tokio::test]
+/// Request economy of one launch (printed for the report): from the object's creation until
+/// its job is recorded, the AAP requests and the operator's API-server writes, by verb; then
+/// the polls of the running job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_launch_costs_one_intent_write_and_one_launch_requirements_read() {
     let w = World::standard().await;
-    let p = w.process();
-    let _ = w.reconcile(&p).await.unwrap();
+    // Hold everything after the flush, so the launch's requests are all that is counted.
+    w.server.inject(hold_status_patches().skip(2));
+    let stack = w.process();
+    w.create_network().await;
+    until("the job is recorded", || w.provision_jobs().len() == 1).await;
+    stack.crash().await;
     let by_verb = |reqs: &[provkit_testing::fake_aap::LoggedRequest]| {
         let mut counts = std::collections::BTreeMap::<String, usize>::new();
         for r in reqs {
             let endpoint = r
                 .path
-                .split('?')
-                .next()
-                .unwrap_or_default()
                 .split('/')
                 .filter(|s| !s.is_empty() && s.parse::<u64>().is_err())
                 .collect::<Vec<_>>()
@@ -404,10 +674,25 @@ async fn one_launch_costs_one_intent_write_and_one_launch_requirements_read() {
         counts
     };
     let launch_aap = by_verb(&w.aap().requests());
-    let launch_writes = w.store.writes();
-    println!("launch reconcile: AAP {launch_aap:?}; API-server writes {launch_writes:?}");
+    let writes: Vec<String> = w
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.client != "user"
+                && r.status < 300
+                && matches!(r.verb, Some(Verb::Create | Verb::Update | Verb::Patch))
+                && r.path.contains("/networks/")
+        })
+        .map(|r| format!("{} {}", r.method, r.path.split('?').next().unwrap_or("")))
+        .collect();
+    println!("launch: AAP {launch_aap:?}; API-server writes {writes:?}");
+    let launch_only: Vec<_> = launch_aap
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("GET api/v2/jobs"))
+        .collect();
     assert_eq!(
-        launch_aap.into_iter().collect::<Vec<_>>(),
+        launch_only,
         [
             ("GET api".to_owned(), 1), // API root discovery, once per client
             ("GET api/v2/job_templates/launch".to_owned(), 1), // once per template and process
@@ -415,15 +700,43 @@ async fn one_launch_costs_one_intent_write_and_one_launch_requirements_read() {
             ("POST api/v2/job_templates/launch".to_owned(), 1),
         ]
     );
-    // The intent write and the flush that records the job (and clears the intent).
-    assert_eq!(launch_writes.len(), 2, "{launch_writes:?}");
-    w.aap().clear_requests();
-    w.clock.advance(POLL);
-    let _ = w.reconcile(&p).await.unwrap();
-    let poll_aap = by_verb(&w.aap().requests());
-    println!(
-        "poll reconcile: AAP {poll_aap:?}; API-server writes {:?}",
-        &w.store.writes()[2..]
+    // The finalizer, the intent write and the flush that records the job (and clears the
+    // intent).
+    let base = format!("{BASE}/{NAME}");
+    assert_eq!(
+        writes,
+        [
+            format!("PATCH {base}"),
+            format!("PATCH {base}/status"),
+            format!("PATCH {base}/status"),
+        ]
     );
-    assert_eq!(poll_aap.values().sum::<usize>(), 1, "{poll_aap:?}");
+
+    // Polls of the running job by a fresh process: at most one AAP request per reconcile,
+    // and no API-server write while nothing changes.
+    w.server.clear_faults();
+    w.aap().clear_requests();
+    let stack = w.process();
+    // The first reconcile lands the status write the crashed process never finished.
+    until("the first reconcile finished", || stack.reconciles() >= 2).await;
+    let before_writes = w.status_writes().len();
+    until("a few polls", || stack.reconciles() >= 7).await;
+    stack.crash().await;
+    let poll_aap = by_verb(&w.aap().requests());
+    println!("polls of a running job: AAP {poll_aap:?}");
+    let job_reads = poll_aap
+        .iter()
+        .filter(|(k, _)| k.starts_with("GET api/v2/jobs"))
+        .map(|(_, n)| *n)
+        .sum::<usize>();
+    assert!(job_reads >= 1, "{poll_aap:?}");
+    assert!(
+        !poll_aap.keys().any(|k| k.starts_with("POST")),
+        "{poll_aap:?}"
+    );
+    assert_eq!(
+        w.status_writes().len(),
+        before_writes,
+        "no status write per poll"
+    );
 }

@@ -1,5 +1,5 @@
-//! provkit-kube integration tests: one binary, a module per area, all against a
-//! `tower_test` mocked API server (no cluster).
+//! provkit-kube integration tests: one binary, a module per area, against a `tower_test`
+//! mocked API server or provkit-testing's `FakeApiServer` (`exactly_once`; no cluster).
 #![allow(
     clippy::unwrap_used,
     clippy::needless_pass_by_value,
@@ -15,8 +15,8 @@ mod flush;
 mod leader;
 mod leadership;
 mod machines;
+mod on_fake_apiserver;
 mod production;
 mod scenarios;
 mod schema;
 mod stale_check;
-mod store;

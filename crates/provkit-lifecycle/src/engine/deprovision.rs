@@ -228,7 +228,7 @@ impl Lifecycle {
                 stale
             }
             Err(e) => {
-                tracing::warn!(error = %e, fail_open = self.policy.stale_check_fail_open, "stale-cache check failed");
+                tracing::warn!(error = %crate::ErrorChain(e.as_ref()), fail_open = self.policy.stale_check_fail_open, "stale-cache check failed");
                 !self.policy.stale_check_fail_open
             }
         }
@@ -262,8 +262,9 @@ impl Lifecycle {
                 let mut job = latest;
                 job.state = JobState::Failed;
                 job.message = format!(
-                    "deprovision job {job_id} no longer exists in provider {}: {e}",
-                    self.provider.name()
+                    "deprovision job {job_id} no longer exists in provider {}: {}",
+                    self.provider.name(),
+                    crate::ErrorChain(&e)
                 );
                 update_job(jobs, &job);
                 tracing::warn!(job_id = %job_id, "deprovision job purged by the provider; marked Failed");

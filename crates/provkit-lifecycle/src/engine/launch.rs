@@ -71,7 +71,7 @@ impl Lifecycle {
         match self.lookup(resource, job_type, key, since).await {
             Ok(found) => found,
             Err(e) => {
-                tracing::warn!(error = %e, key = %key, "lookup after a launch with unknown outcome failed");
+                tracing::warn!(error = %crate::ErrorChain(&e), key = %key, "lookup after a launch with unknown outcome failed");
                 None
             }
         }
@@ -227,7 +227,8 @@ impl Lifecycle {
             job_type.clone(),
             config_version,
             self.clock.now(),
-        );
+        )
+        .with_target(&self.target);
         store
             .write(&intent)
             .await
@@ -249,10 +250,10 @@ pub(super) async fn flush(hook: Option<&dyn StatusFlush>, jobs: &[JobStatus]) ->
         Ok(()) => FlushReport::Flushed,
         Err(e) => {
             tracing::warn!(
-                error = %e,
+                error = %crate::ErrorChain(e.as_ref()),
                 "failed to flush status after job trigger; end-of-reconcile update will retry"
             );
-            FlushReport::Failed(e.to_string())
+            FlushReport::Failed(crate::ErrorChain(e.as_ref()).to_string())
         }
     }
 }
@@ -275,6 +276,6 @@ impl Lifecycle {
     /// poll error keeps the message byte-identical and causes no status write.
     pub(super) fn poll_error_message(&self, what: &str, error: &ProviderError) -> String {
         self.provider
-            .error_status_text(error, format!("{what}: {error}"))
+            .error_status_text(error, format!("{what}: {}", crate::ErrorChain(error)))
     }
 }

@@ -29,6 +29,11 @@
 //!   ([`IdempotencyKey::for_target_attempt`](crate::IdempotencyKey::for_target_attempt)), so two targets'
 //!   first attempts never share a key.
 //! - Per-target callbacks are one pair of callbacks that receive the target's name.
+//! - The durable launch intent ([`IntentStore`]) is one slot per object, shared by the targets:
+//!   each target sees only intents tagged with its name ([`LaunchIntent::target`]; untagged ones
+//!   belong to the legacy owner), and a target's launch is refused ([`IntentHeldByTarget`], retried
+//!   on the next reconcile) while another target's intent is still unresolved, so no intent is
+//!   ever overwritten before its job is recorded.
 //!
 //! Written here rather than taken from a crate: it composes this crate's own engine.
 
@@ -42,6 +47,7 @@ use crate::decide::is_config_applied_under;
 use crate::engine_error::LifecycleError;
 use crate::error::BoxError;
 use crate::hooks::{DeprovisionHooks, ProvisionHooks, StaleCacheCheck, StatusFlush};
+use crate::intent::{IntentStore, LaunchIntent};
 use crate::launch_context::LaunchContext;
 use crate::outcome::{DeprovisionOutcome, FinalizerDecision, Outcome, ProvisionOutcome};
 use crate::provider::ProvisionStatus;
@@ -109,6 +115,22 @@ impl JobTarget {
     pub fn max_history(&self) -> NonZeroUsize {
         self.max_history
     }
+
+    /// The target's engine (its provider, clock and policy; the policy's history cap is lifted,
+    /// see [`max_history`](Self::max_history)).
+    pub fn lifecycle(&self) -> &Lifecycle {
+        &self.engine
+    }
+}
+
+/// A target's launch was refused because another target's launch intent is still unresolved (the
+/// object has one intent slot; overwriting it would lose that target's exactly-once guarantee).
+/// The launch is retried on the next reconcile, once the other target resolved its intent.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the launch intent of job target {target:?} is still unresolved")]
+pub struct IntentHeldByTarget {
+    /// The target whose intent is pending (empty: an untagged, single-target intent).
+    pub target: String,
 }
 
 /// The target list given to [`MultiTargetLifecycle::new`] is unusable.
@@ -167,6 +189,8 @@ pub enum TargetError {
 #[derive(Clone, Debug)]
 pub struct MultiTargetLifecycle {
     targets: Vec<JobTarget>,
+    /// The first target's engine: its clock and policy stand for the resource where one is needed.
+    primary: Lifecycle,
 }
 
 type OnTargetFailed<'a> = Box<dyn FnMut(&str, &str) + Send + Sync + 'a>;
@@ -180,6 +204,7 @@ pub struct MultiTargetHooks<'a> {
     status_flush: Option<&'a dyn StatusFlush>,
     on_failed: Option<OnTargetFailed<'a>>,
     on_success: Option<OnTargetSuccess<'a>>,
+    intents: Option<&'a dyn IntentStore>,
 }
 
 impl<'a> MultiTargetHooks<'a> {
@@ -188,18 +213,10 @@ impl<'a> MultiTargetHooks<'a> {
         Self::default()
     }
 
-    /// Sets the stale-cache check (reads the whole fresh history; each target compares its own jobs).
-    #[must_use]
-    pub fn stale_check(mut self, check: &'a dyn StaleCacheCheck) -> Self {
-        self.stale_check = Some(check);
-        self
-    }
-
-    /// Sets the status flush (always given the whole merged history).
-    #[must_use]
-    pub fn status_flush(mut self, flush: &'a dyn StatusFlush) -> Self {
-        self.status_flush = Some(flush);
-        self
+    crate::hooks::shared_hook_setters! {
+        stale_check: "Sets the stale-cache check (reads the whole fresh history; each target compares its own jobs).",
+        status_flush: "Sets the status flush (always given the whole merged history).",
+        intents: "Sets the durable launch-intent store of the object (one slot shared by the targets; see the module docs).",
     }
 
     /// Sets the on-failed callback: `(target, message)`.
@@ -224,6 +241,7 @@ impl fmt::Debug for MultiTargetHooks<'_> {
             .field("status_flush", &self.status_flush.is_some())
             .field("on_failed", &self.on_failed.is_some())
             .field("on_success", &self.on_success.is_some())
+            .field("intents", &self.intents.is_some())
             .finish()
     }
 }
@@ -340,9 +358,9 @@ impl MultiTargetLifecycle {
     /// [`TargetError`] for an empty list, an empty or duplicate name, or two legacy owners.
     pub fn new(targets: impl IntoIterator<Item = JobTarget>) -> Result<Self, TargetError> {
         let targets: Vec<JobTarget> = targets.into_iter().collect();
-        if targets.is_empty() {
+        let Some(primary) = targets.first().map(|t| t.engine.clone()) else {
             return Err(TargetError::NoTargets);
-        }
+        };
         let mut owner: Option<&str> = None;
         for (i, t) in targets.iter().enumerate() {
             if t.name.is_empty() {
@@ -363,12 +381,27 @@ impl MultiTargetLifecycle {
                 owner = Some(&t.name);
             }
         }
-        Ok(Self { targets })
+        Ok(Self { targets, primary })
     }
 
     /// The targets, in order.
     pub fn targets(&self) -> &[JobTarget] {
         &self.targets
+    }
+
+    /// The first target's engine: its clock and policy stand for the whole resource where one is
+    /// needed (the time of a condition, the requeue after an unfinished deletion).
+    pub fn primary(&self) -> &Lifecycle {
+        &self.primary
+    }
+
+    /// The cap of the shared history: the largest of the targets' caps.
+    pub fn max_history(&self) -> NonZeroUsize {
+        self.targets
+            .iter()
+            .map(|t| t.max_history)
+            .max()
+            .unwrap_or(NonZeroUsize::MIN)
     }
 
     /// The target that absorbs the legacy history, if any.
@@ -390,6 +423,14 @@ impl MultiTargetLifecycle {
 
     fn owner_for(&self, t: &JobTarget) -> bool {
         t.absorbs_legacy_history
+    }
+
+    fn intents_for<'a>(&self, inner: &'a dyn IntentStore, t: &'a JobTarget) -> TargetIntents<'a> {
+        TargetIntents {
+            inner,
+            target: &t.name,
+            legacy_owner: self.owner_for(t),
+        }
     }
 
     fn backfill(&self, jobs: &mut [JobStatus]) -> usize {
@@ -416,6 +457,7 @@ impl MultiTargetLifecycle {
             status_flush,
             on_failed,
             on_success,
+            intents,
         } = hooks;
         for t in &self.targets {
             let mut view = TargetView::of(jobs, &t.name, false);
@@ -430,6 +472,7 @@ impl MultiTargetLifecycle {
                 positions: view.positions.clone(),
                 target: t,
             });
+            let target_intents = intents.map(|inner| self.intents_for(inner, t));
             let name = t.name.as_str();
             let result = {
                 let mut sub = ProvisionHooks::new()
@@ -448,6 +491,9 @@ impl MultiTargetLifecycle {
                 }
                 if let Some(f) = &flush {
                     sub = sub.status_flush(f);
+                }
+                if let Some(i) = &target_intents {
+                    sub = sub.intents(i);
                 }
                 let mut sub_jobs = view.jobs.clone();
                 let r = t
@@ -490,6 +536,7 @@ impl MultiTargetLifecycle {
                 positions: view.positions.clone(),
                 target: t,
             });
+            let target_intents = hooks.intents.map(|inner| self.intents_for(inner, t));
             let result = {
                 let mut sub = DeprovisionHooks::new();
                 if let Some(s) = &stale {
@@ -497,6 +544,9 @@ impl MultiTargetLifecycle {
                 }
                 if let Some(f) = &flush {
                     sub = sub.status_flush(f);
+                }
+                if let Some(i) = &target_intents {
+                    sub = sub.intents(i);
                 }
                 let mut sub_jobs = view.jobs.clone();
                 let r = t
@@ -624,5 +674,40 @@ impl StatusFlush for TargetFlush<'_> {
         let mut merged = self.base.clone();
         merge(&mut merged, &self.positions, jobs, self.target);
         self.inner.flush(&merged).await
+    }
+}
+
+/// The object's launch-intent slot as one target sees it: only its own intents are pending, and
+/// its writes never replace another target's unresolved intent.
+struct TargetIntents<'a> {
+    inner: &'a dyn IntentStore,
+    target: &'a str,
+    legacy_owner: bool,
+}
+
+impl TargetIntents<'_> {
+    fn owns(&self, intent: &LaunchIntent) -> bool {
+        intent.target == self.target || (self.legacy_owner && intent.target.is_empty())
+    }
+}
+
+#[async_trait::async_trait]
+impl IntentStore for TargetIntents<'_> {
+    fn pending(&self) -> Option<LaunchIntent> {
+        self.inner.pending().filter(|i| self.owns(i))
+    }
+
+    async fn write(&self, intent: &LaunchIntent) -> Result<(), BoxError> {
+        if let Some(other) = self.inner.pending().filter(|i| !self.owns(i)) {
+            return Err(Box::new(IntentHeldByTarget {
+                target: other.target,
+            }));
+        }
+        let tagged = intent.clone().with_target(self.target);
+        self.inner.write(&tagged).await
+    }
+
+    fn resolve(&self, idempotency_key: &str) {
+        self.inner.resolve(idempotency_key);
     }
 }

@@ -277,8 +277,9 @@ impl Lifecycle {
                 let mut job = latest;
                 job.state = JobState::Failed;
                 job.message = format!(
-                    "job {job_id} no longer exists in provider {}: {e}",
-                    self.provider.name()
+                    "job {job_id} no longer exists in provider {}: {}",
+                    self.provider.name(),
+                    crate::ErrorChain(&e)
                 );
                 let message = job.message.clone();
                 update_job(jobs, &job);
@@ -436,7 +437,7 @@ impl Lifecycle {
                 stale
             }
             Err(e) => {
-                tracing::warn!(error = %e, fail_open = self.policy.stale_check_fail_open, "stale-cache check failed");
+                tracing::warn!(error = %crate::ErrorChain(e.as_ref()), fail_open = self.policy.stale_check_fail_open, "stale-cache check failed");
                 !self.policy.stale_check_fail_open
             }
         }

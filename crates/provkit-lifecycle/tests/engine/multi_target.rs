@@ -307,7 +307,8 @@ async fn errors_are_joined_and_never_stop_other_targets() {
     let failed: Vec<&str> = err.errors().map(|(t, _)| t).collect();
     assert_eq!(failed, ["cluster"]);
     assert_eq!(err.to_string(), r#"1 job target(s) failed: "cluster""#);
-    let source = std::error::Error::source(&err).unwrap().to_string();
+    let source =
+        provkit_lifecycle::ErrorChain(std::error::Error::source(&err).unwrap()).to_string();
     assert!(source.contains("template missing"), "{source}");
 
     // Both failing: both listed, in target order.
@@ -521,4 +522,94 @@ async fn config_applied_only_when_every_target_applied_it() {
             .is_config_applied(&[c.clone(), s_old.clone()], "v1")
     );
     assert!(t.engine.is_config_applied(&[c, s_old, s_new], "v1"));
+}
+
+/// A [`MemoryIntentStore`](provkit_lifecycle::MemoryIntentStore) that also records every write.
+#[derive(Default)]
+struct RecordingIntents {
+    store: provkit_lifecycle::MemoryIntentStore,
+    written: Mutex<Vec<provkit_core::LaunchIntent>>,
+}
+
+#[provkit_lifecycle::async_trait]
+impl provkit_lifecycle::IntentStore for RecordingIntents {
+    fn pending(&self) -> Option<provkit_core::LaunchIntent> {
+        self.store.pending()
+    }
+    async fn write(
+        &self,
+        intent: &provkit_core::LaunchIntent,
+    ) -> Result<(), provkit_lifecycle::BoxError> {
+        self.written.lock().unwrap().push(intent.clone());
+        self.store.write(intent).await
+    }
+    fn resolve(&self, key: &str) {
+        self.store.resolve(key);
+    }
+}
+
+#[tokio::test]
+async fn launch_intents_carry_their_target_and_never_replace_another_targets() {
+    use provkit_lifecycle::IntentStore as _;
+    // Both targets launch: each writes its own intent, tagged with its name, and resolves it.
+    let t = two(false);
+    let intents = RecordingIntents::default();
+    let mut jobs = Vec::new();
+    let mut hooks = MultiTargetHooks::new().intents(&intents);
+    t.engine
+        .run_provisioning_lifecycle(
+            &resource("mt-i1"),
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut hooks,
+        )
+        .await
+        .into_result()
+        .unwrap();
+    let written: Vec<String> = intents
+        .written
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|i| i.target.clone())
+        .collect();
+    assert_eq!(written, ["cluster", "storage"]);
+    assert!(intents.pending().is_none(), "both intents resolved");
+    assert_eq!(targets_of(&jobs), [("c-1", "cluster"), ("s-1", "storage")]);
+
+    // The cluster's intent is unresolved (a crash after its write) while the cluster has nothing
+    // to do: storage must neither see nor replace it, so its launch is refused and retried later.
+    let t = two(false);
+    let held = provkit_core::LaunchIntent::new("k-cluster", JobType::Provision, "v1", ago(5))
+        .with_target("cluster");
+    let intents = RecordingIntents {
+        store: provkit_lifecycle::MemoryIntentStore::with_pending(Some(held.clone())),
+        ..RecordingIntents::default()
+    };
+    let mut jobs = vec![tagged(
+        pjob("c-0", JobState::Succeeded, "v1", ago(60)),
+        "cluster",
+    )];
+    let mut hooks = MultiTargetHooks::new().intents(&intents);
+    let out = t
+        .engine
+        .run_provisioning_lifecycle(
+            &resource("mt-i2"),
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut hooks,
+        )
+        .await;
+    let storage = out.target("storage").unwrap().as_ref().unwrap_err();
+    let held_by = provkit_lifecycle::ErrorChain(storage).to_string();
+    assert!(held_by.contains("\"cluster\""), "{held_by}");
+    assert_eq!(t.storage.triggers(), 0, "nothing launched for storage");
+    assert_eq!(
+        intents.pending(),
+        Some(held),
+        "the cluster's intent is kept"
+    );
+    assert!(intents.written.lock().unwrap().is_empty());
 }

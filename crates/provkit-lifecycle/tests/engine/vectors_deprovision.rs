@@ -96,11 +96,13 @@ async fn trigger_deprovision_job_table() {
         .trigger_deprovision_job(&r, &mut jobs, &ctx, &mut hooks)
         .await
         .unwrap_err();
+    // Go's `fmt.Errorf("failed to trigger deprovision: %w", err)` is the rendered chain.
+    let chain = provkit_lifecycle::ErrorChain(&err).to_string();
     assert!(
-        err.to_string()
-            .starts_with("failed to trigger deprovision: ")
+        chain.starts_with("failed to trigger deprovision: "),
+        "{chain}"
     );
-    assert!(err.to_string().contains("connection refused"));
+    assert!(chain.contains("connection refused"), "{chain}");
     assert!(jobs.is_empty());
 }
 

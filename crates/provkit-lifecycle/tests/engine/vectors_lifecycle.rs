@@ -148,11 +148,13 @@ async fn trigger_error_is_returned_with_go_prefix_and_records_nothing() {
         .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
         .await
         .unwrap_err();
+    // Go's `fmt.Errorf("failed to trigger provision: %w", err)` is the rendered chain.
+    let chain = provkit_lifecycle::ErrorChain(&err).to_string();
     assert!(
-        err.to_string().starts_with("failed to trigger provision: "),
-        "{err}"
+        chain.starts_with("failed to trigger provision: "),
+        "{chain}"
     );
-    assert!(err.to_string().contains("connection refused"));
+    assert!(chain.contains("connection refused"), "{chain}");
     assert!(!err.outcome_unknown());
     assert!(jobs.is_empty());
     assert_eq!(flush.count(), 0);
@@ -295,7 +297,11 @@ async fn compute_instance_vectors() {
         )
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("template not found"));
+    assert!(
+        provkit_lifecycle::ErrorChain(&err)
+            .to_string()
+            .contains("template not found")
+    );
 
     p.on_trigger(|_| {
         Ok(provkit_lifecycle::ProvisionResult::new(

@@ -27,13 +27,23 @@ pub enum Trigger {
     Fraction(f64),
 }
 
-/// The `Retry-After` form of a 429.
+/// The `Retry-After` form of a 429 or 503.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum RetryAfter {
     /// Delta seconds.
     Seconds(u64),
     /// An HTTP-date.
     Date(SystemTime),
+}
+
+impl RetryAfter {
+    /// The header value: delta seconds or an IMF-fixdate.
+    pub fn header_value(&self) -> String {
+        match self {
+            RetryAfter::Seconds(s) => s.to_string(),
+            RetryAfter::Date(t) => httpdate::fmt_http_date(*t),
+        }
+    }
 }
 
 /// What the fault does.
@@ -100,15 +110,30 @@ impl FaultAction {
 
     /// 429 with `Retry-After`.
     pub fn too_many_requests(retry_after: RetryAfter) -> Self {
-        let value = match retry_after {
-            RetryAfter::Seconds(s) => s.to_string(),
-            RetryAfter::Date(t) => httpdate::fmt_http_date(t),
-        };
         FaultAction::Respond {
             status: 429,
             body: serde_json::json!({"detail": "Request was throttled."}).to_string(),
             content_type: "application/json".into(),
-            headers: vec![("Retry-After".into(), value)],
+            headers: vec![("Retry-After".into(), retry_after.header_value())],
+        }
+    }
+
+    /// 503 with `Retry-After` and the HTML body an ingress or the gateway sends (AAP during
+    /// maintenance or overload).
+    pub fn service_unavailable(retry_after: RetryAfter) -> Self {
+        match FaultAction::gateway_html(503) {
+            FaultAction::Respond {
+                status,
+                body,
+                content_type,
+                ..
+            } => FaultAction::Respond {
+                status,
+                body,
+                content_type,
+                headers: vec![("Retry-After".into(), retry_after.header_value())],
+            },
+            other => other,
         }
     }
 
@@ -147,6 +172,15 @@ impl Fault {
             trigger: Trigger::Always,
             strike: Strike::Before,
             action,
+        }
+    }
+
+    /// A fault on any method and this path glob (e.g. `"*"` for every route), striking every
+    /// call before the state change.
+    pub fn any_method(path: &str, action: FaultAction) -> Self {
+        Fault {
+            method: None,
+            ..Fault::new("GET", path, action)
         }
     }
 

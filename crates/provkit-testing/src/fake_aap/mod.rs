@@ -55,6 +55,7 @@ mod request_log;
 mod routes;
 mod script;
 mod server;
+mod snapshot;
 mod spec;
 mod state;
 mod survey;
@@ -74,6 +75,7 @@ pub use ovalue::{OMap, OValue};
 pub use request_log::{Counters, Endpoint, LoggedRequest};
 pub use script::{FailedEvent, Hold, JobScript, Outcome, ScriptRule, Status};
 pub use server::FakeAapServer;
+pub use snapshot::{JobRecord, JobsSnapshot};
 pub use spec::{
     AskFlags, Fixtures, InventorySpec, JobTemplateSpec, Mode, OrganizationSpec, Scope, Settings,
     SurveyQuestion, SurveySpec, TokenSpec, UserSpec, WorkflowJobTemplateSpec, WorkflowNodeSpec,
@@ -353,6 +355,35 @@ impl FakeAap {
         let mut st = self.app.lock();
         st.sync(now);
         job_info(&mut st, id, now)
+    }
+
+    /// The job-template jobs now, for [`restore_jobs`](Self::restore_jobs) in another
+    /// process (e.g. written to a file as JSON).
+    ///
+    /// ```
+    /// use provkit_testing::fake_aap::{FakeAap, JobTemplateSpec};
+    /// let build = || FakeAap::builder().organization("osac").job_template(JobTemplateSpec::new("create", "osac")).build().unwrap();
+    /// let before = build();
+    /// let snap = before.snapshot_jobs();
+    /// assert!(snap.jobs.is_empty());
+    /// let after = build();
+    /// after.restore_jobs(&snap).unwrap();
+    /// assert_eq!(after.jobs(), before.jobs());
+    /// ```
+    pub fn snapshot_jobs(&self) -> JobsSnapshot {
+        snapshot::take(&self.app.lock())
+    }
+
+    /// Recreates the jobs of a [`snapshot_jobs`](Self::snapshot_jobs) answer (same ids,
+    /// templates by name, `extra_vars`, creation times and cancel requests) in a fake that has
+    /// no jobs yet; their status follows from the clock as before.
+    ///
+    /// # Errors
+    /// [`FakeAapError::InvalidFixtures`] when the fake already has jobs, a template is missing
+    /// or an id repeats.
+    pub fn restore_jobs(&self, snap: &JobsSnapshot) -> Result<(), FakeAapError> {
+        snapshot::restore(&mut self.app.lock(), snap)
+            .map_err(|reason| FakeAapError::InvalidFixtures { reason })
     }
 
     /// Template id by name (and organization name, if given; else the first by organization).

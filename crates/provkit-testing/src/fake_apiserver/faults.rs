@@ -100,6 +100,7 @@ pub struct Fault {
     pub(crate) client: Option<String>,
     pub(crate) subresource: Option<Option<String>>,
     pub(crate) remaining: Option<u32>,
+    pub(crate) skip: u32,
     pub(crate) probability: f64,
 }
 
@@ -115,6 +116,7 @@ impl Fault {
             client: None,
             subresource: None,
             remaining: None,
+            skip: 0,
             probability: 1.0,
         }
     }
@@ -162,6 +164,28 @@ impl Fault {
     #[must_use]
     pub fn times(mut self, n: u32) -> Self {
         self.remaining = Some(n);
+        self
+    }
+
+    /// Lets the first `n` matching requests through unaffected (they count neither towards
+    /// [`times`](Self::times) nor the probability draw), e.g. `.skip(1)` on status patches
+    /// strikes the second write of a reconcile, not the first.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use provkit_testing::fake_apiserver::{Fault, FaultEffect, Verb};
+    /// // Hold the second status patch of `networks` (never answered within a test).
+    /// let fault = Fault::new(FaultEffect::Latency(Duration::from_secs(3600)))
+    ///     .verb(Verb::Patch)
+    ///     .resource("networks")
+    ///     .subresource(Some("status"))
+    ///     .skip(1)
+    ///     .times(1);
+    /// # let _ = fault;
+    /// ```
+    #[must_use]
+    pub fn skip(mut self, n: u32) -> Self {
+        self.skip = n;
         self
     }
 

@@ -40,6 +40,10 @@ impl Inner {
         let mut hit = Hit::default();
         let mut faults = lock(&self.faults);
         for f in faults.iter_mut().filter(|f| f.matches(target)) {
+            if f.skip > 0 {
+                f.skip -= 1;
+                continue;
+            }
             if f.probability < 1.0 && self.lock_store().rng.f64() >= f.probability {
                 continue;
             }

@@ -320,3 +320,64 @@ async fn canceling_a_queued_predecessor_moves_a_waiting_workflow() {
     assert_eq!(wf["status"], "successful");
     assert_eq!(server.aap().job(child.id).unwrap().status, "successful");
 }
+
+/// `snapshot_jobs` → JSON → `restore_jobs` into a new fake with the same templates: the same
+/// jobs (ids, extra_vars, creation times, status as the clock moves, a cancel), and the next
+/// launch gets the next id.
+#[tokio::test]
+async fn jobs_survive_a_snapshot_and_restore_into_a_new_fake() {
+    use tower::ServiceExt as _;
+    let clock =
+        provkit_core::ManualClock::new(chrono::DateTime::from_timestamp(1_795_000_000, 0).unwrap());
+    let build = || {
+        FakeAap::builder()
+            .clock(Arc::new(clock.clone()))
+            .job_template(JobTemplateSpec {
+                allow_simultaneous: true,
+                script: Some(JobScript::successful(Duration::from_secs(30))),
+                ..JobTemplateSpec::new("create", "Default")
+            })
+            .build()
+            .unwrap()
+    };
+    let launch = |aap: &FakeAap, i: u32| {
+        let router = aap.router();
+        let req = http::Request::post("/api/v2/job_templates/create++Default/launch/")
+            .header("authorization", format!("Bearer {}", aap.admin_token()))
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(format!(
+                r#"{{"extra_vars":{{"i":{i}}}}}"#
+            )))
+            .unwrap();
+        async move { router.oneshot(req).await.unwrap().status() }
+    };
+    let before = build();
+    for i in 0..3 {
+        assert_eq!(launch(&before, i).await, 201);
+    }
+    before.purge_job(2).unwrap();
+    let cancel = http::Request::post("/api/v2/jobs/3/cancel/")
+        .header("authorization", format!("Bearer {}", before.admin_token()))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    assert_eq!(before.router().oneshot(cancel).await.unwrap().status(), 202);
+    clock.advance(Duration::from_secs(10));
+    let text = serde_json::to_string(&before.snapshot_jobs()).unwrap();
+
+    let after = build();
+    after
+        .restore_jobs(&serde_json::from_str(&text).unwrap())
+        .unwrap();
+    assert_eq!(after.jobs(), before.jobs());
+    assert_eq!(after.jobs().len(), 2, "the purged job stays purged");
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(after.jobs(), before.jobs());
+    let status: Vec<&str> = after.jobs().iter().map(|j| j.status).collect();
+    assert_eq!(status, ["successful", "canceled"]);
+    assert_eq!(launch(&after, 9).await, 201);
+    assert_eq!(after.jobs().last().unwrap().id, 4);
+    assert!(
+        after.restore_jobs(&before.snapshot_jobs()).is_err(),
+        "only into an empty fake"
+    );
+}

@@ -57,6 +57,29 @@ async fn a_fault_hits_only_its_client() {
     assert_eq!(s.verb_counts().get(&Verb::Create), Some(&4));
 }
 
+/// `skip(n)` lets the first `n` matching requests through: the fault strikes the next ones.
+#[tokio::test]
+async fn skip_lets_the_first_matching_requests_through() {
+    let s = server();
+    s.inject(
+        Fault::new(FaultEffect::Forbidden)
+            .verb(Verb::Create)
+            .skip(2)
+            .times(1),
+    );
+    let api: Api<ConfigMap> = Api::default_namespaced(s.client());
+    for name in ["a", "b"] {
+        api.create(&PostParams::default(), &cm(name)).await.unwrap();
+    }
+    assert_eq!(
+        api_err(api.create(&PostParams::default(), &cm("c")).await).code,
+        403
+    );
+    api.create(&PostParams::default(), &cm("c"))
+        .await
+        .expect("the fault was for one request after the skipped two");
+}
+
 /// The status codes an injected fault answers with, as `metav1.Status` bodies kube decodes.
 #[tokio::test]
 async fn injected_statuses_decode_as_kube_api_errors() {

@@ -1,0 +1,235 @@
+//! The fleet-wide circuit breaker over loopback: it opens after a run of failures, every clone
+//! fails fast without sending anything, one probe tests recovery, and the provider and the engine
+//! treat an open circuit like a rate limit.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use provkit_aap::{
+    AapClient, AapProvider, CircuitBreakerConfig, CircuitState, Error, LaunchRequest,
+};
+use provkit_core::SystemClock;
+use provkit_lifecycle::{
+    LaunchCertainty, LaunchContext, Lifecycle, ProvisionHooks, ProvisionStep, ProvisioningProvider,
+    ResourceMeta, ResourceView,
+};
+use provkit_testing::fake_aap::{FakeAapServer, Fault, FaultAction, Mode};
+
+use crate::support::{builder, requests_to, server, template_id};
+
+/// Opens after 3 failed attempts, 300 ms cool-down; a lost probe never frees its slot in a test.
+fn breaker() -> CircuitBreakerConfig {
+    CircuitBreakerConfig::default()
+        .failure_threshold(3)
+        .cool_down(Duration::from_millis(300))
+        .probe_interval(Duration::from_secs(600))
+}
+
+fn breaking_client(server: &FakeAapServer) -> AapClient {
+    builder(server).circuit_breaker(breaker()).build().unwrap()
+}
+
+async fn launched_job(client: &AapClient) -> u64 {
+    let t = client.get_template("provision-job").await.unwrap();
+    client
+        .launch(&t, &LaunchRequest::default())
+        .await
+        .unwrap()
+        .id
+}
+
+/// Sleeps past the cool-down (no timing is asserted: only that time went forward).
+async fn past_cool_down() {
+    tokio::time::sleep(Duration::from_millis(350)).await;
+}
+
+#[tokio::test]
+async fn opens_after_a_run_of_5xx_fails_fast_on_every_clone_and_one_probe_closes_it() {
+    let server = server(Mode::Awx).await;
+    let client = breaking_client(&server);
+    let id = launched_job(&client).await;
+    let job_path = format!("/jobs/{id}/");
+    server
+        .aap()
+        .add_fault(Fault::any_method("*", FaultAction::gateway_html(503)));
+
+    // Retried 503s: the third failure opens the circuit, so the fourth attempt is never sent.
+    let err = client.get_job(id).await.unwrap_err();
+    assert!(err.is_circuit_open(), "{err:?}");
+    assert!(!err.is_outcome_unknown(), "nothing was sent");
+    assert!(
+        err.retry_after()
+            .is_some_and(|d| d <= Duration::from_millis(300))
+    );
+    assert_eq!(requests_to(&server, &job_path).len(), 3);
+
+    // Every clone, every route: fail fast, nothing reaches AAP.
+    let clone = client.clone();
+    assert_eq!(clone.circuit_state(), CircuitState::Open);
+    let before = server.aap().requests().len();
+    for _ in 0..20 {
+        assert!(clone.get_job(id).await.unwrap_err().is_circuit_open());
+    }
+    assert!(clone.ping().await.unwrap_err().is_circuit_open());
+    let t = client.get_template("provision-job").await.unwrap(); // cached: no request
+    let launch = clone
+        .launch(&t, &LaunchRequest::default())
+        .await
+        .unwrap_err();
+    assert!(launch.is_circuit_open() && !launch.is_outcome_unknown());
+    assert_eq!(
+        server.aap().requests().len(),
+        before,
+        "no request while open"
+    );
+
+    // After the cool-down one probe goes; it fails and the circuit reopens at once.
+    past_cool_down().await;
+    assert_eq!(client.circuit_state(), CircuitState::HalfOpen);
+    assert!(client.get_job(id).await.unwrap_err().is_circuit_open());
+    assert_eq!(
+        requests_to(&server, &job_path).len(),
+        4,
+        "exactly one probe"
+    );
+    assert_eq!(client.circuit_state(), CircuitState::Open);
+
+    // AAP recovers: the next probe closes the circuit for every clone.
+    server.aap().clear_faults();
+    past_cool_down().await;
+    assert_eq!(clone.get_job(id).await.unwrap().id, id);
+    assert_eq!(client.circuit_state(), CircuitState::Closed);
+    assert_eq!(client.get_job(id).await.unwrap().id, id);
+    assert_eq!(requests_to(&server, &job_path).len(), 6);
+}
+
+#[tokio::test]
+async fn connection_errors_and_timeouts_open_it_and_4xx_answers_do_not() {
+    // Nothing listens on port 9: connection refused.
+    let refused = AapClient::builder("http://127.0.0.1:9")
+        .base_path("/api/v2/")
+        .retry(provkit_aap::RetryConfig::disabled())
+        .circuit_breaker(breaker().failure_threshold(2))
+        .proxy_from_env(false)
+        .build()
+        .unwrap();
+    for _ in 0..2 {
+        let err = refused.get_job(1).await.unwrap_err();
+        assert!(matches!(err, Error::Transport { .. }), "{err:?}");
+    }
+    assert_eq!(refused.circuit_state(), CircuitState::Open);
+    assert!(refused.get_job(1).await.unwrap_err().is_circuit_open());
+
+    let server = server(Mode::Awx).await;
+    let slow = builder(&server)
+        .retry(provkit_aap::RetryConfig::disabled())
+        .timeout(Duration::from_millis(100))
+        .circuit_breaker(breaker().failure_threshold(2))
+        .build()
+        .unwrap();
+    let id = launched_job(&slow).await;
+    // 404s (the server answers) never open it, however many.
+    for _ in 0..5 {
+        assert!(slow.get_job(999_999).await.unwrap_err().is_not_found());
+    }
+    assert_eq!(slow.circuit_state(), CircuitState::Closed);
+    server.aap().add_fault(Fault::new(
+        "GET",
+        "*/jobs/*",
+        FaultAction::Latency(Duration::from_secs(2)),
+    ));
+    for _ in 0..2 {
+        let err = slow.get_job(id).await.unwrap_err();
+        assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    }
+    assert_eq!(slow.circuit_state(), CircuitState::Open);
+}
+
+#[tokio::test]
+async fn disabled_breaker_sends_every_request() {
+    let server = server(Mode::Awx).await;
+    let client = builder(&server)
+        .retry(provkit_aap::RetryConfig::disabled())
+        .circuit_breaker(CircuitBreakerConfig::disabled())
+        .build()
+        .unwrap();
+    let id = launched_job(&client).await;
+    server.aap().add_fault(Fault::new(
+        "GET",
+        "*/jobs/*",
+        FaultAction::gateway_html(502),
+    ));
+    for _ in 0..10 {
+        assert!(matches!(
+            client.get_job(id).await.unwrap_err(),
+            Error::Server { .. }
+        ));
+    }
+    assert_eq!(requests_to(&server, &format!("/jobs/{id}/")).len(), 10);
+    assert_eq!(client.circuit_state(), CircuitState::Closed);
+}
+
+fn resource() -> ResourceView {
+    ResourceView::new(
+        ResourceMeta {
+            kind: "Subnet".into(),
+            name: "s".into(),
+            namespace: Some("default".into()),
+            uid: "uid-s".into(),
+            ..Default::default()
+        },
+        serde_json::json!({"kind": "Subnet", "metadata": {"name": "s", "uid": "uid-s"}, "spec": {}}),
+    )
+}
+
+#[tokio::test]
+async fn an_open_circuit_is_a_rate_limit_for_the_provider_and_the_engine() {
+    let server = server(Mode::Awx).await;
+    let client = breaking_client(&server);
+    let id = launched_job(&client).await;
+    let provider = Arc::new(AapProvider::with_templates(
+        client.clone(),
+        "provision-job",
+        "deprovision-job",
+    ));
+    server
+        .aap()
+        .add_fault(Fault::any_method("*", FaultAction::gateway_html(502)));
+    assert!(client.get_job(id).await.unwrap_err().is_circuit_open());
+    let tid = template_id(&server, "provision-job");
+    let launches_before = server.aap().launch_count(tid);
+
+    let r = resource();
+    let poll = provider
+        .provision_status(&r, &id.to_string())
+        .await
+        .unwrap_err();
+    assert!(poll.is_rate_limited() && !poll.is_not_found(), "{poll}");
+    let launch = provider
+        .trigger_provision(&r, &LaunchContext::new())
+        .await
+        .unwrap_err();
+    assert!(launch.retry_after().is_some(), "{launch}");
+    assert_eq!(launch.launch_certainty(), LaunchCertainty::NotMade);
+
+    // The engine: requeue after the wait, nothing recorded, no status to write.
+    let engine = Lifecycle::new(provider, Arc::new(SystemClock));
+    let mut jobs = Vec::new();
+    let out = engine
+        .run_provisioning_lifecycle(
+            &r,
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut ProvisionHooks::new(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(out.step, ProvisionStep::RateLimited { .. }),
+        "{out:?}"
+    );
+    assert!(out.requeue_after().is_some());
+    assert!(!out.history_changed && jobs.is_empty());
+    assert_eq!(server.aap().launch_count(tid), launches_before);
+}

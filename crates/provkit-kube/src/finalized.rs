@@ -1,0 +1,100 @@
+//! The frame of every reconcile, shared by [`Provisioner`] and
+//! [`MultiTargetProvisioner`](crate::MultiTargetProvisioner): the `provkit.reconcile` span, the
+//! management-state hook, the stale copy of an object whose finalizer this controller already
+//! removed, and kube-runtime's [`finalizer`](kube::runtime::finalizer()) around the apply and
+//! cleanup steps.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
+use kube::{Api, ResourceExt};
+use tracing::Instrument;
+
+use crate::adapters::display_name;
+use crate::error::{FinalizerStep, ReconcileError};
+use crate::management::Management;
+use crate::reconcile::Provisioner;
+use crate::resource::ProvisionedResource;
+
+impl<K: ProvisionedResource> Provisioner<K> {
+    /// Runs `apply` (the object is live) or `cleanup` (it is being deleted) inside the frame
+    /// described in the module docs. `cleanup` returning `Ok` lets kube-runtime remove the
+    /// finalizer; [`FinalizerStep::Keep`] keeps it and becomes `Ok(action)`.
+    pub(crate) async fn run_finalized<A, FA, C, FC>(
+        &self,
+        obj: Arc<K>,
+        apply: A,
+        cleanup: C,
+    ) -> Result<Action, ReconcileError>
+    where
+        A: FnOnce(Api<K>, Arc<K>) -> FA,
+        FA: Future<Output = Result<Action, FinalizerStep>>,
+        C: FnOnce(Api<K>, Arc<K>) -> FC,
+        FC: Future<Output = Result<Action, FinalizerStep>>,
+    {
+        let object = display_name(obj.as_ref());
+        let span = tracing::info_span!(
+            "provkit.reconcile",
+            object.ref = %object,
+            object.kind = %K::kind(&()),
+            action = tracing::field::Empty,
+            job_id = tracing::field::Empty,
+        );
+        // Only for the duration metric; no decision reads it.
+        let started = tokio::time::Instant::now();
+        let result = async move {
+            if self
+                .management
+                .management(obj.annotations(), obj.meta().deletion_timestamp.is_some())
+                == Management::Skip
+            {
+                tracing::Span::current().record("action", "Unmanaged");
+                tracing::debug!("skipping object per management-state policy");
+                return Ok(Action::await_change());
+            }
+            let uid = obj.meta().uid.clone().unwrap_or_default();
+            let key = crate::reconcile::backoff_key(obj.as_ref());
+            let regarding = obj.object_ref(&());
+            let deleting = obj.meta().deletion_timestamp.is_some();
+            if deleting && !uid.is_empty() {
+                if !obj.finalizers().contains(&self.finalizer) {
+                    self.removed.forget(&uid);
+                } else if self.removed.contains(&uid) {
+                    tracing::debug!(
+                        "finalizer already removed by this controller; ignoring a stale cached copy"
+                    );
+                    return Ok(Action::await_change());
+                }
+            }
+            let api = self.api_for(&obj);
+            let removing = AtomicBool::new(false);
+            let result = finalizer(&api, &self.finalizer, obj, |event| async {
+                match event {
+                    FinalizerEvent::Apply(o) => apply(api.clone(), o).await,
+                    FinalizerEvent::Cleanup(o) => {
+                        let step = cleanup(api.clone(), o).await;
+                        removing.store(step.is_ok(), Ordering::Relaxed);
+                        step
+                    }
+                }
+            })
+            .await;
+            if result.is_ok() && removing.load(Ordering::Relaxed) && !uid.is_empty() {
+                self.removed.record(&uid);
+            }
+            let result = ReconcileError::from_finalizer(&object, result);
+            match &result {
+                Ok(_) => self.backoff.succeeded(&key),
+                Err(error) => self.publish_error(error, &regarding).await,
+            }
+            result
+        }
+        .instrument(span)
+        .await;
+        self.record_reconcile(result.is_ok(), started);
+        result
+    }
+}

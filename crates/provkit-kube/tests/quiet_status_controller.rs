@@ -16,7 +16,7 @@ use kube::api::{Api, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{Controller, watcher};
-use provkit_aap::{AapClient, AapProvider, RetryConfig};
+use provkit_aap::{AapClient, AapProvider, CircuitBreakerConfig, RetryConfig};
 use provkit_core::{Clock, JobState, ManualClock};
 use provkit_kube::{
     ErrorBackoffConfig, EventPublisher, LAUNCH_BLOCKED_CONDITION, NoCallbacks, ProvisionedResource,
@@ -120,6 +120,8 @@ async fn world() -> World {
             .token(aap.token())
             .timeout(Duration::from_secs(5))
             .retry(RetryConfig::disabled())
+            // Every poll reaches the fake: this test is about the status, not the breaker.
+            .circuit_breaker(CircuitBreakerConfig::disabled())
             .build()
             .unwrap(),
     )

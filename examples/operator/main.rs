@@ -22,13 +22,14 @@ use std::time::Duration;
 use clap::Parser;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
+use prometheus_client::registry::Registry;
 use provkit_aap::{AapClient, AapProvider};
 use provkit_core::{Clock, SystemClock};
 use provkit_example_operator::cli::{Cli, Command};
 use provkit_example_operator::controller::{self, Context};
 use provkit_example_operator::crd::{VirtualNetwork, crd_yaml};
 use provkit_example_operator::fake_aap;
-use provkit_example_operator::logging;
+use provkit_example_operator::{logging, metrics_server};
 use provkit_kube::{LeaderElector, LeadershipEnd, default_identity, shutdown_signal};
 use provkit_lifecycle::{LifecyclePolicy, ProvisioningProvider};
 use provkit_testing::fake_aap::FakeAapServer;
@@ -91,14 +92,28 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let identity = cli.identity.clone().unwrap_or_else(default_identity);
     let policy = LifecyclePolicy::default()
         .with_poll_interval(Duration::from_secs(cli.poll_interval.max(1)));
-    let ctx = Arc::new(Context::new(
+    let mut registry = Registry::default();
+    let ctx = Arc::new(Context::with_metrics(
         client.clone(),
         provider,
         policy,
         clock.clone(),
         &identity,
         &cli.field_manager,
+        &mut registry,
     ));
+    if cli.metrics_bind_address != "off" {
+        let listener = tokio::net::TcpListener::bind(&cli.metrics_bind_address).await?;
+        tracing::info!(address = %listener.local_addr()?, "serving /metrics and /healthz");
+        let registry = Arc::new(registry);
+        tokio::spawn(async move {
+            if let Err(error) =
+                metrics_server::serve(listener, registry, std::future::pending()).await
+            {
+                tracing::error!(%error, "the metrics server stopped");
+            }
+        });
+    }
     let api: Api<VirtualNetwork> = match &cli.namespace {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),

@@ -1,16 +1,9 @@
-//! The reconcile helper's error and the matching [`error_policy`].
-
-use std::sync::Arc;
-use std::time::Duration;
+//! The reconcile helper's error ([`error_policy`](crate::error_policy()) requeues it).
 
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer;
 
-use crate::error_chain::ErrorChain;
 use crate::flush::StatusWriteError;
-
-/// The requeue delay [`error_policy`] uses (30 s, the default poll interval).
-pub const DEFAULT_ERROR_REQUEUE: Duration = Duration::from_secs(30);
 
 /// A failure of [`Provisioner::reconcile`](crate::Provisioner::reconcile).
 ///
@@ -137,25 +130,4 @@ impl ReconcileError {
             }
         }
     }
-}
-
-/// A ready-made `error_policy` for `Controller::run`: logs the error with its whole cause
-/// chain ([`ErrorChain`]: the API server's code, reason and message) as a warning, and
-/// requeues after [`DEFAULT_ERROR_REQUEUE`].
-///
-/// ```no_run
-/// # use std::sync::Arc;
-/// # use futures::StreamExt;
-/// # use kube::runtime::{Controller, controller::Action, watcher};
-/// # async fn demo(api: kube::Api<k8s_openapi::api::core::v1::ConfigMap>) {
-/// # async fn reconcile(_: Arc<k8s_openapi::api::core::v1::ConfigMap>, _: Arc<()>) -> Result<Action, provkit_kube::ReconcileError> { Ok(Action::await_change()) }
-/// Controller::new(api, watcher::Config::default())
-///     .run(reconcile, provkit_kube::error_policy, Arc::new(()))
-///     .for_each(|_| async {})
-///     .await;
-/// # }
-/// ```
-pub fn error_policy<K, C>(_obj: Arc<K>, error: &ReconcileError, _ctx: Arc<C>) -> Action {
-    tracing::warn!(error = %ErrorChain(error), "reconcile failed");
-    Action::requeue(DEFAULT_ERROR_REQUEUE)
 }

@@ -9,6 +9,8 @@
 //! | deprovision job launched | Normal | `DeprovisionJobTriggered` | `Deprovision/<job id>` |
 //! | deprovision job failed | Warning | `DeprovisionJobFailed` | `Deprovision/<job id>` |
 //! | deprovisioning finished, finalizer removed | Normal | `Deprovisioned` | `Deprovision` |
+//! | a launch is blocked: the lookup by idempotency key cannot prove the pending attempt's job absent (page cap, refused filter, errors), or the launch intent cannot be persisted | Warning | `LaunchBlocked` | `<Provision or Deprovision>/<fingerprint>` |
+//! | a launch failed (nothing recorded) | Warning | `LaunchFailed` | `<Provision or Deprovision>/<fingerprint>` |
 //!
 //! # One Event per job, one series per repetition
 //! kube-runtime's `Recorder` keys an Event series on type, reason, **action**, reporting
@@ -19,12 +21,24 @@
 //! action: two jobs are two Events with their own notes, while the same milestone of the same
 //! job published again (a repeated identical occurrence) stays one series.
 //!
+//! # One Event per distinct error, one series step per failed reconcile
+//! `LaunchBlocked` and `LaunchFailed` are published once per failed reconcile, that is once
+//! per step of the per-object error backoff ([`crate::ErrorBackoffConfig`]). Their action ends
+//! in a fingerprint of the note, so a different error is a new Event, while the same error
+//! repeating only bumps its Event's `series.count` — about a dozen writes per object in an
+//! hour-long outage at the default backoff, not one per requeue. The note is the error chain,
+//! which holds no request ids, timestamps or retry counts.
+//!
 //! Publishing is best effort: a failure is logged as a warning (with the API server's answer,
 //! see [`crate::ErrorChain`]) and never fails the reconcile.
 //! RBAC: `create` and `patch` on `events.k8s.io/events`.
 
+use std::hash::{Hash, Hasher};
+
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder};
+use provkit_core::JobType;
+use provkit_lifecycle::{Lifecycle, LifecycleError};
 use tracing::warn;
 
 use crate::error_chain::ErrorChain;
@@ -64,6 +78,22 @@ pub enum JobEvent {
     },
     /// Deprovisioning finished; the finalizer is being removed.
     Deprovisioned,
+    /// A launch is blocked: the lookup by idempotency key could not prove that the pending
+    /// attempt's job does not exist, or the launch intent could not be persisted. Nothing was
+    /// launched.
+    LaunchBlocked {
+        /// The job type of the blocked launch.
+        job_type: JobType,
+        /// The error chain.
+        message: String,
+    },
+    /// A launch failed; nothing was recorded.
+    LaunchFailed {
+        /// The job type of the failed launch.
+        job_type: JobType,
+        /// The error chain.
+        message: String,
+    },
 }
 
 impl JobEvent {
@@ -107,6 +137,18 @@ impl JobEvent {
                 "Deprovision".to_owned(),
                 "deprovisioning finished; removing the finalizer".to_owned(),
             ),
+            Self::LaunchBlocked { job_type, message } => (
+                EventType::Warning,
+                "LaunchBlocked",
+                error_action(job_type, message),
+                message.clone(),
+            ),
+            Self::LaunchFailed { job_type, message } => (
+                EventType::Warning,
+                "LaunchFailed",
+                error_action(job_type, message),
+                message.clone(),
+            ),
         };
         Event {
             type_,
@@ -126,9 +168,49 @@ impl JobEvent {
             | Self::ProvisionFailed { job_id, .. }
             | Self::DeprovisionTriggered { job_id }
             | Self::DeprovisionFailed { job_id, .. } => Some(job_id),
-            Self::Deprovisioned => None,
+            Self::Deprovisioned | Self::LaunchBlocked { .. } | Self::LaunchFailed { .. } => None,
         }
     }
+
+    /// The Event of a reconcile that failed with `error`: [`JobEvent::LaunchBlocked`] for a
+    /// lookup that could not prove absence or an intent that could not be persisted,
+    /// [`JobEvent::LaunchFailed`] for the rest. The message is the error chain without
+    /// request-scoped details ([`Lifecycle::error_status_text`]).
+    #[must_use]
+    pub fn for_lifecycle_error(error: &LifecycleError, lifecycle: &Lifecycle) -> Self {
+        let message = lifecycle.error_status_text(error);
+        match error {
+            LifecycleError::IdempotencyLookup { job_type, .. }
+            | LifecycleError::IntentWrite { job_type, .. } => Self::LaunchBlocked {
+                job_type: job_type.clone(),
+                message,
+            },
+            LifecycleError::TriggerDeprovision { .. } => Self::LaunchFailed {
+                job_type: JobType::Deprovision,
+                message,
+            },
+            LifecycleError::EmptyJobId { job_type, .. } => Self::LaunchFailed {
+                job_type: job_type.clone(),
+                message,
+            },
+            _ => Self::LaunchFailed {
+                job_type: JobType::Provision,
+                message,
+            },
+        }
+    }
+}
+
+/// `<Provision|Deprovision>/<16 hex digits of the message's hash>`: one series per distinct
+/// error (std's `DefaultHasher`, stable within a process, which is the recorder's cache).
+fn error_action(job_type: &JobType, message: &str) -> String {
+    let mut hasher = std::hash::DefaultHasher::new();
+    message.hash(&mut hasher);
+    let verb = match job_type {
+        JobType::Deprovision => "Deprovision",
+        _ => "Provision",
+    };
+    format!("{verb}/{:016x}", hasher.finish())
 }
 
 /// `<verb>/<job id>`, at most 128 bytes (the API server's limit on `action`).
@@ -293,6 +375,37 @@ mod tests {
         };
         assert_eq!(long.to_event().action.len(), 128);
         assert_eq!(JobEvent::Deprovisioned.job_id(), None);
+    }
+
+    #[test]
+    fn error_events_are_one_series_per_distinct_error() {
+        let blocked = |m: &str| {
+            JobEvent::LaunchBlocked {
+                job_type: JobType::Provision,
+                message: m.into(),
+            }
+            .to_event()
+        };
+        let (a, again, b) = (blocked("x"), blocked("x"), blocked("y"));
+        assert_eq!(
+            (a.type_, a.reason.as_str()),
+            (EventType::Warning, "LaunchBlocked")
+        );
+        assert_eq!(a.action, again.action);
+        assert_ne!(a.action, b.action);
+        assert!(a.action.starts_with("Provision/") && a.action.len() <= 128);
+        assert_eq!(a.note.as_deref(), Some("x"));
+        let failed = JobEvent::LaunchFailed {
+            job_type: JobType::Deprovision,
+            message: "x".into(),
+        }
+        .to_event();
+        assert_eq!(failed.reason, "LaunchFailed");
+        assert!(
+            failed.action.starts_with("Deprovision/"),
+            "{}",
+            failed.action
+        );
     }
 
     #[test]

@@ -40,18 +40,24 @@ impl<K: ProvisionedResource> Provisioner<K> {
             "provkit.reconcile",
             object.ref = %object,
             object.kind = %K::kind(&()),
+            action = tracing::field::Empty,
             job_id = tracing::field::Empty,
         );
-        async move {
+        // Only for the duration metric; no decision reads it.
+        let started = tokio::time::Instant::now();
+        let result = async move {
             if self
                 .management
                 .management(obj.annotations(), obj.meta().deletion_timestamp.is_some())
                 == Management::Skip
             {
+                tracing::Span::current().record("action", "Unmanaged");
                 tracing::debug!("skipping object per management-state policy");
                 return Ok(Action::await_change());
             }
             let uid = obj.meta().uid.clone().unwrap_or_default();
+            let key = crate::reconcile::backoff_key(obj.as_ref());
+            let regarding = obj.object_ref(&());
             let deleting = obj.meta().deletion_timestamp.is_some();
             if deleting && !uid.is_empty() {
                 if !obj.finalizers().contains(&self.finalizer) {
@@ -79,9 +85,16 @@ impl<K: ProvisionedResource> Provisioner<K> {
             if result.is_ok() && removing.load(Ordering::Relaxed) && !uid.is_empty() {
                 self.removed.record(&uid);
             }
-            ReconcileError::from_finalizer(&object, result)
+            let result = ReconcileError::from_finalizer(&object, result);
+            match &result {
+                Ok(_) => self.backoff.succeeded(&key),
+                Err(error) => self.publish_error(error, &regarding).await,
+            }
+            result
         }
         .instrument(span)
-        .await
+        .await;
+        self.record_reconcile(result.is_ok(), started);
+        result
     }
 }

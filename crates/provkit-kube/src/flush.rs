@@ -187,6 +187,10 @@ struct Known {
     server_intent: Option<LaunchIntent>,
     /// Keys of intents the engine resolved in this session (cleared by the next write).
     resolved: HashSet<String>,
+    /// Status patches the API server accepted in this session.
+    writes: u64,
+    /// Status patches it refused with 409 Conflict in this session.
+    conflicts: u64,
 }
 
 impl Known {
@@ -249,8 +253,18 @@ impl<K: ProvisionedResource> StatusSession<K> {
                     .provisioning_status()
                     .and_then(|s| s.launch_intent.clone()),
                 resolved: HashSet::new(),
+                writes: 0,
+                conflicts: 0,
             }),
         })
+    }
+
+    /// How many status patches of this session the API server accepted, and how many it
+    /// refused with 409 Conflict (for metrics).
+    #[must_use]
+    pub fn write_counts(&self) -> (u64, u64) {
+        let k = self.lock();
+        (k.writes, k.conflicts)
     }
 
     /// The `resourceVersion` of the last write or read.
@@ -326,12 +340,14 @@ impl<K: ProvisionedResource> StatusSession<K> {
         {
             Ok(written) => {
                 let mut k = self.lock();
+                k.writes += 1;
                 k.resource_version = written.meta().resource_version.clone();
                 k.server_intent = Some(intent.clone());
                 k.resolved.remove(&intent.idempotency_key);
                 Ok(())
             }
             Err(kube::Error::Api(status)) if status.is_conflict() => {
+                self.lock().conflicts += 1;
                 debug!(object.name = %self.name, "launch-intent write conflicted");
                 Err(StatusWriteError::IntentConflict {
                     name: self.name.clone(),
@@ -455,6 +471,7 @@ impl<K: ProvisionedResource> StatusSession<K> {
             {
                 Ok(written) => {
                     let mut k = self.lock();
+                    k.writes += 1;
                     k.resource_version = written.meta().resource_version.clone();
                     k.server_jobs = merged.clone();
                     if clears_intent {
@@ -463,6 +480,7 @@ impl<K: ProvisionedResource> StatusSession<K> {
                     return Ok((written, merged));
                 }
                 Err(kube::Error::Api(status)) if status.is_conflict() => {
+                    self.lock().conflicts += 1;
                     debug!(object.name = %self.name, attempt, "status write conflicted; re-reading");
                     self.reread().await?;
                 }

@@ -105,9 +105,10 @@ impl LeaderElector {
     /// # use std::sync::Arc;
     /// # use futures::StreamExt;
     /// # use kube::runtime::{Controller, controller::Action, watcher};
-    /// # use k8s_openapi::api::{coordination::v1::Lease, core::v1::ConfigMap};
-    /// # async fn reconcile(_: Arc<ConfigMap>, _: Arc<()>) -> Result<Action, provkit_kube::ReconcileError> { Ok(Action::await_change()) }
-    /// # async fn demo(client: kube::Client) {
+    /// # use k8s_openapi::api::coordination::v1::Lease;
+    /// # use provkit_kube::{ProvisionedResource, Provisioner};
+    /// # async fn reconcile<K: ProvisionedResource>(_: Arc<K>, _: Arc<Provisioner<K>>) -> Result<Action, provkit_kube::ReconcileError> { Ok(Action::await_change()) }
+    /// # async fn demo<K: ProvisionedResource>(client: kube::Client, provisioner: Provisioner<K>) {
     /// use provkit_kube::{LeaderElectionConfig, LeaderElector, LeadershipEnd, default_identity, shutdown_signal};
     ///
     /// let elector = LeaderElector::with_config(
@@ -117,12 +118,12 @@ impl LeaderElector {
     ///     LeaderElectionConfig::default(),
     ///     Arc::new(provkit_core::SystemClock),
     /// );
-    /// let api = kube::Api::<ConfigMap>::all(client);
+    /// let api = kube::Api::<K>::all(client);
     /// let end = elector
     ///     .run(shutdown_signal(), |token| async move {
     ///         Controller::new(api, watcher::Config::default())
     ///             .graceful_shutdown_on(token.cancelled_owned())
-    ///             .run(reconcile, provkit_kube::error_policy, Arc::new(()))
+    ///             .run(reconcile, provkit_kube::error_policy, Arc::new(provisioner))
     ///             .for_each(|_| async {})
     ///             .await;
     ///     })

@@ -3,9 +3,11 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod adapters;
+pub mod backoff;
 pub mod cutover;
 pub mod error;
 pub mod error_chain;
+mod error_policy;
 pub mod events;
 mod finalized;
 pub mod flush;
@@ -15,6 +17,9 @@ pub mod leadership;
 #[cfg_attr(docsrs, doc(cfg(feature = "machines")))]
 pub mod machine_progress;
 pub mod management;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 pub mod multi_target;
 pub mod reconcile;
 mod removed_finalizers;
@@ -31,11 +36,15 @@ pub use adapters::{
     resource_view,
 };
 #[doc(inline)]
+pub use backoff::ErrorBackoffConfig;
+#[doc(inline)]
 pub use cutover::{CutoverError, CutoverReason, CutoverReport, check_cutover, check_cutover_all};
 #[doc(inline)]
-pub use error::{DEFAULT_ERROR_REQUEUE, ReconcileError, error_policy};
+pub use error::ReconcileError;
 #[doc(inline)]
 pub use error_chain::ErrorChain;
+#[doc(inline)]
+pub use error_policy::error_policy;
 #[doc(inline)]
 pub use events::{EventPublisher, JobEvent};
 #[doc(inline)]

@@ -339,7 +339,7 @@ impl<K: ProvisionedResource> MultiTargetProvisioner<K> {
             .find(|e| matches!(e, LifecycleError::IdempotencyLookup { .. }))
             .or(errors.first())
             .copied();
-        show_launch_blocked(working, shown, self.targets.primary().clock().now());
+        show_launch_blocked(working, shown, self.targets.primary());
     }
 
     fn outcome_of<T>(
@@ -351,5 +351,13 @@ impl<K: ProvisionedResource> MultiTargetProvisioner<K> {
             object: object.to_owned(),
             source,
         })
+    }
+}
+
+/// The shared frame's [`Provisioner`]: the free [`error_policy`](crate::error_policy()) finds
+/// the per-object error backoff through it.
+impl<K> AsRef<Provisioner<K>> for MultiTargetProvisioner<K> {
+    fn as_ref(&self) -> &Provisioner<K> {
+        &self.base
     }
 }

@@ -5,6 +5,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::controller::Action;
 use kube::{Api, Client, ResourceExt};
 use provkit_core::{ConfigHasher, JobStatus};
@@ -16,7 +17,9 @@ use provkit_lifecycle::{
 use crate::adapters::{
     SessionFlush, SessionIntents, SessionStaleCheck, display_name, resource_view,
 };
+use crate::backoff::{ErrorBackoff, ErrorBackoffConfig};
 use crate::error::{FinalizerStep, ReconcileError};
+use crate::error_chain::ErrorChain;
 use crate::events::{EventPublisher, JobEvent};
 use crate::flush::{StatusSession, StatusWriteConfig};
 use crate::management::{ManagementHook, ManagementStatePolicy};
@@ -86,6 +89,9 @@ pub struct Provisioner<K> {
     pub(crate) status: StatusWriteConfig,
     pub(crate) hasher: ConfigHasher,
     pub(crate) removed: RemovedFinalizers,
+    pub(crate) backoff: ErrorBackoff,
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: Option<crate::metrics::KubeMetrics>,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -98,6 +104,7 @@ impl<K> fmt::Debug for Provisioner<K> {
             .field("events", &self.events)
             .field("status", &self.status)
             .field("hasher", &self.hasher)
+            .field("error_backoff", self.backoff.config())
             .finish_non_exhaustive()
     }
 }
@@ -117,8 +124,77 @@ impl<K: ProvisionedResource> Provisioner<K> {
             status,
             hasher: ConfigHasher::default(),
             removed: RemovedFinalizers::default(),
+            backoff: ErrorBackoff::new(ErrorBackoffConfig::default()),
+            #[cfg(feature = "metrics")]
+            metrics: None,
             _kind: PhantomData,
         }
+    }
+
+    /// Records reconciles, status writes and finalizer holds in `metrics` (feature `metrics`,
+    /// see [`crate::metrics`]).
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: crate::metrics::KubeMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    pub(crate) fn record_reconcile(&self, ok: bool, started: tokio::time::Instant) {
+        #[cfg(feature = "metrics")]
+        if let Some(m) = &self.metrics {
+            m.reconciled(ok, started.elapsed());
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = (ok, started);
+    }
+
+    fn record_writes(&self, session: &StatusSession<K>) {
+        #[cfg(feature = "metrics")]
+        if let Some(m) = &self.metrics {
+            let (writes, conflicts) = session.write_counts();
+            m.status_writes(writes, conflicts);
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = session;
+    }
+
+    fn record_finalizer_hold(&self) {
+        #[cfg(feature = "metrics")]
+        if let Some(m) = &self.metrics {
+            m.finalizer_held();
+        }
+    }
+
+    /// Replaces the per-object error backoff (default: 1 s doubling to 5 min, jitter 0.5)
+    /// that [`error_policy`](Self::error_policy) requeues failed reconciles with. Failure
+    /// counts restart from zero.
+    #[must_use]
+    pub fn with_error_backoff(mut self, config: ErrorBackoffConfig) -> Self {
+        self.backoff = ErrorBackoff::new(config);
+        self
+    }
+
+    /// The error policy of a failed reconcile of `obj`: logs `error` with its cause chain
+    /// ([`ErrorChain`]) as a warning and returns a requeue after the object's next backoff
+    /// step. The free [`error_policy`](crate::error_policy()) calls this; call it from your
+    /// own error policy when you wrap it.
+    pub fn error_policy(&self, obj: &K, error: &ReconcileError) -> Action {
+        let (delay, failures) = self.backoff.failed(&backoff_key(obj));
+        tracing::warn!(
+            error = %ErrorChain(error),
+            failures,
+            retry_in = ?delay,
+            "reconcile failed"
+        );
+        Action::requeue(delay)
+    }
+
+    /// How many reconciles of `obj` failed in a row (0 after a successful one).
+    #[must_use]
+    pub fn consecutive_failures(&self, obj: &K) -> u32 {
+        self.backoff.failures(&backoff_key(obj))
     }
 
     /// Replaces the management-state hook.
@@ -202,7 +278,9 @@ impl<K: ProvisionedResource> Provisioner<K> {
     ///   else can observe the object.
     /// - Status writes never drop a job another writer persisted (see [`crate::flush`]).
     /// - Requests run inside a `provkit.reconcile` span (child of kube-runtime's
-    ///   `reconciling object` span) with `object.ref`, and `job_id` once known.
+    ///   `reconciling object` span) with `object.ref`, `object.kind`, `action` (the lifecycle's
+    ///   `Skip` / `Poll` / `Backoff` / `Trigger` / `Requeue`, `Deprovision` on deletion,
+    ///   `Unmanaged` for a skipped object) and `job_id` once known.
     ///
     /// # Errors
     /// [`ReconcileError`], for failures only.
@@ -266,11 +344,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 .await
         };
         working.provisioning_status_mut().provisioning_jobs = jobs;
-        show_launch_blocked(
-            &mut working,
-            result.as_ref().err(),
-            self.lifecycle.clock().now(),
-        );
+        show_launch_blocked(&mut working, result.as_ref().err(), &self.lifecycle);
         if let Some(message) = &failed {
             callbacks.on_failed(&mut working, message);
         }
@@ -280,11 +354,16 @@ impl<K: ProvisionedResource> Provisioner<K> {
         // Persist what changed even when the lifecycle failed (desired version, phase) — but
         // not when the cache proved stale: the next reconcile works on the fresh object.
         let stale_cache = matches!(&result, Ok(o) if o.step == ProvisionStep::StaleCache);
-        if !stale_cache {
+        let written = if stale_cache {
+            Ok(())
+        } else {
             self.write_if_changed(&session, obj, &working, &object)
-                .await?;
-        }
+                .await
+        };
+        self.record_writes(&session);
+        written?;
         let outcome = result.map_err(|source| lifecycle_error(&object, source))?;
+        tracing::Span::current().record("action", tracing::field::display(&outcome.action));
 
         self.publish_provision_step(&outcome.step, failed.as_deref(), &obj.object_ref(&()))
             .await;
@@ -324,19 +403,20 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 .await
         };
         working.provisioning_status_mut().provisioning_jobs = jobs;
-        show_launch_blocked(
-            &mut working,
-            result.as_ref().err(),
-            self.lifecycle.clock().now(),
-        );
+        show_launch_blocked(&mut working, result.as_ref().err(), &self.lifecycle);
         // As on apply: no status write when the cache proved stale (the API server already
         // holds a newer deprovision job); the next reconcile works on the fresh object.
         let stale_cache = matches!(&result, Ok(o) if o.step == DeprovisionStep::StaleCache);
-        if !stale_cache {
+        let written = if stale_cache {
+            Ok(())
+        } else {
             self.write_if_changed(&session, obj, &working, &object)
-                .await?;
-        }
+                .await
+        };
+        self.record_writes(&session);
+        written?;
         let outcome = result.map_err(|source| lifecycle_error(&object, source))?;
+        tracing::Span::current().record("action", "Deprovision");
 
         let regarding = obj.object_ref(&());
         self.publish_deprovision_step(&outcome.step, &regarding)
@@ -361,7 +441,23 @@ impl<K: ProvisionedResource> Provisioner<K> {
             .requeue_after()
             .unwrap_or(self.lifecycle.policy().poll_interval);
         tracing::debug!(step = ?outcome.step, ?requeue_after, "deprovisioning not finished; keeping the finalizer");
+        self.record_finalizer_hold();
         Err(FinalizerStep::Keep(Action::requeue(requeue_after)))
+    }
+
+    /// Publishes the Event of a failed reconcile (lifecycle errors only), once per failed
+    /// reconcile, i.e. once per backoff step. The Event's action carries a fingerprint of its
+    /// note, so a new error is a new Event while a repeat of the same error only bumps that
+    /// Event's series count (kube-runtime's `Recorder`, see [`crate::events`]).
+    pub(crate) async fn publish_error(&self, error: &ReconcileError, regarding: &ObjectReference) {
+        if let ReconcileError::Lifecycle { source, .. } = error {
+            self.events
+                .publish(
+                    &JobEvent::for_lifecycle_error(source, &self.lifecycle),
+                    regarding,
+                )
+                .await;
+        }
     }
 
     pub(crate) fn session(
@@ -423,21 +519,38 @@ impl<K: ProvisionedResource> Provisioner<K> {
     }
 }
 
+/// The key of `obj`'s error backoff: its uid (a re-created object starts afresh), else its name.
+pub(crate) fn backoff_key<K: ProvisionedResource>(obj: &K) -> String {
+    match &obj.meta().uid {
+        Some(uid) if !uid.is_empty() => uid.clone(),
+        _ => display_name(obj),
+    }
+}
+
+impl<K> AsRef<Provisioner<K>> for Provisioner<K> {
+    fn as_ref(&self) -> &Provisioner<K> {
+        self
+    }
+}
+
 /// The condition type set while a launch is blocked because the idempotency lookup could not
 /// prove that the pending attempt's job does not exist (status `True`, reason
-/// `IdempotencyLookupFailed`, message: the error chain). Removed once the attempt is resolved.
+/// `IdempotencyLookupFailed`, message: the error chain without request ids, so it stays the same
+/// — and writes no status — while the same error repeats). Removed once the attempt is resolved.
+/// A `LaunchBlocked` Warning Event accompanies it (see [`crate::events`]).
 pub const LAUNCH_BLOCKED_CONDITION: &str = "LaunchBlocked";
 
 /// Sets or removes the [`LAUNCH_BLOCKED_CONDITION`] on the working copy.
 pub(crate) fn show_launch_blocked<K: ProvisionedResource>(
     working: &mut K,
     error: Option<&LifecycleError>,
-    now: chrono::DateTime<chrono::Utc>,
+    lifecycle: &Lifecycle,
 ) {
+    let now = lifecycle.clock().now();
     let conditions = &mut working.provisioning_status_mut().conditions;
     match error {
         Some(e @ LifecycleError::IdempotencyLookup { .. }) => {
-            let message = provkit_lifecycle::ErrorChain(e).to_string();
+            let message = lifecycle.error_status_text(e);
             crate::status::set_condition(
                 conditions,
                 crate::status::NewCondition {

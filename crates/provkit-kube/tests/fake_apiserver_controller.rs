@@ -65,6 +65,12 @@ struct Ctx {
     provisioner: Provisioner<Network>,
 }
 
+impl AsRef<Provisioner<Network>> for Ctx {
+    fn as_ref(&self) -> &Provisioner<Network> {
+        &self.provisioner
+    }
+}
+
 async fn reconcile(
     obj: Arc<Network>,
     ctx: Arc<Ctx>,

@@ -99,6 +99,12 @@ struct Ctx {
     provisioner: MultiTargetProvisioner<Cluster>,
 }
 
+impl AsRef<provkit_kube::Provisioner<Cluster>> for Ctx {
+    fn as_ref(&self) -> &provkit_kube::Provisioner<Cluster> {
+        self.provisioner.as_ref()
+    }
+}
+
 async fn reconcile(
     obj: Arc<Cluster>,
     ctx: Arc<Ctx>,

@@ -10,6 +10,9 @@ pub mod hooks;
 pub mod idempotency;
 pub mod intent;
 pub mod launch_context;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics;
 pub mod outcome;
 pub mod policy;
 pub mod provider;

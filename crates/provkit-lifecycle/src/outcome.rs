@@ -64,7 +64,8 @@ pub enum ProvisionStep {
         /// The recovered job's id.
         job_id: String,
     },
-    /// The provider rate-limited the launch; nothing recorded.
+    /// The provider rate-limited the launch or the poll (a `Retry-After`, an open circuit
+    /// breaker); nothing recorded, the job's status untouched.
     RateLimited {
         /// The provider's retry-after.
         retry_after: Duration,
@@ -81,7 +82,8 @@ pub enum ProvisionStep {
         /// The job's id.
         job_id: String,
     },
-    /// The status read failed; the error is in the job's message, state unchanged.
+    /// The status read failed; the error is in the job's message (unchanged while the same
+    /// error repeats), state unchanged.
     StatusReadFailed {
         /// The job's id.
         job_id: String,
@@ -160,7 +162,8 @@ pub enum DeprovisionStep {
         /// The recovered job's id.
         job_id: String,
     },
-    /// The provider rate-limited the call.
+    /// The provider rate-limited the call (a launch or a poll); nothing recorded, the job's
+    /// status untouched.
     RateLimited {
         /// The provider's retry-after.
         retry_after: Duration,
@@ -177,7 +180,8 @@ pub enum DeprovisionStep {
         /// The job's id.
         job_id: String,
     },
-    /// The status read failed; the error is in the job's message.
+    /// The status read failed; the error is in the job's message (unchanged while the same
+    /// error repeats).
     StatusReadFailed {
         /// The job's id.
         job_id: String,

@@ -322,4 +322,16 @@ pub trait ProvisioningProvider: Send + Sync + fmt::Debug {
         self.find_job_by_idempotency_key(resource, job_type, key)
             .await
     }
+
+    /// The text of `error` that may be persisted in status or an Event (a job's message after a
+    /// failed poll, the `LaunchBlocked` condition): `text`, the engine's rendering of `error`,
+    /// without request-scoped details such as request ids, timestamps or attempt counts. It
+    /// must be the same text each time the same error repeats, so that a repeating error
+    /// writes no status; the details belong in logs (the engine logs the full error).
+    ///
+    /// The default returns `text` unchanged (for errors whose `Display` has no such details).
+    fn error_status_text(&self, error: &ProviderError, text: String) -> String {
+        let _ = error;
+        text
+    }
 }

@@ -64,6 +64,10 @@ pub struct Cli {
     /// Seconds between election attempts and between renewals.
     #[arg(long, default_value_t = 2)]
     pub retry_period: u64,
+    /// Address of the HTTP server with `/metrics` (Prometheus) and `/healthz`; `off` disables
+    /// it. It runs on every replica, leader or standby.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    pub metrics_bind_address: String,
 }
 
 /// Subcommands.

@@ -8,8 +8,11 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Client};
+use prometheus_client::registry::Registry;
 use provkit_core::Clock;
+use provkit_kube::metrics::KubeMetrics;
 use provkit_kube::{ErrorChain, EventPublisher, Provisioner, ReconcileError};
+use provkit_lifecycle::metrics::LifecycleMetrics;
 use provkit_lifecycle::{Lifecycle, LifecyclePolicy, ProvisioningProvider};
 
 use crate::callbacks::VirtualNetworkCallbacks;
@@ -45,14 +48,64 @@ impl Context {
         identity: &str,
         field_manager: &str,
     ) -> Self {
-        let lifecycle = Lifecycle::new(provider, clock.clone()).with_policy(policy);
+        Self::build(
+            client,
+            provider,
+            policy,
+            clock,
+            identity,
+            field_manager,
+            None,
+        )
+    }
+
+    /// As [`new`](Self::new), recording provkit's metrics (reconciles, launches, polls, status
+    /// writes, finalizer holds) in `registry`, which [`crate::metrics_server`] serves.
+    pub fn with_metrics(
+        client: Client,
+        provider: Arc<dyn ProvisioningProvider>,
+        policy: LifecyclePolicy,
+        clock: Arc<dyn Clock>,
+        identity: &str,
+        field_manager: &str,
+        registry: &mut Registry,
+    ) -> Self {
+        Self::build(
+            client,
+            provider,
+            policy,
+            clock,
+            identity,
+            field_manager,
+            Some(registry),
+        )
+    }
+
+    fn build(
+        client: Client,
+        provider: Arc<dyn ProvisioningProvider>,
+        policy: LifecyclePolicy,
+        clock: Arc<dyn Clock>,
+        identity: &str,
+        field_manager: &str,
+        registry: Option<&mut Registry>,
+    ) -> Self {
+        let mut lifecycle = Lifecycle::new(provider, clock.clone()).with_policy(policy);
         let reporter = Reporter {
             controller: CONTROLLER_NAME.into(),
             instance: Some(identity.into()),
         };
-        let provisioner = Provisioner::new(client.clone(), lifecycle, FINALIZER)
+        let mut provisioner_metrics = None;
+        if let Some(registry) = registry {
+            lifecycle = lifecycle.with_metrics(LifecycleMetrics::register(registry));
+            provisioner_metrics = Some(KubeMetrics::register(registry));
+        }
+        let mut provisioner = Provisioner::new(client.clone(), lifecycle, FINALIZER)
             .with_field_manager(field_manager)
             .with_events(EventPublisher::new(Recorder::new(client, reporter)));
+        if let Some(metrics) = provisioner_metrics {
+            provisioner = provisioner.with_metrics(metrics);
+        }
         Self {
             provisioner,
             callbacks: VirtualNetworkCallbacks::new(clock),
@@ -73,7 +126,14 @@ pub async fn reconcile(
     ctx.provisioner.reconcile(obj, &ctx.callbacks).await
 }
 
-/// The error policy: logs the error with its cause chain, requeues after 30 s.
+impl AsRef<Provisioner<VirtualNetwork>> for Context {
+    fn as_ref(&self) -> &Provisioner<VirtualNetwork> {
+        &self.provisioner
+    }
+}
+
+/// The error policy: logs the error with its cause chain and requeues after the object's
+/// next per-object backoff step (1 s doubling to 5 min, with jitter).
 pub fn error_policy(obj: Arc<VirtualNetwork>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
     provkit_kube::error_policy(obj, error, ctx)
 }

@@ -3,8 +3,9 @@
 //!
 //! The binary is `main.rs` (`cargo run --example operator -- --help`); this library holds the
 //! pieces so they are unit-tested: the CRD ([`crd`]), the phase/condition callbacks
-//! ([`callbacks`]), the controller wiring ([`controller`]), the command line ([`cli`]) and
-//! the log setup ([`logging`]) and the `--fake-aap` backend ([`fake_aap`]). Leader election is provkit-kube's
+//! ([`callbacks`]), the controller wiring ([`controller`]), the command line ([`cli`]),
+//! the log setup ([`logging`]), the `--fake-aap` backend ([`fake_aap`]) and the `/metrics` +
+//! `/healthz` server ([`metrics_server`]). Leader election is provkit-kube's
 //! ([`provkit_kube::LeaderElector::run`]).
 
 pub mod callbacks;
@@ -13,6 +14,7 @@ pub mod controller;
 pub mod crd;
 pub mod fake_aap;
 pub mod logging;
+pub mod metrics_server;
 
 // The README's wiring snippet is compiled here, so it cannot rot.
 #[cfg(doctest)]

@@ -198,6 +198,18 @@ impl IntoAapApi for Arc<dyn AapApi> {
     }
 }
 
+/// `text` without the ` (request id …)` of every AAP error in `error`'s source chain.
+fn without_request_ids(error: &ProviderError, mut text: String) -> String {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = current {
+        if let Some(id) = e.downcast_ref::<Error>().and_then(Error::request_id) {
+            text = text.replace(&format!(" (request id {id})"), "");
+        }
+        current = e.source();
+    }
+    text
+}
+
 /// How long a 429 without `Retry-After` holds the engine off.
 pub const DEFAULT_RATE_LIMIT_WAIT: Duration = Duration::from_secs(10);
 
@@ -538,6 +550,12 @@ impl AapProvider {
 impl ProvisioningProvider for AapProvider {
     fn name(&self) -> &str {
         "aap"
+    }
+
+    /// The error text without AAP's per-request `(request id …)` (it differs on every
+    /// request; it stays in the error's `Display` and the `aap.request` span for logs).
+    fn error_status_text(&self, error: &ProviderError, text: String) -> String {
+        without_request_ids(error, text)
     }
 
     async fn trigger_provision(

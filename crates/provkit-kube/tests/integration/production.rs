@@ -10,7 +10,9 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Resource;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Recorder, Reporter};
-use provkit_kube::{EventPublisher, JobEvent, Provisioner, ProvisioningCallbacks, error_policy};
+use provkit_kube::{
+    ErrorBackoffConfig, EventPublisher, JobEvent, Provisioner, ProvisioningCallbacks, error_policy,
+};
 use serde_json::{Value, json};
 
 use crate::fixtures::*;
@@ -134,6 +136,15 @@ fn assert_logged_403(log: &str) {
     assert!(line.contains("Forbidden") && line.contains("403"), "{line}");
 }
 
+/// A provisioner for the error policy alone (it sends no request), without jitter.
+fn policy_context(h: &Harness) -> Arc<Provisioner<Network>> {
+    let (client, _verifier) = testcontext();
+    Arc::new(
+        Provisioner::new(client, h.lifecycle.clone(), FINALIZER)
+            .with_error_backoff(ErrorBackoffConfig::default().with_jitter(0.0)),
+    )
+}
+
 #[tokio::test]
 async fn a_forbidden_status_patch_logs_the_403_and_its_message() {
     let logs = LogBuffer::default();
@@ -157,8 +168,8 @@ async fn a_forbidden_status_patch_logs_the_403_and_its_message() {
         )
         .await;
     let err = r.unwrap_err();
-    let action = error_policy(Arc::new(cached), &err, Arc::new(()));
-    assert_eq!(action, Action::requeue(provkit_kube::DEFAULT_ERROR_REQUEUE));
+    let action = error_policy(Arc::new(cached), &err, policy_context(&h));
+    assert_eq!(action, Action::requeue(std::time::Duration::from_secs(1)));
     assert_logged_403(&logs.text());
 }
 
@@ -176,7 +187,7 @@ async fn a_forbidden_finalizer_patch_logs_the_403_and_the_object() {
         .await;
     let err = r.unwrap_err();
     assert!(err.to_string().contains("default/net-a"), "{err}");
-    error_policy(Arc::new(Network::test()), &err, Arc::new(()));
+    error_policy(Arc::new(Network::test()), &err, policy_context(&h));
     assert_logged_403(&logs.text());
 }
 

@@ -7,6 +7,7 @@ use provkit_core::{
 
 use super::Lifecycle;
 use super::launch::{Resolution, flush};
+use super::observe::Launch;
 use crate::decide::{backoff_remaining, compute_deprovision_backoff};
 use crate::engine_error::LifecycleError;
 use crate::error::LaunchCertainty;
@@ -87,6 +88,8 @@ impl Lifecycle {
             .resolve_pending_intent(resource, jobs, store, &key)
             .await?;
         if let Resolution::Adopted { job_id, changed } = &resolution {
+            self.observe
+                .launch(&JobType::Deprovision, Launch::Recovered);
             let mut out = DeprovisionOutcome::keep(
                 DeprovisionStep::Recovered {
                     job_id: job_id.clone(),
@@ -123,6 +126,7 @@ impl Lifecycle {
             Ok(result) => result,
             Err(e) => {
                 if let Some(retry_after) = e.retry_after() {
+                    self.observe.launch(&JobType::Deprovision, Launch::NotMade);
                     return Ok(DeprovisionOutcome::keep(
                         DeprovisionStep::RateLimited { retry_after },
                         self.policy.floor(retry_after),
@@ -138,6 +142,8 @@ impl Lifecycle {
                         .record_recovered_deprovision(jobs, found, &key, hooks)
                         .await);
                 }
+                self.observe
+                    .launch(&JobType::Deprovision, Launch::of_certainty(certainty));
                 return Err(LifecycleError::TriggerDeprovision {
                     key,
                     certainty,
@@ -169,8 +175,10 @@ impl Lifecycle {
                 // The history changes anyway (the new job is appended below).
                 update_provision_job_from_result(jobs, &result);
                 let Some(job_id) = result.job_id.clone().filter(|id| !id.trim().is_empty()) else {
+                    self.observe.launch(&JobType::Deprovision, Launch::Unknown);
                     return Err(self.empty_job_id(JobType::Deprovision, key));
                 };
+                self.observe.launch(&JobType::Deprovision, Launch::Made);
                 self.resolve(&key);
                 if let Some(store) = store {
                     store.resolve(key.as_str());
@@ -244,7 +252,11 @@ impl Lifecycle {
                 .await;
         }
         let job_id = latest.job_id.clone();
-        let status = match self.provider.deprovision_status(resource, &job_id).await {
+        let timer = self.observe.poll_started(self.clock.as_ref());
+        let polled = self.provider.deprovision_status(resource, &job_id).await;
+        self.observe
+            .polled(&JobType::Deprovision, timer, self.clock.as_ref());
+        let status = match polled {
             Ok(status) => status,
             Err(e) if e.is_not_found() && self.policy.purged_jobs_fail => {
                 let mut job = latest;
@@ -268,12 +280,18 @@ impl Lifecycle {
                 out.history_changed = true;
                 return Ok(out);
             }
+            Err(e) if e.retry_after().is_some() => {
+                let retry_after = e.retry_after().unwrap_or_default();
+                tracing::info!(job_id = %job_id, ?retry_after, error = %e, "deprovision job poll rate-limited; status untouched");
+                return Ok(DeprovisionOutcome::keep(
+                    DeprovisionStep::RateLimited { retry_after },
+                    self.policy.floor(retry_after),
+                ));
+            }
             Err(e) => {
+                tracing::warn!(job_id = %job_id, error = %e, "deprovision job poll failed");
                 let mut job = latest;
-                job.message = format!(
-                    "Failed to get deprovision status: {}",
-                    crate::ErrorChain(&e)
-                );
+                job.message = self.poll_error_message("Failed to get deprovision status", &e);
                 let changed = update_job(jobs, &job);
                 let mut out = DeprovisionOutcome::keep(
                     DeprovisionStep::StatusReadFailed { job_id },
@@ -348,6 +366,8 @@ impl Lifecycle {
         key: &IdempotencyKey,
         hooks: &DeprovisionHooks<'_>,
     ) -> DeprovisionOutcome {
+        self.observe
+            .launch(&JobType::Deprovision, Launch::Recovered);
         self.resolve(key);
         if let Some(store) = hooks.intents {
             store.resolve(key.as_str());

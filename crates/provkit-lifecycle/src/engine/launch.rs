@@ -5,6 +5,7 @@ use provkit_core::{JobStatus, JobType, append_job, find_job_by_id};
 
 use super::Lifecycle;
 use crate::engine_error::LifecycleError;
+use crate::error::ProviderError;
 use crate::hooks::StatusFlush;
 use crate::idempotency::{FoundJob, IdempotencyKey, IdempotencySupport};
 use crate::intent::{IntentStore, LaunchIntent};
@@ -254,5 +255,27 @@ pub(super) async fn flush(hook: Option<&dyn StatusFlush>, jobs: &[JobStatus]) ->
             );
             FlushReport::Failed(crate::ErrorChain(e.as_ref()).to_string())
         }
+    }
+}
+
+impl Lifecycle {
+    /// The persisted text of a failed reconcile's error (the `LaunchBlocked` condition, an
+    /// Event note): its cause chain, passed through the provider's
+    /// [`error_status_text`](crate::ProvisioningProvider::error_status_text) so that request ids
+    /// and other request-scoped details stay out, and the same error gives the same text.
+    pub fn error_status_text(&self, error: &LifecycleError) -> String {
+        let text = crate::error::ErrorChain(error).to_string();
+        match error.provider_error() {
+            Some(source) => self.provider.error_status_text(source, text),
+            None => text,
+        }
+    }
+
+    /// The job message of a failed poll: `"<what>: <error>"` through the provider's
+    /// [`error_status_text`](crate::ProvisioningProvider::error_status_text), so a repeating
+    /// poll error keeps the message byte-identical and causes no status write.
+    pub(super) fn poll_error_message(&self, what: &str, error: &ProviderError) -> String {
+        self.provider
+            .error_status_text(error, format!("{what}: {}", crate::ErrorChain(error)))
     }
 }

@@ -3,6 +3,7 @@
 mod deprovision;
 mod launch;
 pub(crate) mod multi_target;
+mod observe;
 mod provision;
 
 use std::collections::HashSet;
@@ -50,6 +51,7 @@ pub struct Lifecycle {
     /// The target this engine works for inside a multi-target lifecycle (`""`: single target); it
     /// scopes idempotency keys.
     target: String,
+    observe: observe::Observe,
 }
 
 impl fmt::Debug for Lifecycle {
@@ -72,7 +74,18 @@ impl Lifecycle {
             policy: LifecyclePolicy::default(),
             journal: Arc::new(LaunchJournal::default()),
             target: String::new(),
+            observe: observe::Observe::default(),
         }
+    }
+
+    /// Records launches and polls in `metrics` (feature `metrics`; see
+    /// [`crate::metrics`]).
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: crate::metrics::LifecycleMetrics) -> Self {
+        self.observe.metrics = Some(metrics);
+        self
     }
 
     /// Replaces the policy.

@@ -6,6 +6,7 @@ use provkit_core::{
 
 use super::Lifecycle;
 use super::launch::{Resolution, flush};
+use super::observe::Launch;
 use crate::decide::{
     Action, backoff_remaining, cache_is_stale, compute_backoff_from_jobs, evaluate_action,
 };
@@ -155,6 +156,7 @@ impl Lifecycle {
             .resolve_pending_intent(resource, jobs, store, &key)
             .await?;
         if let Resolution::Adopted { job_id, changed } = &resolution {
+            self.observe.launch(&JobType::Provision, Launch::Recovered);
             let mut out = ProvisionOutcome::new(
                 Action::Trigger,
                 ProvisionStep::Recovered {
@@ -189,6 +191,7 @@ impl Lifecycle {
             Ok(result) => result,
             Err(e) => {
                 if let Some(retry_after) = e.retry_after() {
+                    self.observe.launch(&JobType::Provision, Launch::NotMade);
                     tracing::info!(retry_after = ?retry_after, "provision launch rate-limited");
                     return Ok(ProvisionOutcome::new(
                         Action::Trigger,
@@ -206,6 +209,8 @@ impl Lifecycle {
                         .record_recovered(jobs, desired, found, &key, hooks)
                         .await);
                 }
+                self.observe
+                    .launch(&JobType::Provision, Launch::of_certainty(certainty));
                 return Err(LifecycleError::TriggerProvision {
                     key,
                     certainty,
@@ -214,8 +219,10 @@ impl Lifecycle {
             }
         };
         if result.job_id.trim().is_empty() {
+            self.observe.launch(&JobType::Provision, Launch::Unknown);
             return Err(self.empty_job_id(JobType::Provision, key));
         }
+        self.observe.launch(&JobType::Provision, Launch::Made);
         self.resolve(&key);
         if let Some(store) = store {
             store.resolve(key.as_str());
@@ -260,7 +267,11 @@ impl Lifecycle {
         hooks: &mut ProvisionHooks<'_>,
     ) -> ProvisionOutcome {
         let job_id = latest.job_id.clone();
-        let status = match self.provider.provision_status(resource, &job_id).await {
+        let timer = self.observe.poll_started(self.clock.as_ref());
+        let polled = self.provider.provision_status(resource, &job_id).await;
+        self.observe
+            .polled(&JobType::Provision, timer, self.clock.as_ref());
+        let status = match polled {
             Ok(status) => status,
             Err(e) if e.is_not_found() && self.policy.purged_jobs_fail => {
                 let mut job = latest;
@@ -284,9 +295,19 @@ impl Lifecycle {
                 out.history_changed = true;
                 return out;
             }
+            Err(e) if e.retry_after().is_some() => {
+                let retry_after = e.retry_after().unwrap_or_default();
+                tracing::info!(job_id = %job_id, ?retry_after, error = %e, "provision job poll rate-limited; status untouched");
+                return ProvisionOutcome::new(
+                    Action::Poll,
+                    ProvisionStep::RateLimited { retry_after },
+                    Outcome::RequeueAfter(self.policy.floor(retry_after)),
+                );
+            }
             Err(e) => {
+                tracing::warn!(job_id = %job_id, error = %e, "provision job poll failed");
                 let mut job = latest;
-                job.message = format!("Failed to get job status: {}", crate::ErrorChain(&e));
+                job.message = self.poll_error_message("Failed to get job status", &e);
                 let changed = update_job(jobs, &job);
                 let mut out = ProvisionOutcome::new(
                     Action::Poll,
@@ -360,6 +381,7 @@ impl Lifecycle {
         key: &IdempotencyKey,
         hooks: &mut ProvisionHooks<'_>,
     ) -> ProvisionOutcome {
+        self.observe.launch(&JobType::Provision, Launch::Recovered);
         self.resolve(key);
         if let Some(store) = hooks.intents {
             store.resolve(key.as_str());

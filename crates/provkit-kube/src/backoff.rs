@@ -1,0 +1,229 @@
+//! Per-object exponential backoff with jitter for failed reconciles: what
+//! [`error_policy`](crate::error_policy) requeues after.
+//!
+//! kube-runtime calls the error policy after every failed reconcile and never after a
+//! successful one, so the failure count lives here, keyed by object, and
+//! [`Provisioner::reconcile`](crate::Provisioner::reconcile) resets it when a reconcile
+//! succeeds. The delay of the `n`-th consecutive failure (`n` from 1) is
+//! `min(initial × 2^(n-1), max)`, shortened by a random fraction of up to `jitter` of itself,
+//! so a fleet that failed together (an AAP outage) does not come back in lock step.
+//!
+//! Hand-written: a map of counters and one formula; kube-runtime's own backoff
+//! (`backon`-based) applies to watch streams, not to per-object reconcile errors.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+/// Settings of the per-object error backoff.
+///
+/// ```
+/// use std::time::Duration;
+/// use provkit_kube::ErrorBackoffConfig;
+///
+/// let config = ErrorBackoffConfig::default()
+///     .with_initial(Duration::from_secs(2))
+///     .with_max(Duration::from_secs(120))
+///     .with_jitter(0.0);
+/// assert_eq!(config.delay(1, 0.0), Duration::from_secs(2));
+/// assert_eq!(config.delay(3, 0.0), Duration::from_secs(8));
+/// assert_eq!(config.delay(30, 0.0), Duration::from_secs(120));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ErrorBackoffConfig {
+    /// The delay after the first failure (default 1 s).
+    pub initial: Duration,
+    /// The longest delay (default 5 min).
+    pub max: Duration,
+    /// The largest fraction, in `0.0..=1.0`, by which a delay is randomly shortened
+    /// (default 0.5: a delay `d` becomes a value in `d/2..=d`). 0 disables jitter.
+    pub jitter: f64,
+}
+
+impl Default for ErrorBackoffConfig {
+    fn default() -> Self {
+        Self {
+            initial: Duration::from_secs(1),
+            max: Duration::from_secs(300),
+            jitter: 0.5,
+        }
+    }
+}
+
+impl ErrorBackoffConfig {
+    /// Replaces the first delay.
+    #[must_use]
+    pub fn with_initial(mut self, initial: Duration) -> Self {
+        self.initial = initial;
+        self
+    }
+
+    /// Replaces the longest delay.
+    #[must_use]
+    pub fn with_max(mut self, max: Duration) -> Self {
+        self.max = max;
+        self
+    }
+
+    /// Replaces the jitter fraction (clamped to `0.0..=1.0`).
+    #[must_use]
+    pub fn with_jitter(mut self, jitter: f64) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// The delay after the `failures`-th consecutive failure (counted from 1; 0 is treated as
+    /// 1), with `unit` in `0.0..1.0` choosing the jitter (0: no shortening).
+    #[must_use]
+    pub fn delay(&self, failures: u32, unit: f64) -> Duration {
+        let max = self.max.max(self.initial);
+        let exponent = failures.saturating_sub(1).min(63);
+        let factor = 1u64.checked_shl(exponent).unwrap_or(u64::MAX);
+        let base = u32::try_from(factor)
+            .ok()
+            .and_then(|f| self.initial.checked_mul(f))
+            .map_or(max, |d| d.min(max));
+        let jitter = if self.jitter.is_finite() {
+            self.jitter.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let unit = if unit.is_finite() {
+            unit.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        base.mul_f64(1.0 - jitter * unit)
+    }
+}
+
+/// The failure counts of all objects of one controller (shared by its reconciles).
+pub(crate) struct ErrorBackoff {
+    config: ErrorBackoffConfig,
+    entries: Mutex<HashMap<String, u32>>,
+    rng: Mutex<fastrand::Rng>,
+}
+
+impl fmt::Debug for ErrorBackoff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ErrorBackoff")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Entries beyond this bound are dropped (objects deleted while failing leave theirs
+/// behind); a dropped entry only restarts that object's backoff at the first step.
+const MAX_ENTRIES: usize = 65_536;
+
+impl ErrorBackoff {
+    pub(crate) fn new(config: ErrorBackoffConfig) -> Self {
+        Self {
+            config,
+            entries: Mutex::new(HashMap::new()),
+            rng: Mutex::new(fastrand::Rng::new()),
+        }
+    }
+
+    pub(crate) fn config(&self) -> &ErrorBackoffConfig {
+        &self.config
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records one more failure of `key`; returns the delay before its next reconcile and the
+    /// failure count.
+    pub(crate) fn failed(&self, key: &str) -> (Duration, u32) {
+        let failures = {
+            let mut entries = self.entries();
+            if entries.len() >= MAX_ENTRIES && !entries.contains_key(key) {
+                entries.clear();
+            }
+            let failures = entries.entry(key.to_owned()).or_default();
+            *failures = failures.saturating_add(1);
+            *failures
+        };
+        let unit = self
+            .rng
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .f64();
+        (self.config.delay(failures, unit), failures)
+    }
+
+    /// Forgets `key`'s failures (a reconcile succeeded).
+    pub(crate) fn succeeded(&self, key: &str) {
+        let mut entries = self.entries();
+        if !entries.is_empty() {
+            entries.remove(key);
+        }
+    }
+
+    /// The number of consecutive failures recorded for `key` (for tests and diagnostics).
+    pub(crate) fn failures(&self, key: &str) -> u32 {
+        self.entries().get(key).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn doubling_from_initial_up_to_max() {
+        let c = ErrorBackoffConfig::default().with_jitter(0.0);
+        let secs: Vec<u64> = (1..=11).map(|n| c.delay(n, 0.0).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300]);
+        assert_eq!(c.delay(0, 0.0), Duration::from_secs(1));
+        assert_eq!(c.delay(u32::MAX, 0.0), Duration::from_secs(300));
+    }
+
+    #[test]
+    fn jitter_shortens_by_at_most_its_fraction() {
+        let c = ErrorBackoffConfig::default();
+        assert_eq!(c.delay(4, 0.0), Duration::from_secs(8));
+        assert_eq!(c.delay(4, 1.0), Duration::from_secs(4));
+        assert_eq!(
+            c.with_jitter(f64::NAN).delay(4, 0.9),
+            Duration::from_secs(8)
+        );
+    }
+
+    #[test]
+    fn success_resets_only_its_object() {
+        let b = ErrorBackoff::new(ErrorBackoffConfig::default().with_jitter(0.0));
+        assert_eq!(b.failed("a"), (Duration::from_secs(1), 1));
+        assert_eq!(b.failed("a"), (Duration::from_secs(2), 2));
+        assert_eq!(b.failed("b"), (Duration::from_secs(1), 1));
+        b.succeeded("a");
+        assert_eq!(b.failures("a"), 0);
+        assert_eq!(b.failed("a"), (Duration::from_secs(1), 1));
+        assert_eq!(b.failures("b"), 1);
+    }
+
+    proptest! {
+        #[test]
+        fn delays_are_bounded_and_monotone(
+            initial_ms in 1u64..10_000,
+            max_ms in 1u64..1_000_000,
+            jitter in 0.0f64..=1.0,
+            unit in 0.0f64..1.0,
+            n in 1u32..200,
+        ) {
+            let c = ErrorBackoffConfig::default()
+                .with_initial(Duration::from_millis(initial_ms))
+                .with_max(Duration::from_millis(max_ms))
+                .with_jitter(jitter);
+            let cap = c.max.max(c.initial);
+            let d = c.delay(n, unit);
+            prop_assert!(d <= cap);
+            prop_assert!(d >= c.delay(n, 0.0).mul_f64(1.0 - jitter) - Duration::from_nanos(1));
+            prop_assert!(c.delay(n + 1, 0.0) >= c.delay(n, 0.0));
+        }
+    }
+}

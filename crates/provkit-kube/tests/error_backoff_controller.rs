@@ -1,0 +1,222 @@
+//! The per-object error backoff on the path users run: kube-runtime's `Controller` with
+//! provkit-kube's `Provisioner` and the free `error_policy`, on the provkit-testing fake API
+//! server (in-process `kube::Client`) and a `ScriptedProvider` whose launches fail.
+//!
+//! Tokio's clock is paused: the runtime jumps to the next timer whenever every task waits,
+//! so the controller's requeues happen in virtual time and the counts below are exact, not
+//! timed (nothing here depends on how fast the machine is).
+#![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{TimeZone, Utc};
+use futures::StreamExt;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::{Controller, watcher};
+use kube::{CustomResource, ResourceExt};
+use provkit_core::{Clock, JobState, JobType, ManualClock};
+use provkit_kube::{
+    ErrorBackoffConfig, EventPublisher, NoCallbacks, ProvisionedResource, Provisioner,
+    ProvisioningStatus, ReconcileError,
+};
+use provkit_lifecycle::Lifecycle;
+use provkit_testing::fake_apiserver::{FakeApiServer, Verb};
+use provkit_testing::scripted::{ProviderCall, ScriptedProvider, TriggerStep};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+const FINALIZER: &str = "test.provkit.dev/network-finalizer";
+
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "test.provkit.dev",
+    version = "v1",
+    kind = "Network",
+    namespaced,
+    status = "NetworkStatus"
+)]
+pub struct NetworkSpec {
+    pub cidr: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkStatus {
+    #[serde(flatten)]
+    pub provisioning: ProvisioningStatus,
+}
+
+impl ProvisionedResource for Network {
+    fn config_source(&self) -> impl Serialize + '_ {
+        &self.spec
+    }
+    fn provisioning_status(&self) -> Option<&ProvisioningStatus> {
+        self.status.as_ref().map(|s| &s.provisioning)
+    }
+    fn provisioning_status_mut(&mut self) -> &mut ProvisioningStatus {
+        &mut self
+            .status
+            .get_or_insert_with(Default::default)
+            .provisioning
+    }
+}
+
+/// The user's own context: the free `error_policy` reaches the provisioner through `AsRef`.
+struct Ctx {
+    provisioner: Provisioner<Network>,
+}
+
+impl AsRef<Provisioner<Network>> for Ctx {
+    fn as_ref(&self) -> &Provisioner<Network> {
+        &self.provisioner
+    }
+}
+
+async fn reconcile(obj: Arc<Network>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+    ctx.provisioner.reconcile(obj, &NoCallbacks).await
+}
+
+fn launches(provider: &ScriptedProvider) -> usize {
+    provider
+        .calls()
+        .iter()
+        .filter(|c| matches!(c, ProviderCall::TriggerProvision { .. }))
+        .count()
+}
+
+fn launch_failed_events(server: &FakeApiServer) -> Vec<serde_json::Value> {
+    server
+        .events()
+        .into_iter()
+        .filter(|e| e["reason"] == "LaunchFailed")
+        .collect()
+}
+
+/// Failing launches back off per object (1 s doubling to 5 min, no jitter here): 11 failures
+/// in 1,000 s where the former fixed 30 s requeue made 34; a success resets the object's
+/// backoff, so the next failure is retried after 1 s again. Every failed reconcile is one
+/// step of one `LaunchFailed` Event's series.
+#[tokio::test(start_paused = true)]
+async fn failing_reconciles_back_off_per_object_and_a_success_resets() {
+    let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap());
+    let dyn_clock: Arc<dyn Clock> = Arc::new(clock.clone());
+    let server = FakeApiServer::builder()
+        .crd::<Network>()
+        .clock(dyn_clock.clone())
+        .build();
+    let api: Api<Network> = Api::default_namespaced(server.client_named("user"));
+    let created = api
+        .create(
+            &PostParams::default(),
+            &Network::new(
+                "net-a",
+                NetworkSpec {
+                    cidr: "10.0.0.0/24".into(),
+                },
+            ),
+        )
+        .await
+        .unwrap();
+    let uid = created.uid().unwrap();
+
+    // Eleven failing launches are queued before the controller starts; the twelfth launches.
+    let provider = ScriptedProvider::new();
+    for _ in 0..11 {
+        provider.push_trigger(
+            &uid,
+            TriggerStep::FailNotMade("template is disabled".into()),
+        );
+    }
+    let operator = server.client_with_user_agent("network-operator/0.1");
+    let reporter = Reporter {
+        controller: "network-operator".into(),
+        instance: Some("test-0".into()),
+    };
+    let provisioner = Provisioner::new(
+        operator.clone(),
+        Lifecycle::new(Arc::new(provider.clone()), dyn_clock.clone()),
+        FINALIZER,
+    )
+    .with_events(EventPublisher::new(Recorder::new(
+        operator.clone(),
+        reporter,
+    )))
+    .with_error_backoff(ErrorBackoffConfig::default().with_jitter(0.0));
+    let ctx = Arc::new(Ctx { provisioner });
+    let controller = tokio::spawn(
+        Controller::new(Api::<Network>::all(operator), watcher::Config::default())
+            .run(reconcile, provkit_kube::error_policy, ctx.clone())
+            .for_each(|_| async {}),
+    );
+
+    // Failures at 0 s (it writes the launch intent, whose watch event brings the object back
+    // at once) and again at 0, 2, 6, 14, 30, 62, 126, 254, 510, 810 s.
+    tokio::time::sleep(Duration::from_secs(1000)).await;
+    assert_eq!(launches(&provider), 11, "{:?}", provider.calls());
+    let cached = api.get("net-a").await.unwrap();
+    assert_eq!(ctx.provisioner.consecutive_failures(&cached), 11);
+    let events = launch_failed_events(&server);
+    assert_eq!(
+        events.len(),
+        1,
+        "one Event for one repeating error: {events:?}"
+    );
+    assert_eq!(events[0]["series"]["count"], 11, "{}", events[0]);
+    assert!(
+        events[0]["note"]
+            .as_str()
+            .unwrap()
+            .contains("template is disabled"),
+        "{}",
+        events[0]
+    );
+    // The repeating error wrote the status twice in its first reconcile (the launch intent,
+    // then the desired config version), and never again: not once per failure.
+    let status_writes = |server: &FakeApiServer| {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.verb == Some(Verb::Patch) && r.path.contains("/status"))
+            .count()
+    };
+    assert_eq!(status_writes(&server), 2, "{:?}", server.requests());
+
+    // The twelfth attempt (at 1,110 s) launches; the reconcile succeeds and resets the backoff.
+    tokio::time::sleep(Duration::from_secs(200)).await;
+    assert_eq!(launches(&provider), 12);
+    let ready = api.get("net-a").await.unwrap();
+    assert_eq!(ctx.provisioner.consecutive_failures(&ready), 0);
+    let job = &ready.provisioning_jobs()[0];
+    assert_eq!(job.job_type, JobType::Provision);
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    assert_eq!(
+        api.get("net-a").await.unwrap().provisioning_jobs()[0].state,
+        JobState::Succeeded
+    );
+
+    // A new spec whose launch fails again starts over at 1 s: 0, 0, 2, 6 s within 10 s
+    // (without the reset the second retry would wait 5 min).
+    for _ in 0..5 {
+        provider.push_trigger(&uid, TriggerStep::FailNotMade("quota exceeded".into()));
+    }
+    api.patch(
+        "net-a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"cidr": "10.9.0.0/24"}})),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(launches(&provider), 16, "{:?}", provider.calls());
+    let events = launch_failed_events(&server);
+    assert_eq!(
+        events.len(),
+        2,
+        "a different error is a new Event: {events:?}"
+    );
+    controller.abort();
+}

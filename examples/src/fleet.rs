@@ -23,10 +23,10 @@ use tokio::time::Instant;
 
 use crate::audit::{Audit, PurgeLog, attempt_of};
 use crate::backend::{Backend, BackendConfig, BackendError, Chaos, KindTemplates, ORGANIZATION};
-use crate::stack::TimeScale;
 use crate::harness::{CrashPlan, Harness, HarnessConfig, NAMESPACE, resource_name};
 use crate::metrics::{RunMetrics, fmt_duration, mib, peak_rss_bytes, process_cpu, rss_bytes};
 use crate::report::{EndpointCounts, Table, call_table, endpoint_table, per};
+use crate::stack::TimeScale;
 
 /// Seconds a scripted job spends `pending` + `waiting` before it runs.
 const QUEUE_SECS: u64 = 1;

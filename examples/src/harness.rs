@@ -42,9 +42,9 @@ use tokio::time::Instant;
 
 use crate::audit::attempt_of;
 use crate::backend::Backend;
-use crate::stack::TimeScale;
 use crate::instrumented::with_resource;
 use crate::metrics::{RunMetrics, Timed};
+use crate::stack::TimeScale;
 
 /// The Lease the replicas compete for (namespace `default`).
 pub const LEASE_NAME: &str = "fleet-operator";

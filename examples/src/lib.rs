@@ -33,7 +33,7 @@ pub mod story;
 
 pub use audit::{Audit, PurgeLog};
 pub use backend::{Backend, BackendConfig, BackendError, Chaos, KindTemplates};
-pub use stack::TimeScale;
 pub use harness::{CrashPlan, CrashPoint, Harness, HarnessConfig, LaunchStep};
 pub use instrumented::{CallRecord, CallStats, Op};
 pub use metrics::RunMetrics;
+pub use stack::TimeScale;

@@ -54,8 +54,8 @@ use provkit_aap::provider::{TemplateAction, TemplateNames};
 use provkit_aap::{AapClient, AapProvider, RetryConfig};
 use provkit_core::{Clock, SystemClock};
 use provkit_kube::{
-    DEFAULT_ERROR_REQUEUE, ErrorChain, EventPublisher, NoCallbacks, ProvisionedResource,
-    Provisioner, ReconcileError,
+    ErrorBackoffConfig, ErrorChain, EventPublisher, NoCallbacks, ProvisionedResource, Provisioner,
+    ReconcileError,
 };
 use provkit_lifecycle::{Lifecycle, LifecyclePolicy, ProvisioningProvider};
 use provkit_testing::fake_aap::{FakeAap, FakeAapServer, JobScript, JobTemplateSpec, ScriptRule};
@@ -408,7 +408,6 @@ impl<K> ReconcileObserver<K> for NoObserver {}
 struct Ctx<K> {
     provisioner: Provisioner<K>,
     observer: Arc<dyn ReconcileObserver<K>>,
-    error_requeue: Duration,
 }
 
 async fn reconcile<K: ProvisionedResource>(
@@ -421,11 +420,14 @@ async fn reconcile<K: ProvisionedResource>(
     result
 }
 
-/// provkit-kube's error policy with the scaled requeue.
+/// provkit-kube's per-object error backoff (its delays scaled, see [`Replica::new`]).
 #[allow(clippy::needless_pass_by_value)] // kube-runtime's error-policy signature
-fn error_policy<K>(_obj: Arc<K>, error: &ReconcileError, ctx: Arc<Ctx<K>>) -> Action {
-    tracing::warn!(error = %ErrorChain(error), "reconcile failed");
-    Action::requeue(ctx.error_requeue)
+fn error_policy<K: ProvisionedResource>(
+    obj: Arc<K>,
+    error: &ReconcileError,
+    ctx: Arc<Ctx<K>>,
+) -> Action {
+    ctx.provisioner.error_policy(&obj, error)
 }
 
 /// One operator process: its own API-server client, AAP client and provider, and one
@@ -436,7 +438,7 @@ pub struct Replica {
     provider: Arc<dyn ProvisioningProvider>,
     clock: Arc<dyn Clock>,
     policy: LifecyclePolicy,
-    error_requeue: Duration,
+    error_backoff: ErrorBackoffConfig,
     concurrency: u16,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -476,7 +478,12 @@ impl Replica {
             provider: Arc::new(provider),
             clock,
             policy: stack.policy(),
-            error_requeue: scale.of(DEFAULT_ERROR_REQUEUE),
+            error_backoff: {
+                let production = ErrorBackoffConfig::default();
+                ErrorBackoffConfig::default()
+                    .with_initial(scale.of(production.initial))
+                    .with_max(scale.of(production.max))
+            },
             concurrency: 0,
             tasks: Vec::new(),
         })
@@ -512,6 +519,7 @@ impl Replica {
         };
         let provisioner = Provisioner::new(self.client.clone(), lifecycle, finalizer)
             .with_field_manager(CONTROLLER_NAME)
+            .with_error_backoff(self.error_backoff)
             .with_events(EventPublisher::new(Recorder::new(
                 self.client.clone(),
                 reporter,
@@ -519,7 +527,6 @@ impl Replica {
         let ctx = Arc::new(Ctx {
             provisioner,
             observer,
-            error_requeue: self.error_requeue,
         });
         let (trigger, triggers) = mpsc::unbounded();
         let config = kube::runtime::controller::Config::default().concurrency(self.concurrency);

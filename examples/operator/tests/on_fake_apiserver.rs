@@ -136,6 +136,23 @@ async fn controller_loop_create_ready_update_delete() {
 
     api.delete("net-a", &DeleteParams::default()).await.unwrap();
     eventually("delete job", || async { aap.aap().jobs().len() == 3 }).await;
+    // Issue 16, problem 8: while the deprovision job runs, the object says Deleting and
+    // Ready=False (it stayed True before), on what the API server stores.
+    eventually("Deleting with Ready=False", || async {
+        let v = api.get("net-a").await.unwrap();
+        let ready = v
+            .status
+            .as_ref()
+            .and_then(|s| {
+                s.provisioning
+                    .conditions
+                    .iter()
+                    .find(|c| c.type_ == "Ready")
+            })
+            .map(|c| (c.status.clone(), c.reason.clone()));
+        phase(&v) == Some(Phase::Deleting) && ready == Some(("False".into(), "Deleting".into()))
+    })
+    .await;
     clock.advance(Duration::from_secs(60));
     eventually("gone", || async {
         matches!(api.get("net-a").await, Err(kube::Error::Api(s)) if s.code == 404)

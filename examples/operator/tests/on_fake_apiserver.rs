@@ -41,19 +41,32 @@ fn phase(v: &VirtualNetwork) -> Option<Phase> {
     v.status.as_ref().and_then(|s| s.phase)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn controller_loop_create_ready_update_delete() {
+/// The example operator's whole loop (`controller::run`) on the fake API server, with the
+/// fake AAP over loopback running `create_script` for the create template.
+struct Running {
+    clock: ManualClock,
+    aap: provkit_testing::fake_aap::FakeAapServer,
+    server: FakeApiServer,
+    api: Api<VirtualNetwork>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    run: tokio::task::JoinHandle<()>,
+}
+
+async fn run_operator(create_script: JobScript) -> Running {
     let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap());
     let dyn_clock: Arc<dyn Clock> = Arc::new(clock.clone());
-    let template = |name: &str| JobTemplateSpec {
-        script: Some(JobScript::successful(Duration::from_secs(10))),
+    let template = |name: &str, script: JobScript| JobTemplateSpec {
+        script: Some(script),
         ..JobTemplateSpec::new(name, "osac")
     };
     let aap = FakeAap::builder()
         .clock(dyn_clock.clone())
         .organization("osac")
-        .job_template(template("osac-create-virtual-network"))
-        .job_template(template("osac-delete-virtual-network"))
+        .job_template(template("osac-create-virtual-network", create_script))
+        .job_template(template(
+            "osac-delete-virtual-network",
+            JobScript::successful(Duration::from_secs(10)),
+        ))
         .start()
         .await
         .unwrap();
@@ -90,6 +103,26 @@ async fn controller_loop_create_ready_update_delete() {
     }));
 
     let api: Api<VirtualNetwork> = Api::namespaced(server.client_named("user"), "tenant-1");
+    Running {
+        clock,
+        aap,
+        server,
+        api,
+        stop,
+        run,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controller_loop_create_ready_update_delete() {
+    let Running {
+        clock,
+        aap,
+        server,
+        api,
+        stop,
+        run,
+    } = run_operator(JobScript::successful(Duration::from_secs(10))).await;
     let vn = VirtualNetwork::new(
         "net-a",
         VirtualNetworkSpec {
@@ -235,4 +268,72 @@ async fn the_crd_schema_prunes_an_undeclared_status_field() {
     .unwrap();
     let stored = server.objects_json("osac.openshift.io", "virtualnetworks");
     assert_eq!(stored[0]["status"], json!({"phase": "Ready"}));
+}
+
+/// Issue 16, problem 8: a failed job's Event note and status message say "failed" once
+/// (it read `provision job 1 failed: failed: playbook failed…`), on what the API server stores.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_job_is_reported_without_repeated_words() {
+    let Running {
+        clock,
+        aap,
+        server,
+        api,
+        stop,
+        run,
+    } = run_operator(JobScript::playbook_failure(
+        "create network",
+        "localhost",
+        "simulated failure",
+    ))
+    .await;
+    let vn = VirtualNetwork::new(
+        "net-f",
+        VirtualNetworkSpec {
+            cidr: "10.0.0.0/24".into(),
+            region: None,
+        },
+    );
+    api.create(&PostParams::default(), &vn).await.unwrap();
+    eventually("create job", || async { aap.aap().jobs().len() == 1 }).await;
+    clock.advance(Duration::from_secs(60));
+    eventually("the failure Event", || async {
+        server
+            .events()
+            .iter()
+            .any(|e| e["reason"] == "ProvisionJobFailed")
+    })
+    .await;
+    let notes: Vec<String> = server
+        .events()
+        .iter()
+        .filter(|e| e["reason"] == "ProvisionJobFailed")
+        .filter_map(|e| e["note"].as_str().map(str::to_owned))
+        .collect();
+    let id = aap.aap().jobs()[0].id.to_string();
+    for note in &notes {
+        assert!(
+            note.starts_with(&format!("provision job {id} failed")),
+            "{note}"
+        );
+        assert!(!note.to_lowercase().contains("failed: failed"), "{note}");
+        assert!(
+            note.contains("simulated failure"),
+            "the cause is kept: {note}"
+        );
+    }
+    let stored = api.get("net-f").await.unwrap();
+    let job = &stored
+        .status
+        .as_ref()
+        .unwrap()
+        .provisioning
+        .provisioning_jobs[0];
+    assert!(
+        !job.message.to_lowercase().contains("failed: failed"),
+        "{}",
+        job.message
+    );
+    let _ = stop.send(());
+    run.await.unwrap();
 }

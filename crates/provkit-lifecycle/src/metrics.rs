@@ -12,15 +12,18 @@
 //!
 //! ```
 //! use prometheus_client::registry::Registry;
-//! use provkit_lifecycle::metrics::LifecycleMetrics;
+//! use provkit_core::JobType;
+//! use provkit_lifecycle::metrics::{LaunchResult, LifecycleMetrics};
 //!
 //! let mut registry = Registry::default();
 //! let metrics = LifecycleMetrics::register(&mut registry);
-//! // Lifecycle::new(provider, clock).with_metrics(metrics)
-//! # let _ = metrics;
+//! // Lifecycle::new(provider, clock).with_metrics(metrics.clone()); the engine then counts:
+//! metrics.launch(&JobType::Provision, LaunchResult::Made);
 //! let mut text = String::new();
 //! prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-//! assert!(text.contains("# TYPE provkit_poll_duration_seconds histogram"));
+//! // A family is exposed once it has a sample.
+//! assert!(text.contains("# TYPE provkit_launches counter"));
+//! assert!(text.contains(r#"result="made""#));
 //! ```
 
 use std::fmt;

@@ -7,63 +7,28 @@
 //! timed (nothing here depends on how fast the machine is).
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
+mod common;
+use common::{FINALIZER, Network, NetworkSpec};
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
 use futures::StreamExt;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{Controller, watcher};
-use kube::{CustomResource, ResourceExt};
 use provkit_core::{Clock, JobState, JobType, ManualClock};
 use provkit_kube::{
     ErrorBackoffConfig, EventPublisher, NoCallbacks, ProvisionedResource, Provisioner,
-    ProvisioningStatus, ReconcileError,
+    ReconcileError,
 };
 use provkit_lifecycle::Lifecycle;
 use provkit_testing::fake_apiserver::{FakeApiServer, Verb};
 use provkit_testing::scripted::{ProviderCall, ScriptedProvider, TriggerStep};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-
-const FINALIZER: &str = "test.provkit.dev/network-finalizer";
-
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[kube(
-    group = "test.provkit.dev",
-    version = "v1",
-    kind = "Network",
-    namespaced,
-    status = "NetworkStatus"
-)]
-pub struct NetworkSpec {
-    pub cidr: String,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NetworkStatus {
-    #[serde(flatten)]
-    pub provisioning: ProvisioningStatus,
-}
-
-impl ProvisionedResource for Network {
-    fn config_source(&self) -> impl Serialize + '_ {
-        &self.spec
-    }
-    fn provisioning_status(&self) -> Option<&ProvisioningStatus> {
-        self.status.as_ref().map(|s| &s.provisioning)
-    }
-    fn provisioning_status_mut(&mut self) -> &mut ProvisioningStatus {
-        &mut self
-            .status
-            .get_or_insert_with(Default::default)
-            .provisioning
-    }
-}
 
 /// The user's own context: the free `error_policy` reaches the provisioner through `AsRef`.
 struct Ctx {

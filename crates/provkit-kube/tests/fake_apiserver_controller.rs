@@ -3,63 +3,25 @@
 //! loopback HTTP: create → ready → spec change → ready again → delete → gone.
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
+mod common;
+use common::{FINALIZER, Network, NetworkSpec, eventually};
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
 use futures::StreamExt;
+use kube::Resource;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{Controller, watcher};
-use kube::{CustomResource, Resource};
 use provkit_aap::{AapClient, AapProvider};
 use provkit_core::{Clock, JobState, ManualClock, compute_desired_config_version};
-use provkit_kube::{
-    EventPublisher, NoCallbacks, ProvisionedResource, Provisioner, ProvisioningStatus,
-    ReconcileError,
-};
+use provkit_kube::{EventPublisher, NoCallbacks, ProvisionedResource, Provisioner, ReconcileError};
 use provkit_lifecycle::{Lifecycle, LifecyclePolicy};
 use provkit_testing::fake_aap::{FakeAap, JobScript, JobTemplateSpec};
 use provkit_testing::fake_apiserver::FakeApiServer;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-
-const FINALIZER: &str = "test.provkit.dev/network-finalizer";
-
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[kube(
-    group = "test.provkit.dev",
-    version = "v1",
-    kind = "Network",
-    namespaced,
-    status = "NetworkStatus"
-)]
-pub struct NetworkSpec {
-    pub cidr: String,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NetworkStatus {
-    #[serde(flatten)]
-    pub provisioning: ProvisioningStatus,
-}
-
-impl ProvisionedResource for Network {
-    fn config_source(&self) -> impl Serialize + '_ {
-        &self.spec
-    }
-    fn provisioning_status(&self) -> Option<&ProvisioningStatus> {
-        self.status.as_ref().map(|s| &s.provisioning)
-    }
-    fn provisioning_status_mut(&mut self) -> &mut ProvisioningStatus {
-        &mut self
-            .status
-            .get_or_insert_with(Default::default)
-            .provisioning
-    }
-}
 
 struct Ctx {
     provisioner: Provisioner<Network>,
@@ -76,22 +38,6 @@ async fn reconcile(
     ctx: Arc<Ctx>,
 ) -> Result<kube::runtime::controller::Action, ReconcileError> {
     ctx.provisioner.reconcile(obj, &NoCallbacks).await
-}
-
-/// Polls `check` every 20 ms until it holds; fails after 30 s (a hang, not a timing claim).
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never happened: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 fn latest_provision_state(n: &Network) -> Option<(JobState, String)> {

@@ -6,12 +6,14 @@
 //! shown as a `LaunchBlocked` condition and Event, once per distinct error.
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
+mod common;
+use common::{FINALIZER, Network, NetworkSpec, eventually};
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
 use futures::StreamExt;
-use kube::CustomResource;
 use kube::api::{Api, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Recorder, Reporter};
@@ -20,74 +22,20 @@ use provkit_aap::{AapClient, AapProvider, CircuitBreakerConfig, RetryConfig};
 use provkit_core::{Clock, JobState, ManualClock};
 use provkit_kube::{
     ErrorBackoffConfig, EventPublisher, LAUNCH_BLOCKED_CONDITION, NoCallbacks, ProvisionedResource,
-    Provisioner, ProvisioningStatus, ReconcileError,
+    Provisioner, ReconcileError,
 };
 use provkit_lifecycle::{Lifecycle, LifecyclePolicy};
 use provkit_testing::fake_aap::{
     FakeAap, FakeAapServer, Fault, FaultAction, JobScript, JobTemplateSpec, Trigger,
 };
 use provkit_testing::fake_apiserver::{FakeApiServer, Verb};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
-
-const FINALIZER: &str = "test.provkit.dev/network-finalizer";
-
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[kube(
-    group = "test.provkit.dev",
-    version = "v1",
-    kind = "Network",
-    namespaced,
-    status = "NetworkStatus"
-)]
-pub struct NetworkSpec {
-    pub cidr: String,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NetworkStatus {
-    #[serde(flatten)]
-    pub provisioning: ProvisioningStatus,
-}
-
-impl ProvisionedResource for Network {
-    fn config_source(&self) -> impl Serialize + '_ {
-        &self.spec
-    }
-    fn provisioning_status(&self) -> Option<&ProvisioningStatus> {
-        self.status.as_ref().map(|s| &s.provisioning)
-    }
-    fn provisioning_status_mut(&mut self) -> &mut ProvisioningStatus {
-        &mut self
-            .status
-            .get_or_insert_with(Default::default)
-            .provisioning
-    }
-}
 
 async fn reconcile(
     obj: Arc<Network>,
     ctx: Arc<Provisioner<Network>>,
 ) -> Result<Action, ReconcileError> {
     ctx.reconcile(obj, &NoCallbacks).await
-}
-
-/// Polls `check` every 20 ms until it holds; fails after 30 s (a hang, not a timing claim).
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never happened: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 struct World {

@@ -7,54 +7,20 @@
 //! callsites first (with no subscriber) could disable them for this one.
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
+mod common;
+use common::{Network, NetworkSpec};
+
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use chrono::{TimeZone, Utc};
-use kube::CustomResource;
 use kube::api::{Api, PostParams};
 use provkit_core::{Clock, ManualClock};
-use provkit_kube::{NoCallbacks, ProvisionedResource, Provisioner, ProvisioningStatus};
+use provkit_kube::{NoCallbacks, Provisioner};
 use provkit_lifecycle::Lifecycle;
 use provkit_testing::fake_apiserver::FakeApiServer;
 use provkit_testing::scripted::ScriptedProvider;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use tracing_subscriber::fmt::format::FmtSpan;
-
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[kube(
-    group = "test.provkit.dev",
-    version = "v1",
-    kind = "Network",
-    namespaced,
-    status = "NetworkStatus"
-)]
-pub struct NetworkSpec {
-    pub cidr: String,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NetworkStatus {
-    #[serde(flatten)]
-    pub provisioning: ProvisioningStatus,
-}
-
-impl ProvisionedResource for Network {
-    fn config_source(&self) -> impl Serialize + '_ {
-        &self.spec
-    }
-    fn provisioning_status(&self) -> Option<&ProvisioningStatus> {
-        self.status.as_ref().map(|s| &s.provisioning)
-    }
-    fn provisioning_status_mut(&mut self) -> &mut ProvisioningStatus {
-        &mut self
-            .status
-            .get_or_insert_with(Default::default)
-            .provisioning
-    }
-}
 
 #[derive(Clone, Default)]
 struct Buffer(Arc<Mutex<Vec<u8>>>);

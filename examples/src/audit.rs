@@ -5,16 +5,20 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
+use chrono::{DateTime, Utc};
+
 use provkit_aap::provider::IDEMPOTENCY_KEY_VAR;
 use provkit_testing::fake_aap::{FakeAap, JobInfo};
 
 use crate::backend::TEMPLATE_PREFIX;
 use crate::harness::Records;
 
-/// Jobs the simulation purged from AAP (captured before the purge, so the audit still sees them).
+/// Jobs the simulation purged from AAP (captured before the purge, so the audit still sees them),
+/// with when each was purged: from then on AAP holds no job for its attempt key, so a launch with
+/// that key afterwards is the engine doing its job, not a duplicate.
 #[derive(Debug, Default)]
 pub struct PurgeLog {
-    jobs: Mutex<Vec<JobInfo>>,
+    jobs: Mutex<Vec<(JobInfo, DateTime<Utc>)>>,
 }
 
 impl PurgeLog {
@@ -30,7 +34,7 @@ impl PurgeLog {
         self.jobs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(info);
+            .push((info, aap.now()));
         true
     }
 
@@ -47,7 +51,7 @@ impl PurgeLog {
         self.len() == 0
     }
 
-    fn snapshot(&self) -> Vec<JobInfo> {
+    fn snapshot(&self) -> Vec<(JobInfo, DateTime<Utc>)> {
         self.jobs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -64,6 +68,17 @@ fn key_only(extra_vars: &str) -> String {
         Some(k) => serde_json::json!({ IDEMPOTENCY_KEY_VAR: k }).to_string(),
         None => "{}".to_owned(),
     }
+}
+
+/// A job of an attempt: its id, and when it was purged from AAP (if it was).
+type Launched = (u64, Option<DateTime<Utc>>);
+
+/// Whether AAP held none of an attempt's `earlier` jobs at `launched`: each had been purged by
+/// then (a launch with the same key is then no duplicate).
+fn all_gone_before(earlier: &[Launched], launched: DateTime<Utc>) -> bool {
+    earlier
+        .iter()
+        .all(|(_, purged)| purged.is_some_and(|at| at <= launched))
 }
 
 /// Which attempt a job belongs to, read from its idempotency key (`pk1-<uid>-<p|d|o>-<hash>`).
@@ -99,13 +114,20 @@ pub struct Audit {
     pub jobs: usize,
     /// Jobs purged mid-run.
     pub purged: usize,
-    /// A second (third, …) job for the same attempt.
+    /// A second (third, …) job for the same attempt, launched while AAP still held an earlier
+    /// job with that key.
     pub duplicates: usize,
+    /// Jobs launched for an attempt whose earlier job had been purged from AAP by then (the
+    /// engine cannot see a purged job: launching again is correct).
+    pub relaunched_after_purge: usize,
+    /// Purged jobs no status write had recorded when they were purged (the engine had not
+    /// learned their id yet: after the purge AAP could not tell it).
+    pub purged_unrecorded: usize,
     /// Up to ten examples of duplicates.
     pub duplicate_examples: Vec<String>,
     /// Jobs without an idempotency key.
     pub unkeyed: usize,
-    /// Jobs AAP ran that no status write ever recorded.
+    /// Jobs AAP still holds that no status write ever recorded.
     pub lost: usize,
     /// Up to ten examples of lost job ids.
     pub lost_examples: Vec<String>,
@@ -156,16 +178,24 @@ impl Audit {
             .iter()
             .filter(|j| matches!(j.status, "new" | "pending" | "waiting" | "running"))
             .count();
-        jobs.extend(purged_jobs);
+        let mut jobs: Vec<(JobInfo, Option<DateTime<Utc>>)> =
+            jobs.into_iter().map(|j| (j, None)).collect();
+        jobs.extend(purged_jobs.into_iter().map(|(j, at)| (j, Some(at))));
+        jobs.sort_by_key(|(j, _)| j.id);
         audit.jobs = jobs.len();
-        let mut by_key: HashMap<String, Vec<u64>> = HashMap::new();
-        for job in &jobs {
+        // Per attempt key: (job id, when it was purged) in launch order.
+        let mut by_key: HashMap<String, Vec<Launched>> = HashMap::new();
+        for (job, purged_at) in &jobs {
             if !records.was_recorded(&job.id.to_string()) {
-                audit.lost += 1;
-                if audit.lost_examples.len() < 10 {
-                    audit
-                        .lost_examples
-                        .push(format!("job {} ({}, {})", job.id, job.name, job.status));
+                if purged_at.is_some() {
+                    audit.purged_unrecorded += 1;
+                } else {
+                    audit.lost += 1;
+                    if audit.lost_examples.len() < 10 {
+                        audit
+                            .lost_examples
+                            .push(format!("job {} ({}, {})", job.id, job.name, job.status));
+                    }
                 }
             }
             let Some(attempt) = attempt_of(&job.extra_vars) else {
@@ -180,22 +210,27 @@ impl Audit {
                     audit.deprovision_launches[index] += 1;
                 }
             }
-            let ids = by_key.entry(attempt.key.clone()).or_default();
-            if ids.is_empty() && index < resources {
+            let earlier = by_key.entry(attempt.key.clone()).or_default();
+            if earlier.is_empty() && index < resources {
                 audit.attempts[index] += 1;
             }
-            ids.push(job.id);
-        }
-        let mut dups: Vec<(&String, &Vec<u64>)> =
-            by_key.iter().filter(|(_, ids)| ids.len() > 1).collect();
-        dups.sort();
-        for (key, ids) in dups {
-            audit.duplicates += ids.len() - 1;
-            if audit.duplicate_examples.len() < 10 {
-                audit
-                    .duplicate_examples
-                    .push(format!("{key}: jobs {ids:?}"));
+            if !earlier.is_empty() {
+                // A duplicate unless every earlier job of the attempt was gone from AAP when
+                // this one was launched.
+                if all_gone_before(earlier, job.created) {
+                    audit.relaunched_after_purge += 1;
+                } else {
+                    audit.duplicates += 1;
+                    if audit.duplicate_examples.len() < 10 {
+                        let ids: Vec<u64> = earlier.iter().map(|(id, _)| *id).collect();
+                        audit.duplicate_examples.push(format!(
+                            "{}: job {} launched while AAP held jobs {ids:?}",
+                            attempt.key, job.id
+                        ));
+                    }
+                }
             }
+            earlier.push((job.id, *purged_at));
         }
         audit
     }
@@ -210,6 +245,26 @@ impl Audit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_launch_is_a_duplicate_while_aap_holds_an_earlier_job_of_its_attempt() {
+        let t = |s: i64| DateTime::<Utc>::from_timestamp(1_700_000_000 + s, 0).unwrap_or_default();
+        // (earlier jobs, launch time, duplicate?)
+        let cases: [(&[Launched], i64, bool); 5] = [
+            (&[(6, None)], 10, true),
+            (&[(6, Some(t(5)))], 10, false),
+            (&[(6, Some(t(5)))], 5, false),
+            (&[(6, Some(t(20)))], 10, true),
+            (&[(6, Some(t(5))), (8, None)], 10, true),
+        ];
+        for (earlier, at, duplicate) in cases {
+            assert_eq!(
+                !all_gone_before(earlier, t(at)),
+                duplicate,
+                "{earlier:?} at {at}"
+            );
+        }
+    }
 
     #[test]
     fn parses_attempt_keys() {

@@ -32,8 +32,8 @@ use kube::runtime::{Controller, watcher};
 use provkit_core::{Clock, SystemClock};
 use provkit_example_operator::controller::Context;
 use provkit_example_operator::crd::VirtualNetwork;
-use provkit_kube::{LeaderElectionConfig, LeaderElector, ReconcileError};
-use provkit_lifecycle::{Backoff, Jitter, LifecyclePolicy};
+use provkit_kube::{LeaderElectionConfig, LeaderElector, Provisioner, ReconcileError};
+use provkit_lifecycle::{Jitter, LifecyclePolicy};
 use provkit_testing::fake_apiserver::{FakeApiServer, Fault, FaultEffect, FaultId, Verb};
 use provkit_testing::observe::{ObservedRequest, Phase, Verdict};
 use serde_json::Value;
@@ -95,8 +95,6 @@ pub struct HarnessConfig {
     pub concurrency: u16,
     /// The engine's poll interval.
     pub poll_interval: Duration,
-    /// Requeue after a reconcile error.
-    pub error_requeue: Duration,
     /// Lease duration (renew deadline 2/3, retry period 2/15 of it, as client-go).
     pub lease_duration: Duration,
     /// Time a crashed replica takes to start again (a pod restart).
@@ -118,7 +116,6 @@ impl HarnessConfig {
             replicas: 1,
             concurrency: 64,
             poll_interval: Duration::from_secs(30),
-            error_requeue: Duration::from_secs(5),
             lease_duration: Duration::from_secs(15),
             restart_delay: Duration::from_secs(2),
             watch_lag: Duration::from_secs(1),
@@ -302,10 +299,9 @@ pub fn resource_name(index: usize) -> String {
     format!("res-{index:05}")
 }
 
-fn index_of_name(name: &str) -> usize {
-    name.strip_prefix("res-")
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(usize::MAX)
+/// The resource index of an object name (`res-00042` → 42).
+pub fn resource_index(name: &str) -> Option<usize> {
+    name.strip_prefix("res-").and_then(|n| n.parse().ok())
 }
 
 /// `(verb, plural, name, subresource)` of an API-server path.
@@ -644,11 +640,21 @@ impl Harness {
 struct Ctx {
     operator: Arc<Context>,
     metrics: Arc<RunMetrics>,
-    error_requeue: Duration,
+}
+
+impl AsRef<Provisioner<VirtualNetwork>> for Ctx {
+    fn as_ref(&self) -> &Provisioner<VirtualNetwork> {
+        &self.operator.provisioner
+    }
 }
 
 async fn reconcile(obj: Arc<VirtualNetwork>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
-    let index = index_of_name(obj.metadata.name.as_deref().unwrap_or(""));
+    let index = obj
+        .metadata
+        .name
+        .as_deref()
+        .and_then(resource_index)
+        .unwrap_or(usize::MAX);
     let fut = with_resource(
         index,
         provkit_example_operator::controller::reconcile(obj, ctx.operator.clone()),
@@ -659,22 +665,19 @@ async fn reconcile(obj: Arc<VirtualNetwork>, ctx: Arc<Ctx>) -> Result<Action, Re
     result
 }
 
+/// provkit-kube's per-object error backoff (scaled), counted.
 #[allow(clippy::needless_pass_by_value)] // kube-runtime's error-policy signature
-fn error_policy(_obj: Arc<VirtualNetwork>, _error: &ReconcileError, ctx: Arc<Ctx>) -> Action {
+fn error_policy(obj: Arc<VirtualNetwork>, error: &ReconcileError, ctx: Arc<Ctx>) -> Action {
     ctx.metrics.errors.fetch_add(1, Ordering::Relaxed);
-    Action::requeue(ctx.error_requeue)
+    provkit_kube::error_policy(obj, error, ctx)
 }
 
 /// Every duration of the engine's policy, scaled.
 fn policy(h: &Harness) -> LifecyclePolicy {
-    let s = h.config.scale;
-    let mut policy = LifecyclePolicy::default().with_poll_interval(s.of(h.config.poll_interval));
-    let backoff = Backoff::default();
-    policy.backoff = Backoff {
-        base: s.of(backoff.base),
-        max: s.of(backoff.max),
-    };
-    policy.min_requeue = s.of(policy.min_requeue);
+    let mut policy = h
+        .config
+        .scale
+        .policy(LifecyclePolicy::default().with_poll_interval(h.config.poll_interval));
     policy.poll_jitter = Jitter::Proportional { max_fraction: 0.1 };
     policy.backoff_jitter = Jitter::Proportional { max_fraction: 0.1 };
     policy
@@ -693,18 +696,24 @@ async fn incarnation(h: Arc<Harness>, identity: String) {
         }
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let operator = Arc::new(Context::new(
+    let Context {
+        provisioner,
+        callbacks,
+    } = Context::new(
         client.clone(),
         Arc::new(provider),
         policy(&h),
         clock.clone(),
         &identity,
         FIELD_MANAGER,
-    ));
+    );
+    let operator = Arc::new(Context {
+        provisioner: provisioner.with_error_backoff(h.config.scale.error_backoff()),
+        callbacks,
+    });
     let ctx = Arc::new(Ctx {
         operator,
         metrics: h.metrics.clone(),
-        error_requeue: h.wall(h.config.error_requeue),
     });
     let triggers = futures::stream::unfold(h.triggers.subscribe(), |mut rx| async move {
         loop {

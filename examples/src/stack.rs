@@ -150,6 +150,15 @@ impl TimeScale {
         script
     }
 
+    /// provkit-kube's per-object error backoff (production: 1 s doubling to 5 min), scaled.
+    #[must_use]
+    pub fn error_backoff(self) -> ErrorBackoffConfig {
+        let production = ErrorBackoffConfig::default();
+        ErrorBackoffConfig::default()
+            .with_initial(self.of(production.initial))
+            .with_max(self.of(production.max))
+    }
+
     /// The AAP client's retry policy (production: 250 ms doubling to 10 s, 60 s in total), scaled.
     #[must_use]
     pub fn retry(self) -> RetryConfig {
@@ -478,12 +487,7 @@ impl Replica {
             provider: Arc::new(provider),
             clock,
             policy: stack.policy(),
-            error_backoff: {
-                let production = ErrorBackoffConfig::default();
-                ErrorBackoffConfig::default()
-                    .with_initial(scale.of(production.initial))
-                    .with_max(scale.of(production.max))
-            },
+            error_backoff: scale.error_backoff(),
             concurrency: 0,
             tasks: Vec::new(),
         })

@@ -23,6 +23,7 @@ use clap::Parser;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
 use prometheus_client::registry::Registry;
+use provkit_aap::metrics::AapMetrics;
 use provkit_aap::{AapClient, AapProvider};
 use provkit_core::{Clock, SystemClock};
 use provkit_example_operator::cli::{Cli, Command};
@@ -67,6 +68,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .clone()
         .or_else(|| std::env::var("OSAC_AAP_TEMPLATE_PREFIX").ok())
         .unwrap_or_else(|| "osac".into());
+    // One registry for provkit's metrics and the AAP client's (requests, retries, rate limits,
+    // circuit breaker), served on /metrics.
+    let mut registry = Registry::default();
+    let aap_metrics = AapMetrics::register(&mut registry);
     // Keep the fake server alive for the whole run.
     let mut fake = None;
     let aap = if cli.fake_aap {
@@ -74,6 +79,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let server = fake_aap::start(&prefix, state).await?;
         let client = AapClient::builder(server.base_url())
             .token(server.token())
+            .metrics(aap_metrics)
             .build()?;
         if let Some(path) = state {
             tokio::spawn(fake_aap::save_periodically(
@@ -84,7 +90,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         fake = Some(server);
         client
     } else {
-        AapClient::from_env()?
+        AapClient::builder_from_env()?
+            .metrics(aap_metrics)
+            .build()?
     };
     let provider: Arc<dyn ProvisioningProvider> = Arc::new(AapProvider::with_prefix(aap, prefix));
 
@@ -92,7 +100,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let identity = cli.identity.clone().unwrap_or_else(default_identity);
     let policy = LifecyclePolicy::default()
         .with_poll_interval(Duration::from_secs(cli.poll_interval.max(1)));
-    let mut registry = Registry::default();
     let ctx = Arc::new(Context::with_metrics(
         client.clone(),
         provider,

@@ -373,6 +373,8 @@ impl AapClientBuilder {
             message: "cannot build the HTTP client".into(),
             source: Some(Box::new(e)),
         })?;
+        let breaker = Arc::new(Breaker::new(self.circuit_breaker));
+        self.telemetry.bind(&breaker);
         Ok(Inner::new(
             http,
             Parts {
@@ -383,7 +385,7 @@ impl AapClientBuilder {
                 clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
                 retry: self.retry,
                 limiter: self.rate_limit.map(RateLimiter::new),
-                breaker: Breaker::new(self.circuit_breaker),
+                breaker,
                 telemetry: self.telemetry,
                 limits: Limits {
                     max_body_bytes: self.max_body_bytes,

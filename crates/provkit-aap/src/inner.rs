@@ -61,8 +61,8 @@ pub(crate) struct Inner {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) retry: RetryConfig,
     pub(crate) limiter: Option<RateLimiter>,
-    /// The circuit breaker all clones share.
-    pub(crate) breaker: Breaker,
+    /// The circuit breaker all clones share (and the metrics' state gauge reads).
+    pub(crate) breaker: Arc<Breaker>,
     /// Metrics (feature `metrics`).
     pub(crate) telemetry: Telemetry,
     pub(crate) max_body_bytes: usize,
@@ -89,7 +89,7 @@ pub(crate) struct Parts {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) retry: RetryConfig,
     pub(crate) limiter: Option<RateLimiter>,
-    pub(crate) breaker: Breaker,
+    pub(crate) breaker: Arc<Breaker>,
     pub(crate) telemetry: Telemetry,
     pub(crate) limits: Limits,
     pub(crate) organization: Option<String>,

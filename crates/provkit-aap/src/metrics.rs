@@ -15,9 +15,16 @@
 //! `endpoint` is a small fixed set of classes ([`endpoint_class`]): `launch`,
 //! `launch_requirements`, `job`, `job_list`, `job_kind`, `job_events`, `stdout`, `cancel`,
 //! `template_lookup`, `gateway_token`, `ping`, `me`, `discovery`, `other` — never an id or a name.
-//! Each request attempt is counted (a retried `GET` counts once per attempt). The breaker gauge is
-//! updated when a request meets the breaker, so it shows the state as of the last request. Use one
-//! `AapMetrics` per client (its clones share it).
+//! Each request attempt is counted (a retried `GET` counts once per attempt).
+//!
+//! The breaker gauge is read from the breaker when the registry is encoded (at scrape time), not
+//! when a request was last made: once the cool-down is over it says `half_open` (the next request
+//! would be sent as the probe) although no request has met the breaker since it opened. It reads
+//! the breaker of the client most recently built with these metrics; once that client and all its
+//! clones are dropped, it shows the state that client last entered. `transitions_total` counts
+//! what requests met: `half_open` once per probe admitted, `open` when the circuit opens and
+//! again after each failed probe, `closed` when a probe succeeds. Use one `AapMetrics` per client
+//! (its clones share it).
 //!
 //! ```
 //! use provkit_aap::AapClient;
@@ -32,18 +39,20 @@
 //! ```
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
 pub use prometheus_client::registry::Registry;
 
-use crate::circuit::CircuitState;
+use crate::circuit::{Breaker, CircuitState};
 
 /// Labels of one request attempt.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -78,8 +87,50 @@ struct Metrics {
     retries: Family<EndpointLabels, Counter>,
     rate_limited: Family<EndpointLabels, Counter>,
     rejections: Family<EndpointLabels, Counter>,
-    state: Family<StateLabels, Gauge>,
+    state: Arc<StateGauge>,
     transitions: Family<StateLabels, Counter>,
+}
+
+/// `circuit_breaker_state`, computed at scrape time from the bound client's breaker.
+#[derive(Debug)]
+struct StateGauge {
+    /// The breaker of the client most recently built with these metrics.
+    breaker: Mutex<Weak<Breaker>>,
+    /// The state last entered: shown when no live client is bound.
+    last: Mutex<CircuitState>,
+}
+
+impl StateGauge {
+    fn current(&self) -> CircuitState {
+        let breaker = self
+            .breaker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .upgrade();
+        match breaker {
+            Some(breaker) => breaker.state(),
+            None => *self.last.lock().unwrap_or_else(PoisonError::into_inner),
+        }
+    }
+}
+
+impl Collector for StateGauge {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), fmt::Error> {
+        let current = self.current();
+        let mut family = encoder.encode_descriptor(
+            "circuit_breaker_state",
+            "The AAP circuit breaker's state at scrape time (1 for the current one)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for state in STATES {
+            let labels = StateLabels {
+                state: state.as_str(),
+            };
+            ConstGauge::new(i64::from(state == current)).encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
 }
 
 /// The AAP client's metrics, registered in a registry of yours; hand them to
@@ -110,7 +161,10 @@ impl AapMetrics {
             retries: Family::default(),
             rate_limited: Family::default(),
             rejections: Family::default(),
-            state: Family::default(),
+            state: Arc::new(StateGauge {
+                breaker: Mutex::new(Weak::new()),
+                last: Mutex::new(CircuitState::Closed),
+            }),
             transitions: Family::default(),
         };
         let sub = registry.sub_registry_with_prefix("provkit_aap");
@@ -139,21 +193,25 @@ impl AapMetrics {
             "Requests not sent because the AAP circuit breaker was open",
             metrics.rejections.clone(),
         );
-        sub.register(
-            "circuit_breaker_state",
-            "The AAP circuit breaker's state (1 for the current one)",
-            metrics.state.clone(),
-        );
+        sub.register_collector(Box::new(metrics.state.clone()));
         sub.register(
             "circuit_breaker_transitions",
             "Changes of the AAP circuit breaker's state, by the state entered",
             metrics.transitions.clone(),
         );
-        let this = Self {
+        Self {
             inner: Arc::new(metrics),
-        };
-        this.set_state(CircuitState::Closed);
-        this
+        }
+    }
+
+    /// The state gauge reads `breaker` from now on (the client being built with these metrics).
+    pub(crate) fn bind(&self, breaker: &Arc<Breaker>) {
+        *self
+            .inner
+            .state
+            .breaker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(breaker);
     }
 
     pub(crate) fn request(
@@ -207,18 +265,12 @@ impl AapMetrics {
                 state: state.as_str(),
             })
             .inc();
-        self.set_state(state);
-    }
-
-    fn set_state(&self, current: CircuitState) {
-        for state in STATES {
-            self.inner
-                .state
-                .get_or_create(&StateLabels {
-                    state: state.as_str(),
-                })
-                .set(i64::from(state == current));
-        }
+        *self
+            .inner
+            .state
+            .last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = state;
     }
 }
 

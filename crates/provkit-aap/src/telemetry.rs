@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::call::Call;
-use crate::circuit::CircuitState;
+use crate::circuit::{Breaker, CircuitState};
 use crate::error::{Error, Result};
 use crate::response::RawResponse;
 
@@ -33,6 +33,14 @@ fn status_label(result: &Result<RawResponse>) -> String {
 
 #[cfg_attr(not(feature = "metrics"), allow(unused_variables, clippy::unused_self))]
 impl Telemetry {
+    /// The client being built shares `breaker`: the state gauge reads it at scrape time.
+    pub(crate) fn bind(&self, breaker: &std::sync::Arc<Breaker>) {
+        #[cfg(feature = "metrics")]
+        if let Some(m) = &self.metrics {
+            m.bind(breaker);
+        }
+    }
+
     /// An attempt that was sent (or failed before an answer), with its latency.
     pub(crate) fn attempt(&self, call: &Call, result: &Result<RawResponse>, elapsed: Duration) {
         #[cfg(feature = "metrics")]

@@ -11,107 +11,16 @@ use chrono::{TimeZone, Utc};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use provkit_aap::{AapClient, AapProvider};
 use provkit_core::{Clock, ManualClock};
-use provkit_example_operator::controller::{self, Context, FINALIZER};
+use provkit_example_operator::controller::FINALIZER;
 use provkit_example_operator::crd::{Phase, VirtualNetwork, VirtualNetworkSpec};
 use provkit_kube::LeaderElector;
-use provkit_lifecycle::LifecyclePolicy;
-use provkit_testing::fake_aap::{FakeAap, JobScript, JobTemplateSpec};
+use provkit_testing::fake_aap::JobScript;
 use provkit_testing::fake_apiserver::FakeApiServer;
 use serde_json::json;
 
-/// Polls until `check` holds; fails after 30 s (a hang, not a timing claim).
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never happened: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-fn phase(v: &VirtualNetwork) -> Option<Phase> {
-    v.status.as_ref().and_then(|s| s.phase)
-}
-
-/// The example operator's whole loop (`controller::run`) on the fake API server, with the
-/// fake AAP over loopback running `create_script` for the create template.
-struct Running {
-    clock: ManualClock,
-    aap: provkit_testing::fake_aap::FakeAapServer,
-    server: FakeApiServer,
-    api: Api<VirtualNetwork>,
-    stop: tokio::sync::oneshot::Sender<()>,
-    run: tokio::task::JoinHandle<()>,
-}
-
-async fn run_operator(create_script: JobScript) -> Running {
-    let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap());
-    let dyn_clock: Arc<dyn Clock> = Arc::new(clock.clone());
-    let template = |name: &str, script: JobScript| JobTemplateSpec {
-        script: Some(script),
-        ..JobTemplateSpec::new(name, "osac")
-    };
-    let aap = FakeAap::builder()
-        .clock(dyn_clock.clone())
-        .organization("osac")
-        .job_template(template("osac-create-virtual-network", create_script))
-        .job_template(template(
-            "osac-delete-virtual-network",
-            JobScript::successful(Duration::from_secs(10)),
-        ))
-        .start()
-        .await
-        .unwrap();
-    let provider = Arc::new(
-        AapProvider::builder(
-            AapClient::builder(aap.base_url())
-                .token(aap.token())
-                .build()
-                .unwrap(),
-        )
-        .template_prefix("osac")
-        .clock(dyn_clock.clone())
-        .build(),
-    );
-    let server = FakeApiServer::builder()
-        .crd::<VirtualNetwork>()
-        .namespace("tenant-1")
-        .clock(dyn_clock.clone())
-        .build();
-    let operator = server.client_with_user_agent("provkit-example-operator/0.1");
-    let mut policy = LifecyclePolicy::default().with_poll_interval(Duration::from_millis(100));
-    policy.min_requeue = Duration::from_millis(10);
-    let ctx = Arc::new(Context::new(
-        operator.clone(),
-        provider,
-        policy,
-        dyn_clock,
-        "test-0",
-        controller::CONTROLLER_NAME,
-    ));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(controller::run(Api::all(operator), ctx, async {
-        let _ = stopped.await;
-    }));
-
-    let api: Api<VirtualNetwork> = Api::namespaced(server.client_named("user"), "tenant-1");
-    Running {
-        clock,
-        aap,
-        server,
-        api,
-        stop,
-        run,
-    }
-}
+mod common;
+use common::{Running, eventually, phase, run_operator};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn controller_loop_create_ready_update_delete() {
@@ -122,6 +31,7 @@ async fn controller_loop_create_ready_update_delete() {
         api,
         stop,
         run,
+        ..
     } = run_operator(JobScript::successful(Duration::from_secs(10))).await;
     let vn = VirtualNetwork::new(
         "net-a",
@@ -281,6 +191,7 @@ async fn a_failed_job_is_reported_without_repeated_words() {
         api,
         stop,
         run,
+        ..
     } = run_operator(JobScript::playbook_failure(
         "create network",
         "localhost",

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use provkit_aap::metrics::{AapMetrics, Registry};
-use provkit_aap::{CircuitBreakerConfig, LaunchRequest};
+use provkit_aap::{CircuitBreakerConfig, CircuitState, LaunchRequest};
 use provkit_testing::fake_aap::{Fault, FaultAction, Mode, RetryAfter, Trigger};
 
 use crate::support::{builder, server};
@@ -154,4 +154,62 @@ async fn two_registries_in_one_process_do_not_share_counts() {
     let series = r#"provkit_aap_requests_total{endpoint="ping",method="GET",status="200"}"#;
     assert_eq!(sample(&scrape(&a), series), Some(1.0));
     assert_eq!(sample(&scrape(&b), series), None);
+}
+
+#[tokio::test]
+async fn the_breaker_gauge_is_the_state_at_scrape_time_not_at_the_last_request() {
+    let server = server(Mode::Awx).await;
+    let mut registry = Registry::default();
+    let client = builder(&server)
+        .metrics(AapMetrics::register(&mut registry))
+        .circuit_breaker(
+            CircuitBreakerConfig::default()
+                .failure_threshold(1)
+                .cool_down(Duration::from_millis(200))
+                .probe_interval(Duration::from_secs(600)),
+        )
+        .build()
+        .unwrap();
+    let state = |text: &str, state: &str| {
+        sample(
+            text,
+            &format!(r#"provkit_aap_circuit_breaker_state{{state="{state}"}}"#),
+        )
+    };
+    let transitions = |text: &str, state: &str| {
+        sample(
+            text,
+            &format!(r#"provkit_aap_circuit_breaker_transitions_total{{state="{state}"}}"#),
+        )
+    };
+    server
+        .aap()
+        .add_fault(Fault::any_method("*", FaultAction::ConnectionReset));
+    client.ping().await.unwrap_err();
+    assert_eq!(client.circuit_state(), CircuitState::Open);
+    let text = scrape(&registry);
+    assert_eq!(state(&text, "open"), Some(1.0), "{text}");
+    let sent = server.aap().counters().total();
+
+    // No request is made: the cool-down running out alone turns the gauge half-open.
+    crate::support::eventually(|| async { state(&scrape(&registry), "half_open") == Some(1.0) })
+        .await;
+    let text = scrape(&registry);
+    assert_eq!(state(&text, "open"), Some(0.0), "{text}");
+    assert_eq!(state(&text, "closed"), Some(0.0), "{text}");
+    assert_eq!(client.circuit_state(), CircuitState::HalfOpen);
+    assert_eq!(server.aap().counters().total(), sent, "nothing was sent");
+    assert_eq!(transitions(&text, "half_open"), None, "no probe yet");
+
+    // The probe succeeds: closed.
+    server.aap().clear_faults();
+    client.ping().await.unwrap();
+    let text = scrape(&registry);
+    assert_eq!(state(&text, "closed"), Some(1.0), "{text}");
+    assert_eq!(transitions(&text, "half_open"), Some(1.0), "{text}");
+    assert_eq!(transitions(&text, "closed"), Some(1.0), "{text}");
+
+    // The client gone, the gauge keeps the state it last entered.
+    drop(client);
+    assert_eq!(state(&scrape(&registry), "closed"), Some(1.0));
 }

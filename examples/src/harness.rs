@@ -764,6 +764,16 @@ async fn incarnation(h: Arc<Harness>, identity: String) {
     tracing::info!(?end, "leadership ended");
 }
 
+/// Aborts the task when dropped: a supervisor stopped by [`Harness::stop`] takes its running
+/// incarnation with it (dropping a bare `JoinHandle` would leave it running, detached).
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Builds incarnations of `r` one after the other: a crash drops the running one whole.
 async fn supervise(h: Arc<Harness>, r: Arc<Replica>) {
     loop {
@@ -771,6 +781,7 @@ async fn supervise(h: Arc<Harness>, r: Arc<Replica>) {
         let identity = r.identity();
         r.crashing.store(false, Ordering::Release);
         let mut task = tokio::spawn(incarnation(h.clone(), identity));
+        let _stop_with_supervisor = AbortOnDrop(task.abort_handle());
         tokio::select! {
             () = r.crash.notified() => {
                 task.abort();

@@ -69,6 +69,17 @@ impl<K: ProvisionedResource> Provisioner<K> {
                     return Ok(Action::await_change());
                 }
             }
+            if let Some(left) = self
+                .own_writes
+                .pending(&uid, obj.meta().resource_version.as_deref())
+            {
+                tracing::Span::current().record("action", "OwnWrite");
+                tracing::debug!(
+                    ?left,
+                    "the object is as this controller's last status write left it; keeping that reconcile's requeue"
+                );
+                return Ok(Action::requeue(left));
+            }
             let api = self.api_for(&obj);
             let removing = AtomicBool::new(false);
             let result = finalizer(&api, &self.finalizer, obj, |event| async {
@@ -88,7 +99,10 @@ impl<K: ProvisionedResource> Provisioner<K> {
             let result = ReconcileError::from_finalizer(&object, result);
             match &result {
                 Ok(_) => self.backoff.succeeded(&key),
-                Err(error) => self.publish_error(error, &regarding).await,
+                Err(error) => {
+                    self.own_writes.forget(&uid);
+                    self.publish_error(error, &regarding).await;
+                }
             }
             result
         }

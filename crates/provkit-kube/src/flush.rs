@@ -187,6 +187,11 @@ struct Known {
     server_intent: Option<LaunchIntent>,
     /// Keys of intents the engine resolved in this session (cleared by the next write).
     resolved: HashSet<String>,
+    /// The `resourceVersion` the last accepted write returned, unless a read came after it.
+    last_written: Option<String>,
+    /// The status of the copy read from the API server in this session (stale check, conflict
+    /// re-read), unless a write came after it.
+    read_status: Option<Value>,
     /// Status patches the API server accepted in this session.
     writes: u64,
     /// Status patches it refused with 409 Conflict in this session.
@@ -253,6 +258,8 @@ impl<K: ProvisionedResource> StatusSession<K> {
                     .provisioning_status()
                     .and_then(|s| s.launch_intent.clone()),
                 resolved: HashSet::new(),
+                last_written: None,
+                read_status: None,
                 writes: 0,
                 conflicts: 0,
             }),
@@ -265,6 +272,22 @@ impl<K: ProvisionedResource> StatusSession<K> {
     pub fn write_counts(&self) -> (u64, u64) {
         let k = self.lock();
         (k.writes, k.conflicts)
+    }
+
+    /// The `resourceVersion` this session's last accepted status write returned, when no read
+    /// came after it: the version the object's next watch event carries if nobody else
+    /// writes meanwhile.
+    #[must_use]
+    pub fn own_write_version(&self) -> Option<String> {
+        self.lock().last_written.clone()
+    }
+
+    /// The status of the freshest copy of the object this session read from the API server
+    /// (the stale-cache check, a conflict re-read), when no write came after that read: what
+    /// the API server holds, newer than the copy the reconcile started from.
+    #[must_use]
+    pub fn read_status(&self) -> Option<Value> {
+        self.lock().read_status.clone()
     }
 
     /// The `resourceVersion` of the last write or read.
@@ -307,6 +330,8 @@ impl<K: ProvisionedResource> StatusSession<K> {
     pub fn observe(&self, fresh: &K) {
         let mut k = self.lock();
         k.resource_version = fresh.meta().resource_version.clone();
+        k.last_written = None;
+        k.read_status = status_value(fresh, &self.name).ok();
         k.server_jobs = fresh.provisioning_jobs().to_vec();
         k.server_intent = fresh
             .provisioning_status()
@@ -342,6 +367,8 @@ impl<K: ProvisionedResource> StatusSession<K> {
                 let mut k = self.lock();
                 k.writes += 1;
                 k.resource_version = written.meta().resource_version.clone();
+                k.last_written = k.resource_version.clone();
+                k.read_status = None;
                 k.server_intent = Some(intent.clone());
                 k.resolved.remove(&intent.idempotency_key);
                 Ok(())
@@ -473,6 +500,9 @@ impl<K: ProvisionedResource> StatusSession<K> {
                     let mut k = self.lock();
                     k.writes += 1;
                     k.resource_version = written.meta().resource_version.clone();
+                    k.last_written = k.resource_version.clone();
+                    k.read_status = None;
+                    k.read_status = None;
                     k.server_jobs = merged.clone();
                     if clears_intent {
                         k.server_intent = None;
@@ -518,6 +548,8 @@ impl<K: ProvisionedResource> StatusSession<K> {
             })?;
         let mut k = self.lock();
         k.resource_version = fresh.meta().resource_version.clone();
+        k.last_written = None;
+        k.read_status = status_value(&fresh, &self.name).ok();
         k.server_jobs = fresh.provisioning_jobs().to_vec();
         k.server_intent = fresh
             .provisioning_status()

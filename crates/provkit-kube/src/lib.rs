@@ -21,6 +21,7 @@ pub mod management;
 #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 pub mod metrics;
 pub mod multi_target;
+mod own_writes;
 pub mod reconcile;
 mod removed_finalizers;
 pub mod resource;

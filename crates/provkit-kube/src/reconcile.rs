@@ -23,6 +23,7 @@ use crate::error_chain::ErrorChain;
 use crate::events::{EventPublisher, JobEvent};
 use crate::flush::{StatusSession, StatusWriteConfig};
 use crate::management::{ManagementHook, ManagementStatePolicy};
+use crate::own_writes::OwnWrites;
 use crate::removed_finalizers::RemovedFinalizers;
 use crate::resource::{NamespaceScope, ProvisionedResource};
 use crate::step_events::newly_failed_deprovision_job;
@@ -89,6 +90,8 @@ pub struct Provisioner<K> {
     pub(crate) status: StatusWriteConfig,
     pub(crate) hasher: ConfigHasher,
     pub(crate) removed: RemovedFinalizers,
+    pub(crate) own_writes: OwnWrites,
+    own_write_window: std::time::Duration,
     pub(crate) backoff: ErrorBackoff,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<crate::metrics::KubeMetrics>,
@@ -124,11 +127,28 @@ impl<K: ProvisionedResource> Provisioner<K> {
             status,
             hasher: ConfigHasher::default(),
             removed: RemovedFinalizers::default(),
+            own_writes: OwnWrites::default(),
+            own_write_window: Self::OWN_WRITE_WINDOW,
             backoff: ErrorBackoff::new(ErrorBackoffConfig::default()),
             #[cfg(feature = "metrics")]
             metrics: None,
             _kind: PhantomData,
         }
+    }
+
+    /// The default of [`with_own_write_window`](Self::with_own_write_window): 5 s.
+    pub const OWN_WRITE_WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
+
+    /// How long after one of its status writes a reconcile of the object exactly as written
+    /// (same `resourceVersion`) is taken for that write's watch echo and answered with the
+    /// requeue already asked for, without polling AAP again ([`crate::own_writes`]); default
+    /// [`OWN_WRITE_WINDOW`](Self::OWN_WRITE_WINDOW). `Duration::ZERO` turns this off, so every
+    /// reconcile runs the lifecycle (one extra poll per status change). Scale it with the
+    /// other durations when running in scaled time.
+    #[must_use]
+    pub fn with_own_write_window(mut self, window: std::time::Duration) -> Self {
+        self.own_write_window = window;
+        self
     }
 
     /// Records reconciles, status writes and finalizer holds in `metrics` (feature `metrics`,
@@ -272,6 +292,10 @@ impl<K: ProvisionedResource> Provisioner<K> {
     ///      stays. An unfinished deletion is not an error.
     /// 5. A deleting object whose finalizer this `Provisioner` already removed (a stale
     ///    cached copy that still shows it) → `await_change` with no request and no Event.
+    /// 6. The object exactly as this `Provisioner`'s last status write left it (same
+    ///    `resourceVersion`: the watch event of that write) while the requeue that reconcile
+    ///    asked for is still ahead → that requeue (the time left), with no request: running
+    ///    the lifecycle again would only poll AAP a second time ([`crate::own_writes`]).
     ///
     /// # Guarantees
     /// - At most one launch per reconcile; a launched job is persisted (flush) before anything
@@ -280,7 +304,8 @@ impl<K: ProvisionedResource> Provisioner<K> {
     /// - Requests run inside a `provkit.reconcile` span (child of kube-runtime's
     ///   `reconciling object` span) with `object.ref`, `object.kind`, `action` (the lifecycle's
     ///   `Skip` / `Poll` / `Backoff` / `Trigger` / `Requeue`, `Deprovision` on deletion,
-    ///   `Unmanaged` for a skipped object) and `job_id` once known.
+    ///   `Unmanaged` for a skipped object, `OwnWrite` for the echo of its own write) and
+    ///   `job_id` once known.
     ///
     /// # Errors
     /// [`ReconcileError`], for failures only.
@@ -364,6 +389,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
         written?;
         let outcome = result.map_err(|source| lifecycle_error(&object, source))?;
         tracing::Span::current().record("action", tracing::field::display(&outcome.action));
+        self.remember_own_write(obj, &session, outcome.requeue_after());
 
         self.publish_provision_step(&outcome.step, failed.as_deref(), &obj.object_ref(&()))
             .await;
@@ -440,6 +466,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
         let requeue_after = outcome
             .requeue_after()
             .unwrap_or(self.lifecycle.policy().poll_interval);
+        self.remember_own_write(obj, &session, Some(requeue_after));
         tracing::debug!(step = ?outcome.step, ?requeue_after, "deprovisioning not finished; keeping the finalizer");
         self.record_finalizer_hold();
         Err(FinalizerStep::Keep(Action::requeue(requeue_after)))
@@ -474,8 +501,28 @@ impl<K: ProvisionedResource> Provisioner<K> {
         })
     }
 
+    /// After a successful reconcile of `obj` that asked to come back after `requeue`: when its
+    /// last request was a status write of this session, the object's next version is that
+    /// write's echo, and a reconcile of it keeps this requeue ([`crate::own_writes`]).
+    pub(crate) fn remember_own_write(
+        &self,
+        obj: &K,
+        session: &StatusSession<K>,
+        requeue: Option<std::time::Duration>,
+    ) {
+        let uid = obj.meta().uid.as_deref().unwrap_or_default();
+        match (session.own_write_version(), requeue) {
+            (Some(rv), Some(after)) => {
+                self.own_writes
+                    .record(uid, &rv, after, self.own_write_window);
+            }
+            _ => self.own_writes.forget(uid),
+        }
+    }
+
     /// Writes `working`'s status unless it equals what the API server is known to hold: the
-    /// original status with the job list and desired version a flush may have persisted.
+    /// original status with the job list and desired version a flush may have persisted, or
+    /// the status of a fresher copy the session read.
     pub(crate) async fn write_if_changed(
         &self,
         session: &StatusSession<K>,
@@ -505,7 +552,11 @@ impl<K: ProvisionedResource> Provisioner<K> {
         );
         let mut target = working.clone();
         target.provisioning_status_mut().provisioning_jobs = merged_jobs;
-        if status_of(&target)? == status_of(&baseline)? {
+        let target = status_of(&target)?;
+        // Nothing to write when the API server holds it already: as of the copy the reconcile
+        // started from, or of a fresher copy this reconcile read (a lagging cache would
+        // otherwise rewrite what the previous reconcile wrote).
+        if target == status_of(&baseline)? || session.read_status().is_some_and(|s| s == target) {
             return Ok(());
         }
         session

@@ -23,7 +23,7 @@ use provkit_kube::{
 };
 use provkit_lifecycle::{Lifecycle, LifecyclePolicy};
 use provkit_testing::fake_apiserver::{FakeApiServer, Fault, FaultEffect, RequestRecord, Verb};
-use provkit_testing::scripted::{ScriptedProvider, StatusStep};
+use provkit_testing::scripted::{ProviderCall, ScriptedProvider, StatusStep};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep};
@@ -757,11 +757,14 @@ async fn a_stale_copy_after_the_finalizer_removal_does_nothing() {
     let server = FakeApiServer::builder().crd::<Network>().build();
     let provider = ScriptedProvider::new(); // jobs succeed at their first poll
     let operator = server.client_with_user_agent("network-operator/0.1");
+    // Driven by hand, one reconcile right after the other: each must do the next step, so
+    // none may be taken for the echo of the previous one's status write.
     let p = Provisioner::new(
         operator.clone(),
         lifecycle(&provider, Arc::new(provkit_core::SystemClock)),
         FINALIZER,
     )
+    .with_own_write_window(Duration::ZERO)
     .with_events(EventPublisher::new(Recorder::new(
         operator,
         Reporter {
@@ -813,4 +816,74 @@ async fn a_stale_copy_after_the_finalizer_removal_does_nothing() {
         .filter(|e| e["reason"] == "Deprovisioned")
         .count();
     assert_eq!(deprovisioned, 1);
+}
+
+/// The watch echo of the Provisioner's own status write (the object exactly as that write left
+/// it, within the window) is answered with the requeue the writing reconcile asked for, with no
+/// provider call and no request; a change by anybody else, or the same version after the window,
+/// reconciles normally.
+#[tokio::test]
+async fn the_echo_of_its_own_status_write_does_not_poll_again() {
+    let server = FakeApiServer::builder().crd::<Network>().build();
+    let provider = ScriptedProvider::new();
+    provider.set_default_statuses([StatusStep::State(JobState::Running)]);
+    let mut policy = LifecyclePolicy::default().with_poll_interval(Duration::from_secs(30));
+    policy.poll_jitter = provkit_lifecycle::Jitter::None;
+    let lifecycle = Lifecycle::new(
+        Arc::new(provider.clone()),
+        Arc::new(provkit_core::SystemClock),
+    )
+    .with_policy(policy);
+    let window = Duration::from_millis(400);
+    let p = Provisioner::new(server.client(), lifecycle, FINALIZER).with_own_write_window(window);
+    let api: Api<Network> = Api::namespaced(server.client_named("user"), NS);
+    api.create(&PostParams::default(), &network(0))
+        .await
+        .unwrap();
+    let fresh = async || Arc::new(api.get("net-0").await.unwrap());
+    let polls = || {
+        provider
+            .calls()
+            .iter()
+            .filter(|c| matches!(c, ProviderCall::ProvisionStatus { .. }))
+            .count()
+    };
+    // Finalizer, then the launch (intent write, launch, flush): the flush is our own write.
+    p.reconcile(fresh().await, &NoCallbacks).await.unwrap();
+    let launched = p.reconcile(fresh().await, &NoCallbacks).await.unwrap();
+    assert_eq!(provider.jobs().len(), 1);
+    assert_eq!(launched, Action::requeue(Duration::from_secs(30)));
+
+    // The echo: same resourceVersion, within the window → the requeue left, nothing sent.
+    let requests = server.requests().len();
+    let echo = p.reconcile(fresh().await, &NoCallbacks).await.unwrap();
+    assert_ne!(echo, Action::await_change(), "the requeue stands");
+    assert_eq!(polls(), 0, "no poll for the echo of our own write");
+    assert_eq!(
+        server.requests().len(),
+        requests + 1,
+        "only the test's own GET reached the API server"
+    );
+
+    // Past the window the same version is no echo any more: a normal reconcile, which polls
+    // (the job is now running: a status write, whose echo is again answered without a poll).
+    sleep(window + Duration::from_millis(100)).await;
+    p.reconcile(fresh().await, &NoCallbacks).await.unwrap();
+    assert_eq!(polls(), 1, "outside the window");
+    p.reconcile(fresh().await, &NoCallbacks).await.unwrap();
+    assert_eq!(polls(), 1, "the echo of the write that recorded 'running'");
+
+    // Somebody else changed the object (a label): a normal reconcile, which polls.
+    api.patch(
+        "net-0",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"team": "b"}}})),
+    )
+    .await
+    .unwrap();
+    p.reconcile(fresh().await, &NoCallbacks).await.unwrap();
+    assert_eq!(polls(), 2, "another writer's change is reconciled");
+    // That poll wrote nothing (still running): nothing to echo, the next reconcile polls.
+    p.reconcile(fresh().await, &NoCallbacks).await.unwrap();
+    assert_eq!(polls(), 3);
 }

@@ -32,7 +32,7 @@ use kube::runtime::{Controller, watcher};
 use provkit_core::{Clock, SystemClock};
 use provkit_example_operator::controller::Context;
 use provkit_example_operator::crd::VirtualNetwork;
-use provkit_kube::{LeaderElectionConfig, LeaderElector, ReconcileError};
+use provkit_kube::{ErrorBackoffConfig, LeaderElectionConfig, LeaderElector, ReconcileError};
 use provkit_lifecycle::{Backoff, Jitter, LifecyclePolicy};
 use provkit_testing::fake_apiserver::{FakeApiServer, Fault, FaultEffect, FaultId, Verb};
 use provkit_testing::observe::{ObservedRequest, Phase, Verdict};
@@ -43,6 +43,7 @@ use tokio::time::Instant;
 use crate::audit::attempt_of;
 use crate::backend::Backend;
 use crate::instrumented::with_resource;
+use crate::measure::{Taps, scaled_error_backoff};
 use crate::metrics::{RunMetrics, Timed};
 use crate::stack::TimeScale;
 
@@ -107,6 +108,11 @@ pub struct HarnessConfig {
     pub seed: u64,
     /// Crashes (`None`: none).
     pub crashes: Option<CrashPlan>,
+    /// provkit-kube's per-object error backoff (production durations, scaled by the harness);
+    /// `None`: a fixed requeue after `error_requeue`.
+    pub error_backoff: Option<ErrorBackoffConfig>,
+    /// Extra observers of both fakes' requests (measurements).
+    pub taps: Taps,
 }
 
 impl HarnessConfig {
@@ -124,6 +130,8 @@ impl HarnessConfig {
             watch_lag: Duration::from_secs(1),
             seed: 42,
             crashes: None,
+            error_backoff: None,
+            taps: Taps::default(),
         }
     }
 }
@@ -406,13 +414,15 @@ impl Harness {
 
     /// Installs the observers and starts the replicas (and the leader killer).
     pub fn start(self: &Arc<Self>) {
-        let h = Arc::downgrade(self);
+        let (h, taps) = (Arc::downgrade(self), self.config.taps.clone());
         self.api.observe(Arc::new(move |req, phase| {
+            taps.on_api(req, phase);
             h.upgrade()
                 .map_or(Verdict::Continue, |h| h.on_api_request(req, phase))
         }));
-        let h = Arc::downgrade(self);
+        let (h, taps) = (Arc::downgrade(self), self.config.taps.clone());
         self.backend.aap().observe(Arc::new(move |req, phase| {
+            taps.on_aap(req, phase);
             h.upgrade()
                 .map_or(Verdict::Continue, |h| h.on_aap_request(req, phase))
         }));
@@ -645,6 +655,8 @@ struct Ctx {
     operator: Arc<Context>,
     metrics: Arc<RunMetrics>,
     error_requeue: Duration,
+    /// Requeue errors after the provisioner's per-object backoff (else after `error_requeue`).
+    backoff: bool,
 }
 
 async fn reconcile(obj: Arc<VirtualNetwork>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
@@ -660,8 +672,11 @@ async fn reconcile(obj: Arc<VirtualNetwork>, ctx: Arc<Ctx>) -> Result<Action, Re
 }
 
 #[allow(clippy::needless_pass_by_value)] // kube-runtime's error-policy signature
-fn error_policy(_obj: Arc<VirtualNetwork>, _error: &ReconcileError, ctx: Arc<Ctx>) -> Action {
+fn error_policy(obj: Arc<VirtualNetwork>, error: &ReconcileError, ctx: Arc<Ctx>) -> Action {
     ctx.metrics.errors.fetch_add(1, Ordering::Relaxed);
+    if ctx.backoff {
+        return ctx.operator.provisioner.error_policy(&obj, error);
+    }
     Action::requeue(ctx.error_requeue)
 }
 
@@ -693,18 +708,24 @@ async fn incarnation(h: Arc<Harness>, identity: String) {
         }
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let operator = Arc::new(Context::new(
+    let mut operator = Context::new(
         client.clone(),
         Arc::new(provider),
         policy(&h),
         clock.clone(),
         &identity,
         FIELD_MANAGER,
-    ));
+    );
+    if let Some(backoff) = h.config.error_backoff {
+        operator.provisioner = operator
+            .provisioner
+            .with_error_backoff(scaled_error_backoff(h.config.scale, backoff));
+    }
     let ctx = Arc::new(Ctx {
-        operator,
+        operator: Arc::new(operator),
         metrics: h.metrics.clone(),
         error_requeue: h.wall(h.config.error_requeue),
+        backoff: h.config.error_backoff.is_some(),
     });
     let triggers = futures::stream::unfold(h.triggers.subscribe(), |mut rx| async move {
         loop {

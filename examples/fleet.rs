@@ -86,13 +86,13 @@ struct Args {
     /// Seed of every random choice.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Scenario seconds over which the resources are created.
+    /// Scenario seconds over which the resources are created (fleet scenario; throttled: 60).
     #[arg(long, default_value_t = 600)]
     arrival_secs: u64,
-    /// Longest scenario wait between convergence and the next user action.
+    /// Longest scenario wait between convergence and the next user action (fleet; throttled: 60).
     #[arg(long, default_value_t = 300)]
     think_secs: u64,
-    /// Wall seconds of each plain-loop probe (0: none).
+    /// Wall seconds of each plain-loop probe (0: none; fleet scenario only).
     #[arg(long, default_value_t = 2.0)]
     probe_secs: f64,
     /// No progress bar.

@@ -107,6 +107,9 @@ struct Args {
     /// Outage: the Retry-After of those 503s (scenario seconds; sent in whole wall seconds).
     #[arg(long, default_value_t = 30)]
     retry_after_secs: u64,
+    /// Outage: failures in a row that open the AAP client's circuit breaker (0: no breaker).
+    #[arg(long, default_value_t = 5)]
+    breaker_threshold: u32,
     /// Throttled: AAP requests per scenario second.
     #[arg(long, default_value_t = AAP_REFERENCE_RATE)]
     aap_rate: f64,
@@ -121,6 +124,7 @@ async fn outage(args: &Args) -> ExitCode {
     config.refused = Duration::from_secs(args.refused_secs);
     config.unavailable = Duration::from_secs(args.unavailable_secs);
     config.retry_after = Duration::from_secs(args.retry_after_secs);
+    config.breaker.threshold = args.breaker_threshold;
     config.progress = !args.quiet;
     match run_outage(config).await {
         Ok(report) => {

@@ -401,8 +401,12 @@ impl OutageReport {
         let c = &self.config;
         let mut best = (c.breaker.cool_down, "the breaker's cool-down");
         let ra = c.effective_retry_after();
-        if ra > best.0 {
-            best = (ra, "the breaker's hold after a 503 with Retry-After");
+        if ra > best.0 || c.breaker.threshold == 0 {
+            best = if c.breaker.threshold == 0 {
+                (ra, "the 503s' Retry-After (no breaker)")
+            } else {
+                (ra, "the breaker's hold after a 503 with Retry-After")
+            };
         }
         if self.reconciles.1 > 0 && c.error_backoff.max > best.0 {
             best = (

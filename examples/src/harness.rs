@@ -782,13 +782,13 @@ async fn supervise(h: Arc<Harness>, r: Arc<Replica>) {
         r.incarnation.fetch_add(1, Ordering::AcqRel);
         let identity = r.identity();
         r.crashing.store(false, Ordering::Release);
-        let mut task = tokio::spawn(incarnation(h.clone(), identity));
+        // Run inline (not spawned): a crash drops the incarnation here, and so does
+        // `Harness::stop` aborting this task — a spawned incarnation outlived `stop` and went on
+        // reconciling (e.g. the plain-loop probe's objects, launching jobs the audit then saw).
+        let run = Box::pin(incarnation(h.clone(), identity));
         tokio::select! {
-            () = r.crash.notified() => {
-                task.abort();
-                let _ = task.await;
-            }
-            _ = &mut task => {}
+            () = r.crash.notified() => {}
+            () = run => {}
         }
         r.crashing.store(true, Ordering::Release);
         tokio::time::sleep(h.wall(h.config.restart_delay)).await;

@@ -6,7 +6,19 @@
 //! ```text
 //! cargo run --release --example fleet -- --resources 10000                  # the figures
 //! cargo run --release --example fleet -- --resources 10000 --everything     # chaos + crashes
+//! cargo run --release --example fleet -- --scenario outage --resources 10000  # AAP outage
+//! cargo run --release --example fleet -- --scenario throttled --resources 1000 # AAP at 8 req/s
 //! ```
+//!
+//! `--scenario outage` (issue 17): the resources' provision jobs are launched and being polled,
+//! then AAP refuses connections for `--refused-secs` (600) scenario seconds, then answers 503
+//! with `Retry-After: --retry-after-secs` (30) for `--unavailable-secs` (120), then recovers;
+//! it prints the AAP requests during the outage (total and per scenario second), the status and
+//! Event writes per object, the time from recovery until every resource converged, each against
+//! its target, and the audit. `--scenario throttled`: the fleet run with the AAP client limited to
+//! `--aap-rate` (8) requests per scenario second; it prints the per-second request rate the fake
+//! saw, the seconds above the limit, and the run's duration against requests ÷ the rate. Both
+//! exit non-zero when a target is missed.
 //!
 //! Exits non-zero when a correctness check fails (duplicate launches, lost job ids, early
 //! finalizer releases, launches while the status could not be written, resources not converged,
@@ -21,16 +33,32 @@ use clap::Parser;
 
 use provkit_examples::TimeScale;
 use provkit_examples::fleet::{FleetConfig, run_fleet};
+use provkit_examples::outage::{OutageConfig, run_outage};
+use provkit_examples::throttle::{AAP_REFERENCE_RATE, run_throttled, throttled};
 
 /// mimalloc unless built with `--no-default-features`.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Which run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Scenario {
+    /// Create, provision, change, provision, delete (optionally under chaos).
+    Fleet,
+    /// Jobs running, then AAP refuses connections, then 503 + Retry-After, then recovers.
+    Outage,
+    /// The fleet run with the AAP client rate-limited (`--aap-rate`).
+    Throttled,
+}
+
 /// Command line.
 #[derive(Debug, Parser)]
 #[command(about = "provkit fleet run through kube-runtime + provkit-kube against the fakes")]
 struct Args {
+    /// The run: fleet (default), outage or throttled.
+    #[arg(long, value_enum, default_value_t = Scenario::Fleet)]
+    scenario: Scenario,
     /// Number of resources.
     #[arg(long, default_value_t = 1000)]
     resources: usize,
@@ -58,18 +86,60 @@ struct Args {
     /// Seed of every random choice.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Scenario seconds over which the resources are created.
+    /// Scenario seconds over which the resources are created (fleet scenario; throttled: 60).
     #[arg(long, default_value_t = 600)]
     arrival_secs: u64,
-    /// Longest scenario wait between convergence and the next user action.
+    /// Longest scenario wait between convergence and the next user action (fleet; throttled: 60).
     #[arg(long, default_value_t = 300)]
     think_secs: u64,
-    /// Wall seconds of each plain-loop probe (0: none).
+    /// Wall seconds of each plain-loop probe (0: none; fleet scenario only).
     #[arg(long, default_value_t = 2.0)]
     probe_secs: f64,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Outage: scenario seconds AAP refuses connections.
+    #[arg(long, default_value_t = 600)]
+    refused_secs: u64,
+    /// Outage: then scenario seconds of 503 with Retry-After.
+    #[arg(long, default_value_t = 120)]
+    unavailable_secs: u64,
+    /// Outage: the Retry-After of those 503s (scenario seconds; sent in whole wall seconds).
+    #[arg(long, default_value_t = 30)]
+    retry_after_secs: u64,
+    /// Outage: failures in a row that open the AAP client's circuit breaker (0: no breaker).
+    #[arg(long, default_value_t = 5)]
+    breaker_threshold: u32,
+    /// Throttled: AAP requests per scenario second.
+    #[arg(long, default_value_t = AAP_REFERENCE_RATE)]
+    aap_rate: f64,
+}
+
+async fn outage(args: &Args) -> ExitCode {
+    let mut config = OutageConfig::new(args.resources.max(1));
+    config.scale = TimeScale::new(args.scale);
+    config.concurrency = args.concurrency.max(1);
+    config.replicas = args.replicas.clamp(1, 2);
+    config.seed = args.seed;
+    config.refused = Duration::from_secs(args.refused_secs);
+    config.unavailable = Duration::from_secs(args.unavailable_secs);
+    config.retry_after = Duration::from_secs(args.retry_after_secs);
+    config.breaker.threshold = args.breaker_threshold;
+    config.progress = !args.quiet;
+    match run_outage(config).await {
+        Ok(report) => {
+            println!("{}", report.render());
+            if report.ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("outage run failed to start: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 #[tokio::main]
@@ -81,7 +151,14 @@ async fn main() -> ExitCode {
             .with_writer(std::io::stderr)
             .init();
     }
-    let mut config = FleetConfig::new(args.resources.max(1));
+    if args.scenario == Scenario::Outage {
+        return outage(&args).await;
+    }
+    let mut config = if args.scenario == Scenario::Throttled {
+        throttled(args.resources.max(1))
+    } else {
+        FleetConfig::new(args.resources.max(1))
+    };
     if args.everything {
         config = config.everything();
     }
@@ -94,11 +171,29 @@ async fn main() -> ExitCode {
     }
     config.replicas = config.replicas.max(args.replicas).clamp(1, 2);
     config.seed = args.seed;
-    config.arrival = Duration::from_secs(args.arrival_secs);
-    config.think = Duration::from_secs(args.think_secs);
+    if args.scenario == Scenario::Fleet {
+        config.arrival = Duration::from_secs(args.arrival_secs);
+        config.think = Duration::from_secs(args.think_secs);
+        config.probe = Duration::from_secs_f64(args.probe_secs.max(0.0));
+    }
     config.purges = (config.resources / 1000).max(3);
-    config.probe = Duration::from_secs_f64(args.probe_secs.max(0.0));
     config.progress = !args.quiet;
+    if args.scenario == Scenario::Throttled {
+        return match run_throttled(config, args.aap_rate).await {
+            Ok(report) => {
+                println!("{}", report.render());
+                if report.ok() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                }
+            }
+            Err(e) => {
+                eprintln!("throttled run failed to start: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     match run_fleet(config).await {
         Ok(report) => {
             println!("{}", report.render());

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use provkit_aap::{AapClient, AapProvider, RetryConfig};
+use provkit_aap::metrics::AapMetrics;
+use provkit_aap::{AapClient, AapProvider, CircuitBreakerConfig, RateLimit, RetryConfig};
 use provkit_testing::fake_aap::{
     FakeAap, FakeAapServer, Fault, FaultAction, FaultId, JobScript, JobTemplateSpec, RetryAfter,
     ScriptRule, Strike, Trigger,
@@ -92,6 +93,12 @@ pub struct BackendConfig {
     pub clock_skew: Duration,
     /// More templates (e.g. a probe's), declared as they are.
     pub extra_templates: Vec<JobTemplateSpec>,
+    /// The client's circuit breaker (wall durations; default: the library's).
+    pub circuit_breaker: CircuitBreakerConfig,
+    /// The client's request-rate limit (wall; `None`: none).
+    pub rate_limit: Option<RateLimit>,
+    /// provkit-aap's metrics, shared by every client built (`None`: none).
+    pub metrics: Option<AapMetrics>,
 }
 
 impl BackendConfig {
@@ -106,6 +113,9 @@ impl BackendConfig {
             cancel_delay: Duration::from_secs(5),
             clock_skew: Duration::from_secs(2),
             extra_templates: Vec::new(),
+            circuit_breaker: CircuitBreakerConfig::default(),
+            rate_limit: None,
+            metrics: None,
         }
     }
 }
@@ -173,15 +183,22 @@ impl Backend {
     /// # Errors
     /// [`BackendError::Client`].
     pub fn client(&self, user_agent: &str) -> Result<AapClient, BackendError> {
-        Ok(AapClient::builder(self.server.base_url())
+        let mut builder = AapClient::builder(self.server.base_url())
             .token(self.server.token())
             .timeout(self.config.client_timeout)
             .connect_timeout(self.config.client_timeout)
             .retry(self.config.retry.clone())
+            .circuit_breaker(self.config.circuit_breaker.clone())
             .user_agent(user_agent)
             .proxy_from_env(false)
-            .system_roots(false)
-            .build()?)
+            .system_roots(false);
+        if let Some(limit) = self.config.rate_limit {
+            builder = builder.rate_limit(limit);
+        }
+        if let Some(metrics) = &self.config.metrics {
+            builder = builder.metrics(metrics.clone());
+        }
+        Ok(builder.build()?)
     }
 
     /// A new provider on a new client (counted in [`Backend::calls`]).

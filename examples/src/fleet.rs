@@ -13,7 +13,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
-use provkit_aap::{JobKind, RetryConfig};
+use provkit_aap::{JobKind, RateLimit, RetryConfig};
 use provkit_core::{JobState, JobType, compute_desired_config_version};
 use provkit_example_operator::crd::{Phase, VirtualNetwork, VirtualNetworkSpec};
 use provkit_kube::ProvisionedResource;
@@ -24,6 +24,7 @@ use tokio::time::Instant;
 use crate::audit::{Audit, PurgeLog, attempt_of};
 use crate::backend::{Backend, BackendConfig, BackendError, Chaos, KindTemplates, ORGANIZATION};
 use crate::harness::{CrashPlan, Harness, HarnessConfig, NAMESPACE, resource_index, resource_name};
+use crate::measure::{BreakerSettings, Taps};
 use crate::metrics::{RunMetrics, fmt_duration, mib, peak_rss_bytes, process_cpu, rss_bytes};
 use crate::report::{EndpointCounts, Table, call_table, endpoint_table, per};
 use crate::stack::TimeScale;
@@ -76,6 +77,14 @@ pub struct FleetConfig {
     pub progress: bool,
     /// Give up after this much scenario time.
     pub deadline: Duration,
+    /// The AAP client's circuit breaker (scenario durations, scaled).
+    pub breaker: BreakerSettings,
+    /// The AAP client's rate limit in requests per scenario second (`None`: none).
+    pub aap_rate: Option<f64>,
+    /// provkit-kube's per-object error backoff (production durations, scaled).
+    pub error_backoff: provkit_kube::ErrorBackoffConfig,
+    /// Extra observers of both fakes' requests.
+    pub taps: Taps,
 }
 
 impl FleetConfig {
@@ -102,6 +111,10 @@ impl FleetConfig {
             probe: Duration::from_secs(2),
             progress: false,
             deadline: Duration::from_secs(4 * 3600),
+            breaker: BreakerSettings::default(),
+            aap_rate: None,
+            error_backoff: provkit_kube::ErrorBackoffConfig::default(),
+            taps: Taps::default(),
         }
     }
 
@@ -960,6 +973,10 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         .initial_backoff(scale.of(Duration::from_millis(200)))
         .max_backoff(scale.of(Duration::from_secs(2)))
         .max_elapsed(scale.of(Duration::from_secs(20)));
+    bc.circuit_breaker = config.breaker.config(scale);
+    bc.rate_limit = config
+        .aap_rate
+        .map(|r| RateLimit::new(r / scale.factor(), 1));
     bc.extra_templates.push(JobTemplateSpec {
         allow_simultaneous: true,
         script: Some(provkit_testing::fake_aap::JobScript::successful(
@@ -987,6 +1004,8 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     hc.poll_interval = config.poll_interval;
     hc.seed = config.seed;
     hc.crashes = config.crashes.then(|| config.crash_plan.clone());
+    hc.error_backoff = config.error_backoff;
+    hc.taps = config.taps.clone();
     let h = Harness::new(hc, api.clone(), backend);
     let aap_chaos = config
         .chaos

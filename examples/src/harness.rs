@@ -32,7 +32,9 @@ use kube::runtime::{Controller, watcher};
 use provkit_core::{Clock, SystemClock};
 use provkit_example_operator::controller::Context;
 use provkit_example_operator::crd::VirtualNetwork;
-use provkit_kube::{LeaderElectionConfig, LeaderElector, Provisioner, ReconcileError};
+use provkit_kube::{
+    ErrorBackoffConfig, LeaderElectionConfig, LeaderElector, Provisioner, ReconcileError,
+};
 use provkit_lifecycle::{Jitter, LifecyclePolicy};
 use provkit_testing::fake_apiserver::{FakeApiServer, Fault, FaultEffect, FaultId, Verb};
 use provkit_testing::observe::{ObservedRequest, Phase, Verdict};
@@ -43,6 +45,7 @@ use tokio::time::Instant;
 use crate::audit::attempt_of;
 use crate::backend::Backend;
 use crate::instrumented::with_resource;
+use crate::measure::Taps;
 use crate::metrics::{RunMetrics, Timed};
 use crate::stack::TimeScale;
 
@@ -105,6 +108,10 @@ pub struct HarnessConfig {
     pub seed: u64,
     /// Crashes (`None`: none).
     pub crashes: Option<CrashPlan>,
+    /// provkit-kube's per-object error backoff (production durations, scaled by the harness).
+    pub error_backoff: ErrorBackoffConfig,
+    /// Extra observers of both fakes' requests (measurements).
+    pub taps: Taps,
 }
 
 impl HarnessConfig {
@@ -121,6 +128,8 @@ impl HarnessConfig {
             watch_lag: Duration::from_secs(1),
             seed: 42,
             crashes: None,
+            error_backoff: ErrorBackoffConfig::default(),
+            taps: Taps::default(),
         }
     }
 }
@@ -402,13 +411,15 @@ impl Harness {
 
     /// Installs the observers and starts the replicas (and the leader killer).
     pub fn start(self: &Arc<Self>) {
-        let h = Arc::downgrade(self);
+        let (h, taps) = (Arc::downgrade(self), self.config.taps.clone());
         self.api.observe(Arc::new(move |req, phase| {
+            taps.on_api(req, phase);
             h.upgrade()
                 .map_or(Verdict::Continue, |h| h.on_api_request(req, phase))
         }));
-        let h = Arc::downgrade(self);
+        let (h, taps) = (Arc::downgrade(self), self.config.taps.clone());
         self.backend.aap().observe(Arc::new(move |req, phase| {
+            taps.on_aap(req, phase);
             h.upgrade()
                 .map_or(Verdict::Continue, |h| h.on_aap_request(req, phase))
         }));
@@ -708,7 +719,8 @@ async fn incarnation(h: Arc<Harness>, identity: String) {
         FIELD_MANAGER,
     );
     let operator = Arc::new(Context {
-        provisioner: provisioner.with_error_backoff(h.config.scale.error_backoff()),
+        provisioner: provisioner
+            .with_error_backoff(h.config.scale.error_backoff(h.config.error_backoff)),
         callbacks,
     });
     let ctx = Arc::new(Ctx {
@@ -764,30 +776,19 @@ async fn incarnation(h: Arc<Harness>, identity: String) {
     tracing::info!(?end, "leadership ended");
 }
 
-/// Aborts the task when dropped: a supervisor stopped by [`Harness::stop`] takes its running
-/// incarnation with it (dropping a bare `JoinHandle` would leave it running, detached).
-struct AbortOnDrop(tokio::task::AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// Builds incarnations of `r` one after the other: a crash drops the running one whole.
 async fn supervise(h: Arc<Harness>, r: Arc<Replica>) {
     loop {
         r.incarnation.fetch_add(1, Ordering::AcqRel);
         let identity = r.identity();
         r.crashing.store(false, Ordering::Release);
-        let mut task = tokio::spawn(incarnation(h.clone(), identity));
-        let _stop_with_supervisor = AbortOnDrop(task.abort_handle());
+        // Run inline (not spawned): a crash drops the incarnation here, and so does
+        // `Harness::stop` aborting this task — a spawned incarnation outlived `stop` and went on
+        // reconciling (e.g. the plain-loop probe's objects, launching jobs the audit then saw).
+        let run = Box::pin(incarnation(h.clone(), identity));
         tokio::select! {
-            () = r.crash.notified() => {
-                task.abort();
-                let _ = task.await;
-            }
-            _ = &mut task => {}
+            () = r.crash.notified() => {}
+            () = run => {}
         }
         r.crashing.store(true, Ordering::Release);
         tokio::time::sleep(h.wall(h.config.restart_delay)).await;

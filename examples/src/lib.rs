@@ -26,10 +26,13 @@ pub mod backend;
 pub mod fleet;
 pub mod harness;
 pub mod instrumented;
+pub mod measure;
 pub mod metrics;
+pub mod outage;
 pub mod report;
 pub mod stack;
 pub mod story;
+pub mod throttle;
 
 pub use audit::{Audit, PurgeLog};
 pub use backend::{Backend, BackendConfig, BackendError, Chaos, KindTemplates};

@@ -150,11 +150,11 @@ impl TimeScale {
         script
     }
 
-    /// provkit-kube's per-object error backoff (production: 1 s doubling to 5 min), scaled.
+    /// provkit-kube's per-object error backoff `production` (default: 1 s doubling to
+    /// 5 min), its delays scaled.
     #[must_use]
-    pub fn error_backoff(self) -> ErrorBackoffConfig {
-        let production = ErrorBackoffConfig::default();
-        ErrorBackoffConfig::default()
+    pub fn error_backoff(self, production: ErrorBackoffConfig) -> ErrorBackoffConfig {
+        production
             .with_initial(self.of(production.initial))
             .with_max(self.of(production.max))
     }
@@ -487,7 +487,7 @@ impl Replica {
             provider: Arc::new(provider),
             clock,
             policy: stack.policy(),
-            error_backoff: scale.error_backoff(),
+            error_backoff: scale.error_backoff(ErrorBackoffConfig::default()),
             concurrency: 0,
             tasks: Vec::new(),
         })

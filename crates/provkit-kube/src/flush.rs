@@ -187,8 +187,8 @@ struct Known {
     server_intent: Option<LaunchIntent>,
     /// Keys of intents the engine resolved in this session (cleared by the next write).
     resolved: HashSet<String>,
-    /// The `resourceVersion` the last accepted write returned, unless a read came after it.
-    last_written: Option<String>,
+    /// The `resourceVersion`s the accepted writes since the last read returned, oldest first.
+    written_since_read: Vec<String>,
     /// The status of the copy read from the API server in this session (stale check, conflict
     /// re-read), unless a write came after it.
     read_status: Option<Value>,
@@ -258,7 +258,7 @@ impl<K: ProvisionedResource> StatusSession<K> {
                     .provisioning_status()
                     .and_then(|s| s.launch_intent.clone()),
                 resolved: HashSet::new(),
-                last_written: None,
+                written_since_read: Vec::new(),
                 read_status: None,
                 writes: 0,
                 conflicts: 0,
@@ -274,12 +274,12 @@ impl<K: ProvisionedResource> StatusSession<K> {
         (k.writes, k.conflicts)
     }
 
-    /// The `resourceVersion` this session's last accepted status write returned, when no read
-    /// came after it: the version the object's next watch event carries if nobody else
-    /// writes meanwhile.
+    /// The `resourceVersion`s this session's accepted status writes returned since its last
+    /// read, oldest first: the versions of the watch events those writes cause; the last is
+    /// the object's version unless somebody else wrote since.
     #[must_use]
-    pub fn own_write_version(&self) -> Option<String> {
-        self.lock().last_written.clone()
+    pub fn own_write_versions(&self) -> Vec<String> {
+        self.lock().written_since_read.clone()
     }
 
     /// The status of the freshest copy of the object this session read from the API server
@@ -330,7 +330,7 @@ impl<K: ProvisionedResource> StatusSession<K> {
     pub fn observe(&self, fresh: &K) {
         let mut k = self.lock();
         k.resource_version = fresh.meta().resource_version.clone();
-        k.last_written = None;
+        k.written_since_read.clear();
         k.read_status = status_value(fresh, &self.name).ok();
         k.server_jobs = fresh.provisioning_jobs().to_vec();
         k.server_intent = fresh
@@ -367,7 +367,8 @@ impl<K: ProvisionedResource> StatusSession<K> {
                 let mut k = self.lock();
                 k.writes += 1;
                 k.resource_version = written.meta().resource_version.clone();
-                k.last_written = k.resource_version.clone();
+                let written = k.resource_version.clone();
+                k.written_since_read.extend(written);
                 k.read_status = None;
                 k.server_intent = Some(intent.clone());
                 k.resolved.remove(&intent.idempotency_key);
@@ -500,8 +501,8 @@ impl<K: ProvisionedResource> StatusSession<K> {
                     let mut k = self.lock();
                     k.writes += 1;
                     k.resource_version = written.meta().resource_version.clone();
-                    k.last_written = k.resource_version.clone();
-                    k.read_status = None;
+                    let version = k.resource_version.clone();
+                    k.written_since_read.extend(version);
                     k.read_status = None;
                     k.server_jobs = merged.clone();
                     if clears_intent {
@@ -548,7 +549,7 @@ impl<K: ProvisionedResource> StatusSession<K> {
             })?;
         let mut k = self.lock();
         k.resource_version = fresh.meta().resource_version.clone();
-        k.last_written = None;
+        k.written_since_read.clear();
         k.read_status = status_value(&fresh, &self.name).ok();
         k.server_jobs = fresh.provisioning_jobs().to_vec();
         k.server_intent = fresh

@@ -27,9 +27,9 @@ use tokio::time::Instant;
 
 #[derive(Debug, Default)]
 struct Entries {
-    /// uid → (the version written, until when a reconcile of it is taken for the echo, when
-    /// the requeue is due).
-    by_uid: HashMap<String, (String, Instant, Instant)>,
+    /// uid → (the versions written, until when a reconcile of one of them is taken for an
+    /// echo, when the requeue is due).
+    by_uid: HashMap<String, (Vec<String>, Instant, Instant)>,
     /// Sweep expired entries when the map reaches this size.
     sweep_at: usize,
 }
@@ -48,16 +48,19 @@ impl OwnWrites {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Records that the reconcile of `uid` ended with our write of `resource_version` and a
-    /// requeue after `after`; a reconcile of that version within `window` is its echo.
+    /// Records that the reconcile of `uid` wrote the versions `written` (its last write last)
+    /// and asked for a requeue after `after`; a reconcile of one of them within `window` is an
+    /// echo of those writes.
     pub(crate) fn record(
         &self,
         uid: &str,
-        resource_version: &str,
+        written: Vec<String>,
         after: Duration,
         window: Duration,
     ) {
-        if uid.is_empty() || resource_version.is_empty() || window.is_zero() {
+        let written: Vec<String> = written.into_iter().filter(|v| !v.is_empty()).collect();
+        if uid.is_empty() || written.is_empty() || window.is_zero() {
+            self.forget(uid);
             return;
         }
         let now = Instant::now();
@@ -68,22 +71,18 @@ impl OwnWrites {
         }
         e.by_uid.insert(
             uid.to_owned(),
-            (
-                resource_version.to_owned(),
-                now + window.min(after),
-                now + after,
-            ),
+            (written, now + window.min(after), now + after),
         );
     }
 
-    /// If `resource_version` is still the one this controller wrote last for `uid`, within the
-    /// echo window: the time left until the requeue that write's reconcile asked for.
-    /// Otherwise `None`, and the entry is gone.
+    /// If `resource_version` is one this controller's last writing reconcile of `uid`
+    /// produced, within the echo window: the time left until the requeue that reconcile asked
+    /// for. Otherwise `None`, and the entry is gone.
     pub(crate) fn pending(&self, uid: &str, resource_version: Option<&str>) -> Option<Duration> {
         let mut e = self.lock();
         let (written, echo_until, due) = e.by_uid.get(uid)?;
         let now = Instant::now();
-        if resource_version == Some(written.as_str()) && now < *echo_until {
+        if resource_version.is_some_and(|rv| written.iter().any(|w| w == rv)) && now < *echo_until {
             return Some(due.saturating_duration_since(now));
         }
         e.by_uid.remove(uid);
@@ -100,11 +99,15 @@ impl OwnWrites {
 mod tests {
     use super::*;
 
+    fn v(version: &str) -> Vec<String> {
+        vec![version.to_owned()]
+    }
+
     #[tokio::test(start_paused = true)]
-    async fn answers_only_for_the_version_written_and_until_the_requeue_is_due() {
+    async fn answers_only_for_the_versions_written_and_until_the_requeue_is_due() {
         let w = OwnWrites::default();
         let window = Duration::from_secs(15);
-        w.record("u1", "7", Duration::from_secs(30), window);
+        w.record("u1", v("7"), Duration::from_secs(30), window);
         assert_eq!(w.pending("u1", Some("7")), Some(Duration::from_secs(30)));
         tokio::time::advance(Duration::from_secs(10)).await;
         assert_eq!(w.pending("u1", Some("7")), Some(Duration::from_secs(20)));
@@ -114,24 +117,34 @@ mod tests {
         // The mismatch dropped the entry: the old version no longer matches either.
         assert_eq!(w.pending("u1", Some("7")), None);
 
-        w.record("u1", "8", Duration::from_secs(5), window);
+        // Every version the reconcile wrote is an echo (the first event may arrive alone).
+        w.record(
+            "u1",
+            vec!["5".into(), "6".into()],
+            Duration::from_secs(30),
+            window,
+        );
+        assert_eq!(w.pending("u1", Some("5")), Some(Duration::from_secs(30)));
+        assert_eq!(w.pending("u1", Some("6")), Some(Duration::from_secs(30)));
+
+        w.record("u1", v("8"), Duration::from_secs(5), window);
         tokio::time::advance(Duration::from_secs(5)).await;
         assert_eq!(w.pending("u1", Some("8")), None, "due: reconcile normally");
 
         // Past the window (15 s) the same version reconciles normally: a trigger that late
         // is not the write's echo.
-        w.record("u1", "8", Duration::from_secs(30), window);
+        w.record("u1", v("8"), Duration::from_secs(30), window);
         tokio::time::advance(Duration::from_secs(16)).await;
         assert_eq!(w.pending("u1", Some("8")), None, "outside the echo window");
 
-        w.record("u1", "9", Duration::from_secs(5), window);
+        w.record("u1", v("9"), Duration::from_secs(5), window);
         w.forget("u1");
         assert_eq!(w.pending("u1", Some("9")), None);
 
         // Empty uids or versions, or a zero window, are never recorded.
-        w.record("", "9", Duration::from_secs(5), window);
-        w.record("u3", "", Duration::from_secs(5), window);
-        w.record("u4", "1", Duration::from_secs(5), Duration::ZERO);
+        w.record("", v("9"), Duration::from_secs(5), window);
+        w.record("u3", v(""), Duration::from_secs(5), window);
+        w.record("u4", v("1"), Duration::from_secs(5), Duration::ZERO);
         assert_eq!(w.pending("", Some("9")), None);
         assert_eq!(w.pending("u3", Some("")), None);
         assert_eq!(w.pending("u4", Some("1")), None);
@@ -143,7 +156,7 @@ mod tests {
         for i in 0..1500 {
             w.record(
                 &format!("old{i}"),
-                "1",
+                v("1"),
                 Duration::from_secs(1),
                 Duration::from_secs(1),
             );
@@ -152,7 +165,7 @@ mod tests {
         for i in 0..600 {
             w.record(
                 &format!("new{i}"),
-                "1",
+                v("1"),
                 Duration::from_secs(10),
                 Duration::from_secs(10),
             );

@@ -501,9 +501,9 @@ impl<K: ProvisionedResource> Provisioner<K> {
         })
     }
 
-    /// After a successful reconcile of `obj` that asked to come back after `requeue`: when its
-    /// last request was a status write of this session, the object's next version is that
-    /// write's echo, and a reconcile of it keeps this requeue ([`crate::own_writes`]).
+    /// After a successful reconcile of `obj` that asked to come back after `requeue`: the
+    /// versions its status writes produced (since its last read) come back as watch events,
+    /// and a reconcile of one of them keeps this requeue ([`crate::own_writes`]).
     pub(crate) fn remember_own_write(
         &self,
         obj: &K,
@@ -511,10 +511,11 @@ impl<K: ProvisionedResource> Provisioner<K> {
         requeue: Option<std::time::Duration>,
     ) {
         let uid = obj.meta().uid.as_deref().unwrap_or_default();
-        match (session.own_write_version(), requeue) {
-            (Some(rv), Some(after)) => {
+        let written = session.own_write_versions();
+        match requeue {
+            Some(after) if !written.is_empty() => {
                 self.own_writes
-                    .record(uid, &rv, after, self.own_write_window);
+                    .record(uid, written, after, self.own_write_window);
             }
             _ => self.own_writes.forget(uid),
         }

@@ -139,12 +139,19 @@ impl<K: ProvisionedResource> Provisioner<K> {
     /// The default of [`with_own_write_window`](Self::with_own_write_window): 5 s.
     pub const OWN_WRITE_WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
 
-    /// How long after one of its status writes a reconcile of the object exactly as written
-    /// (same `resourceVersion`) is taken for that write's watch echo and answered with the
-    /// requeue already asked for, without polling AAP again ([`crate::own_writes`]); default
-    /// [`OWN_WRITE_WINDOW`](Self::OWN_WRITE_WINDOW). `Duration::ZERO` turns this off, so every
-    /// reconcile runs the lifecycle (one extra poll per status change). Scale it with the
-    /// other durations when running in scaled time.
+    /// How long after its status writes a reconcile of the object exactly as written (one of
+    /// the `resourceVersion`s those writes returned) is taken for the watch echo of those
+    /// writes and answered with the requeue already asked for, without running the lifecycle
+    /// (which would poll AAP a second time within milliseconds of the poll the write recorded);
+    /// default [`OWN_WRITE_WINDOW`](Self::OWN_WRITE_WINDOW). Any other change — a spec edit, a
+    /// deletion, another writer, a finalizer patch — carries another `resourceVersion` and
+    /// reconciles normally, and a restarted controller reconciles everything once.
+    ///
+    /// The window bounds what an extra trigger that does not change the object
+    /// (`Controller::reconcile_on`, a push notification) can miss: a job that ends within it
+    /// after a poll is seen at the next poll instead. `Duration::ZERO` turns this off (every
+    /// reconcile runs the lifecycle: about one extra poll per job state change). Scale it with
+    /// the other durations when running in scaled time.
     #[must_use]
     pub fn with_own_write_window(mut self, window: std::time::Duration) -> Self {
         self.own_write_window = window;
@@ -295,7 +302,8 @@ impl<K: ProvisionedResource> Provisioner<K> {
     /// 6. The object exactly as this `Provisioner`'s last status write left it (same
     ///    `resourceVersion`: the watch event of that write) while the requeue that reconcile
     ///    asked for is still ahead → that requeue (the time left), with no request: running
-    ///    the lifecycle again would only poll AAP a second time ([`crate::own_writes`]).
+    ///    the lifecycle again would only poll AAP a second time
+    ///    ([`with_own_write_window`](Self::with_own_write_window)).
     ///
     /// # Guarantees
     /// - At most one launch per reconcile; a launched job is persisted (flush) before anything
@@ -503,7 +511,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
 
     /// After a successful reconcile of `obj` that asked to come back after `requeue`: the
     /// versions its status writes produced (since its last read) come back as watch events,
-    /// and a reconcile of one of them keeps this requeue ([`crate::own_writes`]).
+    /// and a reconcile of one of them keeps this requeue (see `own_writes`).
     pub(crate) fn remember_own_write(
         &self,
         obj: &K,

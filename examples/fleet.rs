@@ -31,10 +31,10 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use provkit_examples::TimeScale;
 use provkit_examples::fleet::{FleetConfig, run_fleet};
 use provkit_examples::outage::{OutageConfig, run_outage};
 use provkit_examples::throttle::{AAP_REFERENCE_RATE, run_throttled, throttled};
+use provkit_examples::{BackendError, TimeScale};
 
 /// mimalloc unless built with `--no-default-features`.
 #[cfg(feature = "mimalloc")]
@@ -126,17 +126,26 @@ async fn outage(args: &Args) -> ExitCode {
     config.retry_after = Duration::from_secs(args.retry_after_secs);
     config.breaker.threshold = args.breaker_threshold;
     config.progress = !args.quiet;
-    match run_outage(config).await {
-        Ok(report) => {
-            println!("{}", report.render());
-            if report.ok() {
+    finish(
+        "outage run",
+        run_outage(config).await.map(|r| (r.render(), r.ok())),
+    )
+}
+
+/// Prints a run's report and turns its verdict into the exit code (1: a target missed, 2: the
+/// run did not start).
+fn finish(what: &str, run: Result<(String, bool), BackendError>) -> ExitCode {
+    match run {
+        Ok((report, ok)) => {
+            println!("{report}");
+            if ok {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
             }
         }
         Err(e) => {
-            eprintln!("outage run failed to start: {e}");
+            eprintln!("{what} failed to start: {e}");
             ExitCode::from(2)
         }
     }
@@ -179,33 +188,15 @@ async fn main() -> ExitCode {
     config.purges = (config.resources / 1000).max(3);
     config.progress = !args.quiet;
     if args.scenario == Scenario::Throttled {
-        return match run_throttled(config, args.aap_rate).await {
-            Ok(report) => {
-                println!("{}", report.render());
-                if report.ok() {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::FAILURE
-                }
-            }
-            Err(e) => {
-                eprintln!("throttled run failed to start: {e}");
-                ExitCode::from(2)
-            }
-        };
+        return finish(
+            "throttled run",
+            run_throttled(config, args.aap_rate)
+                .await
+                .map(|r| (r.render(), r.ok())),
+        );
     }
-    match run_fleet(config).await {
-        Ok(report) => {
-            println!("{}", report.render());
-            if report.ok() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
-        Err(e) => {
-            eprintln!("fleet failed to start: {e}");
-            ExitCode::from(2)
-        }
-    }
+    finish(
+        "fleet",
+        run_fleet(config).await.map(|r| (r.render(), r.ok())),
+    )
 }

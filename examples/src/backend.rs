@@ -102,6 +102,33 @@ pub struct BackendConfig {
 }
 
 impl BackendConfig {
+    /// One `VirtualNetwork` template pair whose jobs run `create_job` / `delete_job` (scenario
+    /// time), with the cancel delay, the client's timeout and its retry sleeps scaled by `scale`,
+    /// the request log off: the fleet scenarios' AAP.
+    pub fn scaled_fleet(
+        scale: crate::stack::TimeScale,
+        create_job: Duration,
+        delete_job: Duration,
+        client_timeout: Duration,
+        seed: u64,
+    ) -> Self {
+        let mut bc = Self::new(vec![KindTemplates::new(
+            "VirtualNetwork",
+            scale.of(create_job),
+            scale.of(delete_job),
+        )]);
+        bc.request_log = 0;
+        bc.seed = seed;
+        bc.cancel_delay = scale.of(Duration::from_secs(5));
+        bc.client_timeout = scale.of(client_timeout);
+        bc.retry = RetryConfig::default()
+            .max_retries(4)
+            .initial_backoff(scale.of(Duration::from_millis(200)))
+            .max_backoff(scale.of(Duration::from_secs(2)))
+            .max_elapsed(scale.of(Duration::from_secs(20)));
+        bc
+    }
+
     /// Defaults: request log on (1000), 30 s timeout, the client's default retries.
     pub fn new(kinds: Vec<KindTemplates>) -> Self {
         Self {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
-use provkit_aap::{JobKind, RateLimit, RetryConfig};
+use provkit_aap::{JobKind, RateLimit};
 use provkit_core::{JobState, JobType, compute_desired_config_version};
 use provkit_example_operator::crd::{Phase, VirtualNetwork, VirtualNetworkSpec};
 use provkit_kube::ProvisionedResource;
@@ -22,7 +22,7 @@ use provkit_testing::fake_apiserver::{FakeApiServer, Fault, FaultEffect, FaultId
 use tokio::time::Instant;
 
 use crate::audit::{Audit, PurgeLog, attempt_of};
-use crate::backend::{Backend, BackendConfig, BackendError, Chaos, KindTemplates, ORGANIZATION};
+use crate::backend::{Backend, BackendConfig, BackendError, Chaos, ORGANIZATION};
 use crate::harness::{CrashPlan, Harness, HarnessConfig, NAMESPACE, resource_index, resource_name};
 use crate::measure::{BreakerSettings, Taps};
 use crate::metrics::{RunMetrics, fmt_duration, mib, peak_rss_bytes, process_cpu, rss_bytes};
@@ -959,20 +959,13 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     let n = config.resources.max(1);
     let scale = config.scale;
     let mut rng = fastrand::Rng::with_seed(config.seed);
-    let mut bc = BackendConfig::new(vec![KindTemplates::new(
-        "VirtualNetwork",
-        scale.of(config.create_job),
-        scale.of(config.delete_job),
-    )]);
-    bc.request_log = 0;
-    bc.seed = config.seed;
-    bc.cancel_delay = scale.of(Duration::from_secs(5));
-    bc.client_timeout = scale.of(config.client_timeout);
-    bc.retry = RetryConfig::default()
-        .max_retries(4)
-        .initial_backoff(scale.of(Duration::from_millis(200)))
-        .max_backoff(scale.of(Duration::from_secs(2)))
-        .max_elapsed(scale.of(Duration::from_secs(20)));
+    let mut bc = BackendConfig::scaled_fleet(
+        scale,
+        config.create_job,
+        config.delete_job,
+        config.client_timeout,
+        config.seed,
+    );
     bc.circuit_breaker = config.breaker.config(scale);
     bc.rate_limit = config
         .aap_rate

@@ -36,7 +36,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::audit::{Audit, PurgeLog};
-use crate::backend::{Backend, BackendConfig, BackendError, KindTemplates};
+use crate::backend::{Backend, BackendConfig, BackendError};
 use crate::fleet::{is_converged, machine};
 use crate::harness::{Harness, HarnessConfig, NAMESPACE, resource_name};
 use crate::measure::{AapCounters, AapSnapshot, BreakerSettings, PerSecond, RateSummary, Taps};
@@ -713,20 +713,13 @@ pub async fn run_outage(config: OutageConfig) -> Result<OutageReport, BackendErr
         }
     };
     let counters = AapCounters::new();
-    let mut bc = BackendConfig::new(vec![KindTemplates::new(
-        "VirtualNetwork",
-        scale.of(config.create_job),
-        scale.of(config.delete_job),
-    )]);
-    bc.request_log = 0;
-    bc.seed = config.seed;
-    bc.cancel_delay = scale.of(Duration::from_secs(5));
-    bc.client_timeout = scale.of(config.client_timeout);
-    bc.retry = provkit_aap::RetryConfig::default()
-        .max_retries(4)
-        .initial_backoff(scale.of(Duration::from_millis(200)))
-        .max_backoff(scale.of(Duration::from_secs(2)))
-        .max_elapsed(scale.of(Duration::from_secs(20)));
+    let mut bc = BackendConfig::scaled_fleet(
+        scale,
+        config.create_job,
+        config.delete_job,
+        config.client_timeout,
+        config.seed,
+    );
     bc.circuit_breaker = config.breaker.config(scale);
     bc.metrics = Some(counters.metrics());
     let backend = Backend::start(&bc, n).await?;

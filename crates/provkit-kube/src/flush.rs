@@ -199,6 +199,27 @@ struct Known {
 }
 
 impl Known {
+    /// A fresh copy was read from the API server (`status`: its status as JSON): its version,
+    /// job list and intent become the view; writes before it are no longer the newest state.
+    fn read<K: ProvisionedResource>(&mut self, fresh: &K, status: Option<Value>) {
+        self.resource_version = fresh.meta().resource_version.clone();
+        self.written_since_read.clear();
+        self.read_status = status;
+        self.server_jobs = fresh.provisioning_jobs().to_vec();
+        self.server_intent = fresh
+            .provisioning_status()
+            .and_then(|s| s.launch_intent.clone());
+    }
+
+    /// The API server accepted a status write and answered with `written`.
+    fn wrote<K: ProvisionedResource>(&mut self, written: &K) {
+        self.writes += 1;
+        self.resource_version = written.meta().resource_version.clone();
+        self.written_since_read
+            .extend(self.resource_version.clone());
+        self.read_status = None;
+    }
+
     /// What a job-history write does to `status.launchIntent`: `Some(None)` clears a resolved
     /// intent, `None` leaves the server's value alone.
     fn intent_update(&self) -> Option<Option<LaunchIntent>> {
@@ -328,14 +349,8 @@ impl<K: ProvisionedResource> StatusSession<K> {
     /// stale-cache check): its `resourceVersion`, job list and launch intent become the
     /// session's view, so later writes carry the fresh precondition.
     pub fn observe(&self, fresh: &K) {
-        let mut k = self.lock();
-        k.resource_version = fresh.meta().resource_version.clone();
-        k.written_since_read.clear();
-        k.read_status = status_value(fresh, &self.name).ok();
-        k.server_jobs = fresh.provisioning_jobs().to_vec();
-        k.server_intent = fresh
-            .provisioning_status()
-            .and_then(|s| s.launch_intent.clone());
+        let status = status_value(fresh, &self.name).ok();
+        self.lock().read(fresh, status);
     }
 
     /// Persists the launch intent (write-ahead, before the launch request): a merge patch of
@@ -365,11 +380,7 @@ impl<K: ProvisionedResource> StatusSession<K> {
         {
             Ok(written) => {
                 let mut k = self.lock();
-                k.writes += 1;
-                k.resource_version = written.meta().resource_version.clone();
-                let written = k.resource_version.clone();
-                k.written_since_read.extend(written);
-                k.read_status = None;
+                k.wrote(&written);
                 k.server_intent = Some(intent.clone());
                 k.resolved.remove(&intent.idempotency_key);
                 Ok(())
@@ -499,11 +510,7 @@ impl<K: ProvisionedResource> StatusSession<K> {
             {
                 Ok(written) => {
                     let mut k = self.lock();
-                    k.writes += 1;
-                    k.resource_version = written.meta().resource_version.clone();
-                    let version = k.resource_version.clone();
-                    k.written_since_read.extend(version);
-                    k.read_status = None;
+                    k.wrote(&written);
                     k.server_jobs = merged.clone();
                     if clears_intent {
                         k.server_intent = None;
@@ -547,14 +554,8 @@ impl<K: ProvisionedResource> StatusSession<K> {
             .ok_or_else(|| StatusWriteError::Gone {
                 name: self.name.clone(),
             })?;
-        let mut k = self.lock();
-        k.resource_version = fresh.meta().resource_version.clone();
-        k.written_since_read.clear();
-        k.read_status = status_value(&fresh, &self.name).ok();
-        k.server_jobs = fresh.provisioning_jobs().to_vec();
-        k.server_intent = fresh
-            .provisioning_status()
-            .and_then(|s| s.launch_intent.clone());
+        let status = status_value(&fresh, &self.name).ok();
+        self.lock().read(&fresh, status);
         Ok(())
     }
 }

@@ -1,13 +1,14 @@
-//! The objects whose newest version is this controller's own status write, and when the
-//! reconcile that write went with asked to come back.
+//! The objects whose newest versions are this controller's own status writes, and when the
+//! reconcile that made them asked to come back.
 //!
 //! A status write comes back at once as a watch event, and kube-runtime reconciles the object
 //! again. Running the lifecycle then would poll AAP a second time within milliseconds of the
 //! poll the write recorded (about one extra poll per job state change: 4.9 polls per job
-//! instead of 2.9 in the fleet run). When the object a reconcile receives carries exactly the
-//! `resourceVersion` this controller's last write returned, within a short window after that
-//! write ([`Provisioner::with_own_write_window`](crate::Provisioner::with_own_write_window),
-//! 5 s by default), nothing but that write happened since: the reconcile answers with the
+//! instead of 2.8 in the 1,000-resource fleet run). When the object a reconcile receives
+//! carries exactly one of the `resourceVersion`s the last writing reconcile's writes returned
+//! (a launch writes the intent, then the flush: either event can arrive first and alone),
+//! within a short window after those writes ([`Provisioner::with_own_write_window`](crate::Provisioner::with_own_write_window),
+//! 5 s by default), nothing but those writes happened since: the reconcile answers with the
 //! requeue its predecessor asked for (the remaining time) and sends nothing. Any other
 //! change — a spec edit, a deletion, another writer, a finalizer patch — carries another
 //! `resourceVersion` and reconciles normally. The window bounds what an extra trigger with no

@@ -171,6 +171,31 @@ fn index_of(obj: &VirtualNetwork) -> Option<usize> {
     obj.metadata.name.as_deref().and_then(resource_index)
 }
 
+/// A user's request, retried every `pause` as `kubectl` users do until it is taken; `None` when
+/// the API server answers 404 or AlreadyExists. Never gives up: a user who gave up would leave
+/// the object at its step for ever and the run would report it as not converged (the run's
+/// deadline bounds the loop).
+pub(crate) async fn user_request<T, F, Fut>(pause: Duration, mut op: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    loop {
+        match op().await {
+            Ok(v) => return Some(v),
+            Err(kube::Error::Api(s))
+                if s.code == 404 || s.code == 409 && s.reason == "AlreadyExists" =>
+            {
+                return None;
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "user request refused; retrying");
+                tokio::time::sleep(pause).await;
+            }
+        }
+    }
+}
+
 /// The user: creates, changes and deletes objects, retrying refused requests as `kubectl`
 /// users do.
 struct User {
@@ -184,27 +209,12 @@ struct User {
 }
 
 impl User {
-    async fn retry<T, F, Fut>(&self, mut op: F) -> Option<T>
+    async fn retry<T, F, Fut>(&self, op: F) -> Option<T>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, kube::Error>>,
     {
-        // Until it is taken: a user who gave up would leave the object at its step for ever
-        // and the run would report it as not converged (the run's deadline bounds the loop).
-        loop {
-            match op().await {
-                Ok(v) => return Some(v),
-                Err(kube::Error::Api(s))
-                    if s.code == 404 || s.code == 409 && s.reason == "AlreadyExists" =>
-                {
-                    return None;
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, "user request refused; retrying");
-                    tokio::time::sleep(self.h.wall(Duration::from_secs(1))).await;
-                }
-            }
-        }
+        user_request(self.h.wall(Duration::from_secs(1)), op).await
     }
 
     async fn create(&self, index: usize) {
@@ -979,17 +989,6 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     });
     let backend = Backend::start(&bc, n).await?;
     let retained = 5000;
-    let api = FakeApiServer::builder()
-        .crd::<VirtualNetwork>()
-        .seed(config.seed)
-        .retained_changes(retained)
-        .request_log_limit(0)
-        .build();
-    api.inject(
-        Fault::new(FaultEffect::WatchLag(scale.of(Duration::from_secs(1))))
-            .verb(Verb::Watch)
-            .resource("virtualnetworks"),
-    );
     let mut hc = HarnessConfig::new(n);
     hc.scale = scale;
     hc.replicas = config.replicas;
@@ -999,6 +998,7 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     hc.crashes = config.crashes.then(|| config.crash_plan.clone());
     hc.error_backoff = config.error_backoff;
     hc.taps = config.taps.clone();
+    let api = hc.api_server(retained);
     let h = Harness::new(hc, api.clone(), backend);
     let aap_chaos = config
         .chaos

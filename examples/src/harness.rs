@@ -115,6 +115,24 @@ pub struct HarnessConfig {
 }
 
 impl HarnessConfig {
+    /// The run's fake API server: the `VirtualNetwork` CRD, `retained` changes of watch history
+    /// (the watch window), no request log, and every watch of the objects lagging
+    /// [`watch_lag`](Self::watch_lag) (scaled): the informer-cache race.
+    pub fn api_server(&self, retained: usize) -> FakeApiServer {
+        let api = FakeApiServer::builder()
+            .crd::<VirtualNetwork>()
+            .seed(self.seed)
+            .retained_changes(retained)
+            .request_log_limit(0)
+            .build();
+        api.inject(
+            Fault::new(FaultEffect::WatchLag(self.scale.of(self.watch_lag)))
+                .verb(Verb::Watch)
+                .resource(PLURAL),
+        );
+        api
+    }
+
     /// One replica, no crashes, 30 s polls, scale ×10.
     pub fn new(resources: usize) -> Self {
         Self {

@@ -30,14 +30,14 @@ use provkit_core::JobType;
 use provkit_example_operator::crd::{VirtualNetwork, VirtualNetworkSpec};
 use provkit_kube::{ErrorBackoffConfig, ProvisionedResource};
 use provkit_testing::fake_aap::{Fault as AapFault, FaultAction, RetryAfter};
-use provkit_testing::fake_apiserver::{FakeApiServer, Fault, FaultEffect, Verb};
+
 use provkit_testing::observe::{ObservedRequest, Phase};
 use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::audit::{Audit, PurgeLog};
 use crate::backend::{Backend, BackendConfig, BackendError};
-use crate::fleet::{is_converged, machine};
+use crate::fleet::{is_converged, machine, user_request};
 use crate::harness::{Harness, HarnessConfig, NAMESPACE, resource_name};
 use crate::measure::{AapCounters, AapSnapshot, BreakerSettings, PerSecond, RateSummary, Taps};
 use crate::metrics::{RunMetrics, fmt_duration};
@@ -266,27 +266,6 @@ impl Tracker {
             }
         }
     }
-}
-
-/// Retries `op` (refused, 5xx) as a `kubectl` user does; `None` on 404 / AlreadyExists or after
-/// 100 tries.
-async fn retry<T, F, Fut>(pause: Duration, mut op: F) -> Option<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, kube::Error>>,
-{
-    for _ in 0..100 {
-        match op().await {
-            Ok(v) => return Some(v),
-            Err(kube::Error::Api(s))
-                if s.code == 404 || s.code == 409 && s.reason == "AlreadyExists" =>
-            {
-                return None;
-            }
-            Err(_) => tokio::time::sleep(pause).await,
-        }
-    }
-    None
 }
 
 /// Waits (checking every `tick`) until `done()` or `limit` passed; returns whether done.
@@ -723,17 +702,6 @@ pub async fn run_outage(config: OutageConfig) -> Result<OutageReport, BackendErr
     bc.circuit_breaker = config.breaker.config(scale);
     bc.metrics = Some(counters.metrics());
     let backend = Backend::start(&bc, n).await?;
-    let api = FakeApiServer::builder()
-        .crd::<VirtualNetwork>()
-        .seed(config.seed)
-        .retained_changes(5000)
-        .request_log_limit(0)
-        .build();
-    api.inject(
-        Fault::new(FaultEffect::WatchLag(scale.of(Duration::from_secs(1))))
-            .verb(Verb::Watch)
-            .resource("virtualnetworks"),
-    );
     let counts = Arc::new(Counts {
         phase: AtomicU8::new(BEFORE),
         aap: PerSecond::new(scale),
@@ -758,6 +726,7 @@ pub async fn run_outage(config: OutageConfig) -> Result<OutageReport, BackendErr
             provkit_testing::observe::Verdict::Continue
         })),
     };
+    let api = hc.api_server(5000);
     let h = Harness::new(hc, api.clone(), backend);
     h.start();
 
@@ -776,7 +745,7 @@ pub async fn run_outage(config: OutageConfig) -> Result<OutageReport, BackendErr
             let name = resource_name(index);
             let obj = VirtualNetwork::new(&name, spec(index));
             let pp = PostParams::default();
-            let created = match retry(tick, || user.create(&pp, &obj)).await {
+            let created = match user_request(tick, || user.create(&pp, &obj)).await {
                 Some(c) => Some(c),
                 None => user.get(&name).await.ok(),
             };
@@ -892,7 +861,7 @@ pub async fn run_outage(config: OutageConfig) -> Result<OutageReport, BackendErr
         let user = user.clone();
         deletions.push(tokio::spawn(async move {
             let (name, dp) = (resource_name(index), DeleteParams::default());
-            retry(tick, || user.delete(&name, &dp)).await;
+            user_request(tick, || user.delete(&name, &dp)).await;
         }));
     }
     wait_until(tick, scale.of(config.deadline), || {

@@ -32,6 +32,7 @@ use provkit_testing::fake_aap::{
 use provkit_testing::fake_apiserver::{
     FakeApiServer, Fault as ApiFault, FaultEffect, RequestRecord, Verb,
 };
+use provkit_testing::observe::{Phase, Verdict};
 use serde_json::json;
 use tokio::task::JoinHandle;
 
@@ -591,16 +592,31 @@ async fn ignored_extra_vars_in_a_launch_answer_cancel_the_job_and_fail_the_attem
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lookup_that_cannot_prove_absence_blocks_the_launch() {
     let w = World::standard().await;
-    // A first process whose launch answers are lost leaves a pending intent; it dies.
-    let reset = w
-        .aap()
-        .add_fault(Fault::new("POST", "/api/*/launch/", FaultAction::ConnectionReset).before());
+    // A first process dies while its launch is unanswered (the fake never acts on it), leaving
+    // a pending intent. (A connection reset instead let the process prove absence and launch
+    // again before the crash; that second request, already sent, could reach the fake after the
+    // fault was gone and create the resource's job, one run in about twenty.)
+    let launches = Arc::new(AtomicUsize::new(0));
+    let seen = launches.clone();
+    w.aap().observe(Arc::new(move |req, phase| {
+        if req.method == "POST" && req.path.ends_with("/launch/") {
+            if phase == Phase::Received {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+            Verdict::Abandon
+        } else {
+            Verdict::Continue
+        }
+    }));
     let small_cap = || w.process_with(AapClient::builder(w.aap.base_url()).max_list_items(3));
     let stack = small_cap();
     w.create_network().await;
-    until("a launch was attempted", || w.aap().fault_hits(reset) >= 1).await;
+    until("a launch was attempted", || {
+        launches.load(Ordering::SeqCst) >= 1
+    })
+    .await;
     stack.crash().await;
-    w.aap().clear_faults();
+    w.aap().clear_observer();
     assert!(w.intent_pending());
     assert_eq!(w.aap().jobs().len(), 0);
     // Other resources' jobs of the same template fill the window beyond the list cap.

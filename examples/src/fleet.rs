@@ -400,7 +400,8 @@ impl ApiChaos {
 pub struct MemorySample {
     /// RSS at the sample.
     pub rss: u64,
-    /// Objects the API server stores (JSON bytes of VirtualNetworks, Events, Leases).
+    /// Objects the API server stores (JSON bytes of every stored object: VirtualNetworks,
+    /// Events, Leases, Namespaces).
     pub stores: u64,
     /// Objects stored.
     pub objects: usize,
@@ -408,7 +409,8 @@ pub struct MemorySample {
     pub jobs_bytes: u64,
     /// Jobs held.
     pub jobs: usize,
-    /// The watch window: retained changes × the mean stored object size.
+    /// The watch window: JSON bytes of the versions only the API server's retained change
+    /// history holds (older versions, deleted objects).
     pub watch_window: u64,
 }
 
@@ -936,27 +938,19 @@ async fn api_probe(
     median_rate(per_window, window)
 }
 
-fn sample_memory(h: &Harness, retained: usize) -> MemorySample {
-    let mut objects = h.api.objects_json("osac.openshift.io", "virtualnetworks");
-    let vn = objects.len();
-    objects.extend(h.api.events());
-    objects.extend(h.api.objects_json("coordination.k8s.io", "leases"));
-    let stores: usize = objects.iter().map(|o| o.to_string().len()).sum();
-    let mean = objects[..vn]
-        .iter()
-        .map(|o| o.to_string().len())
-        .sum::<usize>()
-        .checked_div(vn)
-        .unwrap_or(0);
+fn sample_memory(h: &Harness) -> MemorySample {
+    // The fake's own footprint (reference counts under its lock, sized after): sampling must
+    // not copy the stores, or the copies become the peak it reports.
+    let footprint = h.api.footprint();
     let jobs = h.backend.aap().jobs();
     let jobs_bytes: usize = jobs.iter().map(|j| j.extra_vars.len() + 300).sum();
     MemorySample {
         rss: rss_bytes().unwrap_or(0),
-        stores: stores as u64,
-        objects: objects.len(),
+        stores: footprint.json_bytes() - footprint.history_json_bytes,
+        objects: footprint.objects(),
         jobs_bytes: jobs_bytes as u64,
         jobs: jobs.len(),
-        watch_window: (retained * mean) as u64,
+        watch_window: footprint.history_json_bytes,
     }
 }
 
@@ -1125,7 +1119,7 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         async move {
             loop {
                 tokio::time::sleep(h.wall(Duration::from_secs(60))).await;
-                let s = sample_memory(&h, retained);
+                let s = sample_memory(&h);
                 let mut b = best.lock().unwrap_or_else(PoisonError::into_inner);
                 if s.rss >= b.rss {
                     *b = s;

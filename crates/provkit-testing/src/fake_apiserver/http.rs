@@ -22,7 +22,7 @@ use super::resource::ResourceType;
 use super::selector::{FieldSelector, LabelSelector, labels_of};
 use super::server::Inner;
 use super::status::ApiStatus;
-use super::store::{Deleted, Writer};
+use super::store::{Deleted, Doc, ObjectKey, Writer};
 use super::watch::{self, WatchSpec};
 use crate::observe::{ObservedRequest, Phase, Verdict, verdict};
 
@@ -45,7 +45,12 @@ enum Route {
 }
 
 fn json_response(code: u16, body: &Value) -> Response<Body> {
-    let mut r = Response::new(Body::from(body.to_string()));
+    bytes_response(code, body.to_string().into_bytes())
+}
+
+/// An answer whose JSON body is already serialized.
+fn bytes_response(code: u16, body: Vec<u8>) -> Response<Body> {
+    let mut r = Response::new(Body::from(body));
     *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -328,7 +333,9 @@ fn dispatch(inner: &Arc<Inner>, verb: Verb, c: &Call<'_>) -> Response<Body> {
     };
     let result = match verb {
         Verb::Get => inner.lock_store().get(c.rt, ns, name).map(|o| (200, o)),
-        Verb::List => list(inner, c).map(|l| (200, l)),
+        Verb::List => {
+            return list(inner, c).unwrap_or_else(|s| status_response(&s));
+        }
         Verb::Watch => return watch(inner, c),
         Verb::Create => parse_body(c.content_type, c.body)
             .and_then(|b| inner.lock_store().create(c.rt, ns, b, writer))
@@ -351,12 +358,7 @@ fn dispatch(inner: &Arc<Inner>, verb: Verb, c: &Call<'_>) -> Response<Body> {
     }
 }
 
-fn delete(
-    inner: &Arc<Inner>,
-    c: &Call<'_>,
-    ns: &str,
-    name: &str,
-) -> Result<(u16, Value), ApiStatus> {
+fn delete(inner: &Arc<Inner>, c: &Call<'_>, ns: &str, name: &str) -> Result<(u16, Doc), ApiStatus> {
     let opts = if c.body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {
@@ -378,7 +380,8 @@ fn delete(
         .pointer("/preconditions/resourceVersion")
         .and_then(Value::as_str);
     match inner.lock_store().delete(c.rt, ns, name, pre_uid, pre_rv)? {
-        Deleted::Gone(status) | Deleted::Pending(status) => Ok((200, status)),
+        Deleted::Gone(status) => Ok((200, Doc::new(status))),
+        Deleted::Pending(object) => Ok((200, object)),
     }
 }
 
@@ -390,63 +393,64 @@ fn selectors(c: &Call<'_>) -> Result<(LabelSelector, FieldSelector), ApiStatus> 
     Ok((labels, fields))
 }
 
-fn list(inner: &Arc<Inner>, c: &Call<'_>) -> Result<Value, ApiStatus> {
+/// A list (page). Under the store's lock it only selects the page (reference counts); the
+/// answer is serialized after the lock is released.
+fn list(inner: &Arc<Inner>, c: &Call<'_>) -> Result<Response<Body>, ApiStatus> {
     let (labels, fields) = selectors(c)?;
     let limit = c
         .query
         .get("limit")
         .and_then(|l| l.parse::<usize>().ok())
         .filter(|l| *l > 0);
-    let store = inner.lock_store();
-    // `continue` is `<rv>/<namespace>/<name>` of the last item served (opaque to clients).
-    let after = match c.query.get("continue").filter(|t| !t.is_empty()) {
-        None => None,
-        Some(token) => {
-            let mut it = token.splitn(3, '/');
-            let rv = it.next().and_then(|r| r.parse::<u64>().ok());
-            let (Some(rv), Some(ns), Some(name)) = (rv, it.next(), it.next()) else {
-                return Err(ApiStatus::bad_request("invalid continue token"));
-            };
-            if rv < store.compacted() {
-                return Err(ApiStatus::gone(
-                    "The provided continue parameter is too old to display a consistent list result. \
-                     You can start a new list without the continue parameter.",
-                ));
+    let (page, rv) = {
+        let store = inner.lock_store();
+        // `continue` is `<rv>/<namespace>/<name>` of the last item served (opaque to clients).
+        let after: Option<ObjectKey> = match c.query.get("continue").filter(|t| !t.is_empty()) {
+            None => None,
+            Some(token) => {
+                let mut it = token.splitn(3, '/');
+                let rv = it.next().and_then(|r| r.parse::<u64>().ok());
+                let (Some(rv), Some(ns), Some(name)) = (rv, it.next(), it.next()) else {
+                    return Err(ApiStatus::bad_request("invalid continue token"));
+                };
+                if rv < store.compacted() {
+                    return Err(ApiStatus::gone(
+                        "The provided continue parameter is too old to display a consistent list result. \
+                         You can start a new list without the continue parameter.",
+                    ));
+                }
+                Some((ns.to_owned(), name.to_owned()))
             }
-            Some((ns.to_owned(), name.to_owned()))
-        }
+        };
+        let page = store.page(c.rt, c.namespace, after.as_ref(), limit, |o| {
+            fields.matches(o) && labels.matches(&labels_of(o))
+        });
+        (page, store.resource_version())
     };
-    let key = |o: &Value| {
-        (
-            meta_str(o, "namespace").unwrap_or_default().to_owned(),
-            meta_str(o, "name").unwrap_or_default().to_owned(),
-        )
-    };
-    let mut items: Vec<Value> = store
-        .list(c.rt, c.namespace)
-        .into_iter()
-        .filter(|o| after.as_ref().is_none_or(|a| &key(o) > a))
-        .filter(|o| fields.matches(o) && labels.matches(&labels_of(o)))
-        .collect();
-    let rv = store.resource_version();
     let mut list_meta = json!({"resourceVersion": rv.to_string()});
-    if let Some(limit) = limit
-        && items.len() > limit
+    if page.remaining > 0
+        && let Some(last) = page.items.last()
     {
-        let remaining = items.len() - limit;
-        items.truncate(limit);
-        if let Some(last) = items.last() {
-            let (ns, name) = key(last);
-            list_meta["continue"] = json!(format!("{rv}/{ns}/{name}"));
-            list_meta["remainingItemCount"] = json!(remaining);
-        }
+        let ns = meta_str(last, "namespace").unwrap_or_default();
+        let name = meta_str(last, "name").unwrap_or_default();
+        list_meta["continue"] = json!(format!("{rv}/{ns}/{name}"));
+        list_meta["remainingItemCount"] = json!(page.remaining);
     }
-    Ok(json!({
+    let items: Vec<&Value> = page.items.iter().map(|d| &**d).collect();
+    let body = json!({
         "apiVersion": c.rt.api_version(),
         "kind": format!("{}List", c.rt.kind),
         "metadata": list_meta,
-        "items": items,
-    }))
+    });
+    let mut out = body.to_string().into_bytes();
+    // `{…}` → `{…,"items":[…]}`: the items are written from the shared copies, not cloned
+    // into the document first.
+    out.pop();
+    out.extend_from_slice(b",\"items\":");
+    serde_json::to_writer(&mut out, &items)
+        .map_err(|e| ApiStatus::new(500, "InternalError", format!("encoding the list: {e}")))?;
+    out.push(b'}');
+    Ok(bytes_response(200, out))
 }
 
 fn watch(inner: &Arc<Inner>, c: &Call<'_>) -> Response<Body> {

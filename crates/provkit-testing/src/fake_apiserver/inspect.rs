@@ -1,5 +1,5 @@
-//! What the server records for tests to inspect: the bounded request log and the per-verb
-//! counters.
+//! What the server records for tests to inspect: the bounded request log, the per-verb
+//! counters, and the store's footprint.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -44,4 +44,61 @@ impl RequestLog {
         }
         self.records.push_back(record);
     }
+}
+
+/// The objects of one type the store holds, and their size as JSON.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TypeFootprint {
+    /// Objects stored.
+    pub objects: usize,
+    /// Their size, serialized as the server answers them.
+    pub json_bytes: u64,
+}
+
+/// What a [`FakeApiServer`](super::FakeApiServer) holds in memory, as
+/// [`footprint`](super::FakeApiServer::footprint) measures it: every stored object, plus the
+/// versions only the retained change history still holds (older versions of objects, deleted
+/// objects), each counted once however many changes share it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoreFootprint {
+    /// By type: `group/plural`, or `plural` for the core group.
+    pub by_type: BTreeMap<String, TypeFootprint>,
+    /// Versions only the change history holds.
+    pub history_objects: usize,
+    /// Their JSON size.
+    pub history_json_bytes: u64,
+}
+
+impl StoreFootprint {
+    /// Stored objects of every type.
+    #[must_use]
+    pub fn objects(&self) -> usize {
+        self.by_type.values().map(|t| t.objects).sum()
+    }
+
+    /// JSON size of the stored objects and of the versions only the history holds.
+    #[must_use]
+    pub fn json_bytes(&self) -> u64 {
+        self.by_type.values().map(|t| t.json_bytes).sum::<u64>() + self.history_json_bytes
+    }
+}
+
+/// The length of a value's JSON, counted without building the text.
+pub(crate) fn json_len(value: &serde_json::Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Serializing a `Value` into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }

@@ -74,7 +74,7 @@ mod store;
 mod watch;
 
 pub use faults::{Fault, FaultEffect, FaultId, Verb};
-pub use inspect::RequestRecord;
+pub use inspect::{RequestRecord, StoreFootprint, TypeFootprint};
 pub use resource::CrdError;
 pub use serve::ServeHandle;
 pub use server::{FakeApiServer, FakeApiServerBuilder, FakeApiService};

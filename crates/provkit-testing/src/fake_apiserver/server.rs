@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::faults::{Fault, FaultId, Hit, RequestTarget, Verb};
 use super::http::{CLIENT_HEADER, handle};
-use super::inspect::{RequestLog, RequestRecord};
+use super::inspect::{RequestLog, RequestRecord, StoreFootprint, json_len};
 use super::resource::{CrdError, ResourceType, TypeKey, parse_crd_documents};
 use super::store::{Store, Writer};
 
@@ -390,10 +390,11 @@ impl FakeApiServer {
             plural: plural.into(),
         };
         let rt = store.types.iter().find(|t| t.key() == key).cloned();
-        store
-            .all_of(&key)
-            .into_iter()
-            .map(|mut o| {
+        let docs = store.all_of(&key);
+        drop(store);
+        docs.into_iter()
+            .map(|d| {
+                let mut o = Value::clone(&d);
                 if let (Some(rt), Some(m)) = (&rt, o.as_object_mut()) {
                     m.insert("apiVersion".into(), json!(rt.api_version()));
                     m.insert("kind".into(), json!(rt.kind));
@@ -401,6 +402,44 @@ impl FakeApiServer {
                 o
             })
             .collect()
+    }
+
+    /// What the store holds in memory: stored objects by type with their JSON size, and the
+    /// versions only the retained change history holds. Takes reference counts under the
+    /// store's lock and measures after releasing it; copies no object.
+    ///
+    /// ```
+    /// use provkit_testing::fake_apiserver::FakeApiServer;
+    /// let api = FakeApiServer::builder().namespace("team-a").build();
+    /// let footprint = api.footprint();
+    /// assert_eq!(footprint.by_type["namespaces"].objects, 3); // default, kube-system, team-a
+    /// assert!(footprint.json_bytes() > 0);
+    /// ```
+    #[must_use]
+    pub fn footprint(&self) -> StoreFootprint {
+        let store = self.inner.lock_store();
+        let (current, history) = store.held();
+        let current: Vec<(String, super::store::Doc)> = current
+            .into_iter()
+            .map(|(k, d)| {
+                let label = if k.group.is_empty() {
+                    k.plural.clone()
+                } else {
+                    format!("{}/{}", k.group, k.plural)
+                };
+                (label, d)
+            })
+            .collect();
+        drop(store);
+        let mut out = StoreFootprint::default();
+        for (label, doc) in current {
+            let t = out.by_type.entry(label).or_default();
+            t.objects += 1;
+            t.json_bytes += json_len(&doc);
+        }
+        out.history_objects = history.len();
+        out.history_json_bytes = history.iter().map(|d| json_len(d)).sum();
+        out
     }
 
     /// The requests answered, oldest first (bounded by

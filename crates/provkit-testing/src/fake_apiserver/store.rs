@@ -3,6 +3,10 @@
 //!
 //! All writes go through here under the server's lock, so each write is one atomic step with
 //! one new `resourceVersion`, and watchers see changes in `resourceVersion` order with no gap.
+//!
+//! A stored object is a [`Doc`] (`Arc<Value>`), written once and never changed in place: the
+//! store, the change history, watch streams and readers share one copy per version, so a read
+//! or a list page takes reference counts under the lock and serializes after releasing it.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -25,6 +29,9 @@ pub(crate) enum ChangeKind {
     Deleted,
 }
 
+/// One stored version of an object (with its `apiVersion` and `kind`), shared, never mutated.
+pub(crate) type Doc = Arc<Value>;
+
 /// One committed change.
 #[derive(Debug, Clone)]
 pub(crate) struct Change {
@@ -32,9 +39,9 @@ pub(crate) struct Change {
     pub(crate) key: TypeKey,
     pub(crate) kind: ChangeKind,
     /// The object after the change (for `Deleted`, its last state with the deletion's rv).
-    pub(crate) object: Value,
+    pub(crate) object: Doc,
     /// The object before the change (selector transitions on watches).
-    pub(crate) old: Option<Value>,
+    pub(crate) old: Option<Doc>,
 }
 
 /// A change as broadcast to watchers, with the moment it was committed (for lagging watches).
@@ -49,16 +56,24 @@ pub(crate) enum Deleted {
     /// Removed: the `Success` status.
     Gone(Value),
     /// Kept until its finalizers are removed (the object with `deletionTimestamp`).
-    Pending(Value),
+    Pending(Doc),
 }
 
-type ObjectKey = (String, String);
+/// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
+pub(crate) type ObjectKey = (String, String);
+
+/// One page of a list: the selected objects and how many more would follow.
+#[derive(Debug)]
+pub(crate) struct Page {
+    pub(crate) items: Vec<Doc>,
+    pub(crate) remaining: usize,
+}
 
 /// The store.
 #[derive(Debug)]
 pub(crate) struct Store {
     pub(crate) types: Vec<ResourceType>,
-    objects: BTreeMap<TypeKey, BTreeMap<ObjectKey, Value>>,
+    objects: BTreeMap<TypeKey, BTreeMap<ObjectKey, Doc>>,
     rv: u64,
     history: VecDeque<Arc<Change>>,
     history_limit: usize,
@@ -126,14 +141,7 @@ impl Store {
 
     /// Stores `next` under `key` and records the `Modified` change from `old` (one path for updates
     /// and for the start of a deletion).
-    fn store_modified(
-        &mut self,
-        rt: &ResourceType,
-        key: ObjectKey,
-        rv: u64,
-        next: &Value,
-        old: Value,
-    ) {
+    fn store_modified(&mut self, rt: &ResourceType, key: ObjectKey, rv: u64, next: &Doc, old: Doc) {
         self.objects
             .entry(rt.key())
             .or_default()
@@ -184,7 +192,7 @@ impl Store {
         self.tx.subscribe()
     }
 
-    pub(crate) fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiStatus> {
+    pub(crate) fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Doc, ApiStatus> {
         self.objects
             .get(&rt.key())
             .and_then(|m| m.get(&(ns.to_owned(), name.to_owned())))
@@ -193,24 +201,71 @@ impl Store {
     }
 
     /// Objects of a type in `ns` (all namespaces when `None`), in (namespace, name) order.
-    pub(crate) fn list(&self, rt: &ResourceType, ns: Option<&str>) -> Vec<Value> {
-        self.objects
-            .get(&rt.key())
-            .map(|m| {
-                m.iter()
-                    .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
-                    .map(|(_, o)| with_type(o, rt))
-                    .collect()
-            })
-            .unwrap_or_default()
+    pub(crate) fn list(&self, rt: &ResourceType, ns: Option<&str>) -> Vec<Doc> {
+        self.page(rt, ns, None, None, |_| true).items
+    }
+
+    /// Up to `limit` objects of a type in `ns` (all namespaces when `None`) that `keep` selects,
+    /// after `after` in (namespace, name) order, and how many more it selects. Costs reference
+    /// counts for the page, and a selector check for each object after it.
+    pub(crate) fn page(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        after: Option<&ObjectKey>,
+        limit: Option<usize>,
+        keep: impl Fn(&Value) -> bool,
+    ) -> Page {
+        use std::ops::Bound;
+        let Some(m) = self.objects.get(&rt.key()) else {
+            return Page {
+                items: Vec::new(),
+                remaining: 0,
+            };
+        };
+        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut selected = m
+            .range::<ObjectKey, _>((start, Bound::Unbounded))
+            .filter(|((n, _), o)| ns.is_none_or(|want| want == n) && keep(o))
+            .map(|(_, o)| o);
+        let items: Vec<Doc> = selected
+            .by_ref()
+            .take(limit.unwrap_or(usize::MAX))
+            .map(|o| with_type(o, rt))
+            .collect();
+        Page {
+            items,
+            remaining: selected.count(),
+        }
     }
 
     /// Every stored object of a type group/plural, for inspection.
-    pub(crate) fn all_of(&self, key: &TypeKey) -> Vec<Value> {
+    pub(crate) fn all_of(&self, key: &TypeKey) -> Vec<Doc> {
         self.objects
             .get(key)
             .map(|m| m.values().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// Every stored object, and the objects of the retained history that are no longer stored
+    /// (older versions and deleted objects), for sizing.
+    pub(crate) fn held(&self) -> (Vec<(&TypeKey, Doc)>, Vec<Doc>) {
+        let current: Vec<(&TypeKey, Doc)> = self
+            .objects
+            .iter()
+            .flat_map(|(k, m)| m.values().map(move |d| (k, d.clone())))
+            .collect();
+        let live: std::collections::HashSet<*const Value> =
+            current.iter().map(|(_, d)| Arc::as_ptr(d)).collect();
+        let mut seen = std::collections::HashSet::new();
+        let history = self
+            .history
+            .iter()
+            .flat_map(|c| std::iter::once(&c.object).chain(c.old.as_ref()))
+            .filter(|d| !live.contains(&Arc::as_ptr(d)) && seen.insert(Arc::as_ptr(d)))
+            .cloned()
+            .collect();
+        (current, history)
     }
 
     fn namespace_exists(&self, ns: &str) -> bool {
@@ -242,7 +297,7 @@ impl Store {
         ns: &str,
         mut obj: Value,
         writer: Writer<'_>,
-    ) -> Result<Value, ApiStatus> {
+    ) -> Result<Doc, ApiStatus> {
         if !obj.is_object() {
             return Err(ApiStatus::bad_request(
                 "the request body must be a JSON object",
@@ -316,7 +371,8 @@ impl Store {
             }
         }
         meta::record_manager(&mut obj, rt, writer.manager, None, &now);
-        let obj = with_type(&obj, rt);
+        set_type(&mut obj, rt);
+        let obj = Doc::new(obj);
         self.objects
             .entry(rt.key())
             .or_default()
@@ -339,7 +395,7 @@ impl Store {
         name: &str,
         new: Value,
         writer: Writer<'_>,
-    ) -> Result<Value, ApiStatus> {
+    ) -> Result<Doc, ApiStatus> {
         let old = self.get(rt, ns, name)?;
         if !new.is_object() {
             return Err(ApiStatus::bad_request(
@@ -371,7 +427,7 @@ impl Store {
         }
         let mut next = if writer.subresource == Some("status") {
             // Writes to /status change only status.
-            let mut next = old.clone();
+            let mut next = Value::clone(&old);
             match new.get("status") {
                 Some(s) => next["status"] = s.clone(),
                 None => {
@@ -416,8 +472,8 @@ impl Store {
             }
         }
         Self::validate(rt, &mut next, name)?;
-        next = with_type(&next, rt);
-        if next == old {
+        set_type(&mut next, rt);
+        if next == *old {
             // A no-op write changes nothing, not even resourceVersion.
             return Ok(old);
         }
@@ -434,6 +490,7 @@ impl Store {
         let rv = self.rv;
         meta::meta_mut(&mut next).insert("resourceVersion".into(), json!(rv.to_string()));
         let key = (ns.to_owned(), name.to_owned());
+        let next = Doc::new(next);
         if meta_str(&next, "deletionTimestamp").is_some() && meta::finalizers(&next).is_empty() {
             // The last finalizer is gone: the object goes.
             if let Some(m) = self.objects.get_mut(&rt.key()) {
@@ -461,8 +518,8 @@ impl Store {
         kind: PatchKind,
         body: &[u8],
         writer: Writer<'_>,
-    ) -> Result<Value, ApiStatus> {
-        let mut doc = self.get(rt, ns, name)?;
+    ) -> Result<Doc, ApiStatus> {
+        let mut doc = Value::clone(&*self.get(rt, ns, name)?);
         let old_rv = meta_str(&doc, "resourceVersion").map(str::to_owned);
         patch::apply(kind, &mut doc, body).map_err(|e| match e {
             PatchFailure::Malformed(m) => ApiStatus::bad_request(m),
@@ -516,7 +573,7 @@ impl Store {
                 // Idempotent: deleting again changes nothing.
                 return Ok(Deleted::Pending(old));
             }
-            let mut next = old.clone();
+            let mut next = Value::clone(&old);
             let now = self.now();
             self.rv += 1;
             let rv = self.rv;
@@ -527,6 +584,7 @@ impl Store {
             if let Some(g) = m.get("generation").and_then(Value::as_i64) {
                 m.insert("generation".into(), json!(g + 1));
             }
+            let next = Doc::new(next);
             self.store_modified(rt, key, rv, &next, old);
             return Ok(Deleted::Pending(next));
         }
@@ -535,25 +593,37 @@ impl Store {
         }
         self.rv += 1;
         let rv = self.rv;
-        let mut last = old.clone();
+        let mut last = Value::clone(&old);
         meta::meta_mut(&mut last).insert("resourceVersion".into(), json!(rv.to_string()));
         self.commit(Change {
             rv,
             key: rt.key(),
             kind: ChangeKind::Deleted,
-            object: last,
+            object: Doc::new(last),
             old: Some(old),
         });
         Ok(Deleted::Gone(success_deleted(subject(rt, name), &uid)))
     }
 }
 
-/// The object with its type's `apiVersion` and `kind` (they are not stored per version).
-fn with_type(obj: &Value, rt: &ResourceType) -> Value {
-    let mut o = obj.clone();
-    if let Some(m) = o.as_object_mut() {
+/// The object with the `apiVersion` and `kind` of the version `rt` serves: the stored copy when
+/// it already says so (objects are stored with the type they were written as), else a copy.
+fn with_type(obj: &Doc, rt: &ResourceType) -> Doc {
+    let api_version = rt.api_version();
+    let same = obj.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str())
+        && obj.get("kind").and_then(Value::as_str) == Some(rt.kind.as_str());
+    if same {
+        return obj.clone();
+    }
+    let mut o = Value::clone(obj);
+    set_type(&mut o, rt);
+    Doc::new(o)
+}
+
+/// Sets `apiVersion` and `kind` to `rt`'s.
+fn set_type(obj: &mut Value, rt: &ResourceType) {
+    if let Some(m) = obj.as_object_mut() {
         m.insert("apiVersion".into(), json!(rt.api_version()));
         m.insert("kind".into(), json!(rt.kind));
     }
-    o
 }

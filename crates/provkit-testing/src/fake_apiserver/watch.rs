@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use super::resource::{ResourceType, TypeKey};
 use super::selector::{FieldSelector, LabelSelector, labels_of};
 use super::status::ApiStatus;
-use super::store::{Change, ChangeKind, Timed};
+use super::store::{Change, ChangeKind, Doc, Timed};
 
 /// What one watch request asked for, plus the faults that hit it.
 #[derive(Debug, Clone)]
@@ -67,10 +67,16 @@ impl WatchSpec {
     }
 }
 
+/// One event line, written from the shared object (no copy into a wrapper document).
 fn line(event: &str, object: &Value) -> Bytes {
-    let mut text = json!({"type": event, "object": object}).to_string();
-    text.push('\n');
-    Bytes::from(text)
+    let mut out = Vec::with_capacity(512);
+    out.extend_from_slice(b"{\"type\":");
+    // Writing JSON into a Vec cannot fail (no IO, string keys only).
+    let _ = serde_json::to_writer(&mut out, event);
+    out.extend_from_slice(b",\"object\":");
+    let _ = serde_json::to_writer(&mut out, object);
+    out.extend_from_slice(b"}\n");
+    Bytes::from(out)
 }
 
 /// The single-event stream answering a too-old `resourceVersion`.
@@ -81,7 +87,7 @@ pub(crate) fn gone_line(message: &str) -> Bytes {
 /// Runs one watch until the client goes away, the timeout passes or a fault drops it.
 pub(crate) async fn pump(
     spec: WatchSpec,
-    initial: Vec<(&'static str, Value)>,
+    initial: Vec<(&'static str, Doc)>,
     replay: Vec<Arc<Change>>,
     mut rx: broadcast::Receiver<Timed>,
     start_rv: u64,
@@ -95,17 +101,18 @@ pub(crate) async fn pump(
         return;
     }
     let opened = Instant::now();
-    let mut pending: Vec<(Bytes, Instant)> =
-        initial.iter().map(|(t, o)| (line(t, o), opened)).collect();
+    // Serialized one at a time as they are sent: a watch from scratch over many objects holds
+    // reference counts, not a copy of every event.
+    let mut pending: Vec<(&'static str, Doc)> = initial;
     for c in replay {
         last_rv = last_rv.max(c.rv);
         if let Some(t) = spec.event_for(&c) {
-            pending.push((line(t, &c.object), opened));
+            pending.push((t, c.object.clone()));
         }
     }
-    for (bytes, at) in pending {
-        tokio::time::sleep_until(at + spec.lag).await;
-        if out.send(Ok(bytes)).await.is_err() {
+    for (t, object) in pending {
+        tokio::time::sleep_until(opened + spec.lag).await;
+        if out.send(Ok(line(t, &object))).await.is_err() {
             return;
         }
         sent += 1;
@@ -159,7 +166,7 @@ pub(crate) async fn pump(
 }
 
 /// The initial `ADDED` events of a watch without `resourceVersion`.
-pub(crate) fn initial_events(spec: &WatchSpec, objects: Vec<Value>) -> Vec<(&'static str, Value)> {
+pub(crate) fn initial_events(spec: &WatchSpec, objects: Vec<Doc>) -> Vec<(&'static str, Doc)> {
     objects
         .into_iter()
         .filter(|o| spec.selects_initial(o))

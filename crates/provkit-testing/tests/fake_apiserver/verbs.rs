@@ -408,6 +408,24 @@ async fn list_selectors_and_pages() {
         }
     }
     assert_eq!(seen, ["a", "b", "c", "d", "e"]);
+    // Pages of a selection: `remainingItemCount` counts the selected objects still to come, and
+    // the token resumes after the last one served.
+    let first = api.list(&sel("env=prod").limit(2)).await.unwrap();
+    assert_eq!(first.metadata.remaining_item_count, Some(1));
+    let token = first.metadata.continue_.clone().unwrap();
+    assert_eq!(names(first), ["a", "c"]);
+    let last = api
+        .list(&sel("env=prod").limit(2).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(last.metadata.remaining_item_count, None);
+    assert!(
+        last.metadata
+            .continue_
+            .as_deref()
+            .is_none_or(|c| c.is_empty())
+    );
+    assert_eq!(names(last), ["e"]);
     let err = api_err(api.list(&sel("env in prod")).await);
     assert_eq!(err.code, 400);
 }
@@ -502,4 +520,42 @@ async fn delete_preconditions() {
         "deleted at once without finalizers: {gone:?}"
     );
     assert_eq!(api_err(api.get("a").await).code, 404);
+}
+
+/// The store keeps one copy of each object version: the change history shares the stored
+/// copy, so `footprint` counts an updated object once plus each older version the history
+/// still holds, and a deleted object until the history lets it go.
+#[tokio::test]
+async fn footprint_counts_each_version_once() {
+    let s = server();
+    let api: Api<ConfigMap> = Api::default_namespaced(s.client());
+    for name in ["a", "b", "c"] {
+        api.create(&PostParams::default(), &cm(name, &[("env", "prod")]))
+            .await
+            .unwrap();
+    }
+    let before = s.footprint();
+    assert_eq!(before.by_type["configmaps"].objects, 3);
+    assert_eq!(before.history_objects, 0, "every created version is stored");
+    for env in ["qa", "dev"] {
+        api.patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"env": env}}})),
+        )
+        .await
+        .unwrap();
+    }
+    api.delete("b", &Default::default()).await.unwrap();
+    let after = s.footprint();
+    assert_eq!(after.by_type["configmaps"].objects, 2);
+    // a's two older versions, b's stored version and its deleted version.
+    assert_eq!(after.history_objects, 4);
+    assert!(after.history_json_bytes > 0);
+    s.compact();
+    assert_eq!(s.footprint().history_objects, 0);
+    assert_eq!(
+        s.footprint().by_type["configmaps"].json_bytes,
+        after.by_type["configmaps"].json_bytes
+    );
 }

@@ -690,9 +690,9 @@ mod tests {
         /// From the first failure on, until the circuit opens or a healthy answer resets it, the
         /// requests that reach AAP — those already in flight when the first failure was recorded
         /// plus those admitted since, less those that ended without being sent (or were dropped)
-        /// — number at most `threshold − 1 +` those already in flight: the admitted ones alone
-        /// could not open the circuit a second time over. And no slot ever leaks: with nothing in
-        /// flight and the circuit closed, a request is always admitted.
+        /// — number at most `threshold − 1 +` those already in flight (the old breaker admitted
+        /// every request until the threshold-th failure came back). And no slot ever leaks:
+        /// with nothing in flight and the circuit closed, a request is always admitted.
         #[test]
         fn a_failing_run_admits_no_more_than_could_open_the_circuit(
             threshold in 1u32..6,

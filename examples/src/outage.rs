@@ -487,9 +487,10 @@ impl OutageReport {
     /// The count targets only (everything but the recovery time): what a CI test asserts.
     ///
     /// Left out besides the recovery time: the requests sent while the circuit was still closed
-    /// and the busiest second, which depend on how many requests were in flight when AAP went
-    /// away (the breaker counts a failure when it comes back, so up to the reconcile
-    /// concurrency may be on their way by then).
+    /// and the busiest second, which depend on how many requests were already on their way when
+    /// the first failure came back. From that failure on the breaker lets only as many through
+    /// as could still open it (`threshold − 1` in all), but those sent before it — up to the
+    /// reconcile concurrency, usually one with connections refused at once — all reach AAP.
     pub fn counts_ok(&self) -> bool {
         self.verdicts()
             .iter()

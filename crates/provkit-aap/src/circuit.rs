@@ -1,7 +1,9 @@
 //! The fleet-wide circuit breaker: after a run of failed attempts (connection errors, timeouts,
 //! 5xx) every request of the client — and of all its clones — fails fast with
 //! [`Error::CircuitOpen`](crate::Error::CircuitOpen) for a cool-down; then one probe request at a
-//! time tests recovery. Hand-written (about 100 lines of pure state machine, time passed in): the
+//! time tests recovery. From the first failure of a run on, only as many attempts are let through
+//! at a time as could still open it, so a failing AAP receives at most `threshold − 1` requests
+//! beyond those already on their way. Hand-written (about 100 lines of pure state machine, time passed in): the
 //! breaker crates on crates.io either own the call (a `Future` wrapper that cannot see HTTP
 //! statuses or `Retry-After`) or bring their own clock and metrics.
 
@@ -11,6 +13,20 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// How the circuit breaker trips and recovers.
+///
+/// - **Closed**, no failure outstanding: every request is sent.
+/// - **Closed after a failure** (`n` failures in a row, fewer than the threshold): at most
+///   `threshold − n` requests may be on their way at a time — as many as could still open the
+///   circuit; any further request fails fast with
+///   [`Error::CircuitOpen`](crate::Error::CircuitOpen) and a wait of one
+///   [probe interval](Self::probe_interval), nothing sent. A request that ends without a verdict
+///   (never sent, or its future dropped) gives its place back; any answer below 500 ends the
+///   limit. So from the first failure on, a failing AAP receives at most `threshold − 1` requests
+///   beyond those already on their way when that failure came back.
+/// - **Open** at the threshold-th failure: every request fails fast for the
+///   [cool-down](Self::cool_down).
+/// - **Half-open** after it: one probe at a time; an answer below 500 closes the circuit, a
+///   failure reopens it.
 ///
 /// ```
 /// use std::time::Duration;
@@ -68,7 +84,8 @@ impl CircuitBreakerConfig {
     }
 
     /// At most one probe request is sent per interval: a probe that has not answered after it
-    /// lets the next request probe.
+    /// lets the next request probe. Also the wait of a request refused while the circuit is
+    /// closed after a failure and enough requests are on their way to open it.
     #[must_use]
     pub fn probe_interval(mut self, interval: Duration) -> Self {
         self.probe_interval = interval;
@@ -105,13 +122,27 @@ impl CircuitState {
     }
 }
 
+/// Which kind of attempt the breaker admitted: handed back with the attempt's verdict (or, when
+/// the attempt ends without one, by [`Permit`]'s `Drop`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ticket {
+    /// Sent while no failure was outstanding: not counted.
+    Free,
+    /// Sent after a failure, the circuit still closed: holds one of the slots of failing run
+    /// `run` until it ends.
+    Suspect {
+        /// The failing run the slot belongs to (a slot of an earlier run is not given back).
+        run: u64,
+    },
+    /// The half-open probe.
+    Probe,
+}
+
 /// What the breaker says about a request about to be sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Admit {
-    /// Send it.
-    Go,
-    /// Send it as the probe.
-    Probe,
+    /// Send it; hand the ticket back with its verdict.
+    Go(Ticket),
     /// Do not send it; the next request may go after this long.
     Reject(Duration),
 }
@@ -123,15 +154,26 @@ pub(crate) enum Verdict {
     Healthy,
     /// Connection error, timeout or 5xx (with the `Retry-After` it carried).
     Failed(Option<Duration>),
-    /// Nothing was learnt (the request was never sent).
+    /// Nothing was learnt (the request was never sent, or the attempt was dropped).
     Unknown,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Phase {
-    Closed { failures: u32 },
-    Open { until: Instant },
-    Probing { since: Instant },
+    /// Closed, no failure outstanding: every request is sent.
+    Closed,
+    /// Closed after `failures` failures in a row: at most `threshold − failures` attempts
+    /// (`in_flight`) may be on their way, as many as could still open the circuit.
+    Failing {
+        failures: u32,
+        in_flight: u32,
+    },
+    Open {
+        until: Instant,
+    },
+    Probing {
+        since: Instant,
+    },
 }
 
 /// The state machine (pure: time is passed in).
@@ -139,19 +181,23 @@ enum Phase {
 pub(crate) struct Machine {
     config: CircuitBreakerConfig,
     phase: Phase,
+    /// Counts failing runs (`Closed` → `Failing`), so that a suspect slot is given back only to
+    /// the run that handed it out.
+    run: u64,
 }
 
 impl Machine {
     pub(crate) fn new(config: CircuitBreakerConfig) -> Self {
         Self {
             config,
-            phase: Phase::Closed { failures: 0 },
+            phase: Phase::Closed,
+            run: 0,
         }
     }
 
     pub(crate) fn state(&self, now: Instant) -> CircuitState {
         match self.phase {
-            Phase::Closed { .. } => CircuitState::Closed,
+            Phase::Closed | Phase::Failing { .. } => CircuitState::Closed,
             Phase::Open { until } if now < until => CircuitState::Open,
             Phase::Open { .. } | Phase::Probing { .. } => CircuitState::HalfOpen,
         }
@@ -159,37 +205,63 @@ impl Machine {
 
     pub(crate) fn admit(&mut self, now: Instant) -> Admit {
         match self.phase {
-            Phase::Closed { .. } => Admit::Go,
+            Phase::Closed => Admit::Go(Ticket::Free),
+            Phase::Failing {
+                failures,
+                in_flight,
+            } => {
+                if failures.saturating_add(in_flight) < self.config.failure_threshold {
+                    self.phase = Phase::Failing {
+                        failures,
+                        in_flight: in_flight + 1,
+                    };
+                    Admit::Go(Ticket::Suspect { run: self.run })
+                } else {
+                    // Enough attempts are on their way to open the circuit if they fail.
+                    Admit::Reject(self.config.probe_interval)
+                }
+            }
             Phase::Open { until } if now < until => Admit::Reject(until - now),
             Phase::Probing { since } if now < since + self.config.probe_interval => {
                 Admit::Reject(since + self.config.probe_interval - now)
             }
             Phase::Open { .. } | Phase::Probing { .. } => {
                 self.phase = Phase::Probing { since: now };
-                Admit::Probe
+                Admit::Go(Ticket::Probe)
             }
         }
     }
 
-    /// Records an attempt's verdict; returns the new state when it changed.
+    /// Records how an admitted attempt ended; returns the new state when it changed (or a
+    /// failed probe kept it open).
     pub(crate) fn record(
         &mut self,
         now: Instant,
         verdict: Verdict,
-        probe: bool,
+        ticket: Ticket,
     ) -> Option<CircuitState> {
         let before = self.state(now);
+        if let (Ticket::Suspect { run }, Phase::Failing { in_flight, .. }) =
+            (ticket, &mut self.phase)
+            && run == self.run
+        {
+            *in_flight = in_flight.saturating_sub(1);
+        }
+        let probe = ticket == Ticket::Probe;
         match (verdict, self.phase) {
             (Verdict::Unknown, _) => return None,
-            (Verdict::Healthy, _) => self.phase = Phase::Closed { failures: 0 },
-            (Verdict::Failed(after), Phase::Closed { failures }) => {
-                let failures = failures.saturating_add(1);
-                self.phase = if failures >= self.config.failure_threshold {
-                    self.open(now, after)
-                } else {
-                    Phase::Closed { failures }
-                };
+            (Verdict::Healthy, _) => self.phase = Phase::Closed,
+            (Verdict::Failed(after), Phase::Closed) => {
+                self.run = self.run.wrapping_add(1);
+                self.phase = self.failed(now, after, 1, 0);
             }
+            (
+                Verdict::Failed(after),
+                Phase::Failing {
+                    failures,
+                    in_flight,
+                },
+            ) => self.phase = self.failed(now, after, failures.saturating_add(1), in_flight),
             (Verdict::Failed(after), Phase::Probing { .. }) if probe => {
                 self.phase = self.open(now, after);
             }
@@ -198,6 +270,23 @@ impl Machine {
         }
         let after = self.state(now);
         (after != before || (probe && after == CircuitState::Open)).then_some(after)
+    }
+
+    fn failed(
+        &self,
+        now: Instant,
+        after: Option<Duration>,
+        failures: u32,
+        in_flight: u32,
+    ) -> Phase {
+        if failures >= self.config.failure_threshold {
+            self.open(now, after)
+        } else {
+            Phase::Failing {
+                failures,
+                in_flight,
+            }
+        }
     }
 
     fn open(&self, now: Instant, retry_after: Option<Duration>) -> Phase {
@@ -210,6 +299,37 @@ impl Machine {
 #[derive(Debug)]
 pub(crate) struct Breaker {
     machine: Option<Mutex<Machine>>,
+}
+
+/// An admitted attempt. [`record`](Self::record) hands its verdict to the breaker; dropped
+/// without one (the attempt's future was cancelled) it gives its slot back as
+/// [`Verdict::Unknown`], so a cancelled attempt never holds a slot of a failing run.
+#[derive(Debug)]
+pub(crate) struct Permit<'a> {
+    breaker: &'a Breaker,
+    ticket: Ticket,
+    recorded: bool,
+}
+
+impl Permit<'_> {
+    /// Whether this attempt is the half-open probe.
+    pub(crate) fn is_probe(&self) -> bool {
+        self.ticket == Ticket::Probe
+    }
+
+    /// Records the attempt's verdict; logs and returns a change of state.
+    pub(crate) fn record(mut self, verdict: Verdict) -> Option<CircuitState> {
+        self.recorded = true;
+        self.breaker.record(verdict, self.ticket)
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        if !self.recorded {
+            self.breaker.record(Verdict::Unknown, self.ticket);
+        }
+    }
 }
 
 impl Breaker {
@@ -232,17 +352,28 @@ impl Breaker {
             .unwrap_or(CircuitState::Closed)
     }
 
-    pub(crate) fn admit(&self) -> Admit {
-        self.with(|m| m.admit(Instant::now())).unwrap_or(Admit::Go)
+    /// A permit to send one attempt, or how long to wait before the next may go.
+    pub(crate) fn admit(&self) -> Result<Permit<'_>, Duration> {
+        match self
+            .with(|m| m.admit(Instant::now()))
+            .unwrap_or(Admit::Go(Ticket::Free))
+        {
+            Admit::Go(ticket) => Ok(Permit {
+                breaker: self,
+                ticket,
+                recorded: false,
+            }),
+            Admit::Reject(wait) => Err(wait),
+        }
     }
 
     /// Records a verdict; logs and returns a change of state.
-    pub(crate) fn record(&self, verdict: Verdict, probe: bool) -> Option<CircuitState> {
+    fn record(&self, verdict: Verdict, ticket: Ticket) -> Option<CircuitState> {
         let changed = self
-            .with(|m| m.record(Instant::now(), verdict, probe))
+            .with(|m| m.record(Instant::now(), verdict, ticket))
             .flatten()?;
         match changed {
-            CircuitState::Open if probe => {
+            CircuitState::Open if ticket == Ticket::Probe => {
                 tracing::warn!("AAP circuit breaker probe failed; circuit stays open");
             }
             CircuitState::Open => tracing::warn!(
@@ -259,6 +390,8 @@ impl Breaker {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
 
     fn config() -> CircuitBreakerConfig {
@@ -269,75 +402,257 @@ mod tests {
     }
 
     const FAIL: Verdict = Verdict::Failed(None);
+    const FREE: Admit = Admit::Go(Ticket::Free);
+    const PROBE: Admit = Admit::Go(Ticket::Probe);
+
+    fn suspect(run: u64) -> Admit {
+        Admit::Go(Ticket::Suspect { run })
+    }
+
+    /// Admits one attempt and records `verdict` for it at once.
+    fn attempt(m: &mut Machine, now: Instant, verdict: Verdict) -> Option<CircuitState> {
+        match m.admit(now) {
+            Admit::Go(ticket) => m.record(now, verdict, ticket),
+            Admit::Reject(wait) => panic!("rejected for {wait:?}"),
+        }
+    }
 
     #[tokio::test(start_paused = true)]
     async fn opens_after_the_threshold_and_fails_fast_for_the_cool_down() {
         let t0 = Instant::now();
         let mut m = Machine::new(config());
-        assert_eq!(m.record(t0, FAIL, false), None);
+        assert_eq!(attempt(&mut m, t0, FAIL), None);
         assert_eq!(
-            m.record(t0, Verdict::Healthy, false),
+            attempt(&mut m, t0, Verdict::Healthy),
             None,
             "a success resets"
         );
-        assert_eq!(m.record(t0, FAIL, false), None);
-        assert_eq!(m.record(t0, FAIL, false), None);
-        assert_eq!(m.admit(t0), Admit::Go);
-        assert_eq!(m.record(t0, FAIL, false), Some(CircuitState::Open));
+        assert_eq!(attempt(&mut m, t0, FAIL), None);
+        assert_eq!(attempt(&mut m, t0, FAIL), None);
+        assert_eq!(attempt(&mut m, t0, FAIL), Some(CircuitState::Open));
         assert_eq!(m.admit(t0), Admit::Reject(Duration::from_secs(10)));
         let t = t0 + Duration::from_secs(4);
         assert_eq!(m.admit(t), Admit::Reject(Duration::from_secs(6)));
         assert_eq!(m.state(t), CircuitState::Open);
         // Unknown verdicts (nothing sent) and late failures change nothing.
-        assert_eq!(m.record(t, Verdict::Unknown, false), None);
-        assert_eq!(m.record(t, FAIL, false), None);
+        assert_eq!(m.record(t, Verdict::Unknown, Ticket::Free), None);
+        assert_eq!(m.record(t, FAIL, Ticket::Free), None);
     }
 
     #[tokio::test(start_paused = true)]
     async fn one_probe_per_interval_then_close_or_reopen() {
         let t0 = Instant::now();
         let mut m = Machine::new(config().failure_threshold(1));
-        m.record(t0, FAIL, false);
+        attempt(&mut m, t0, FAIL);
         let t1 = t0 + Duration::from_secs(10);
         assert_eq!(m.state(t1), CircuitState::HalfOpen);
-        assert_eq!(m.admit(t1), Admit::Probe);
+        assert_eq!(m.admit(t1), PROBE);
         assert_eq!(m.admit(t1), Admit::Reject(Duration::from_secs(1)));
         let lost = t1 + Duration::from_millis(1500);
-        assert_eq!(m.admit(lost), Admit::Probe, "a probe that never answered");
+        assert_eq!(m.admit(lost), PROBE, "a probe that never answered");
         assert_eq!(
-            m.record(lost, FAIL, true),
+            m.record(lost, FAIL, Ticket::Probe),
             Some(CircuitState::Open),
             "a failed probe reopens (a change worth logging)"
         );
         assert_eq!(m.admit(lost), Admit::Reject(Duration::from_secs(10)));
         let t2 = lost + Duration::from_secs(10);
-        assert_eq!(m.admit(t2), Admit::Probe);
+        assert_eq!(m.admit(t2), PROBE);
         assert_eq!(
-            m.record(t2, Verdict::Healthy, true),
+            m.record(t2, Verdict::Healthy, Ticket::Probe),
             Some(CircuitState::Closed)
         );
-        assert_eq!(m.admit(t2), Admit::Go);
+        assert_eq!(m.admit(t2), FREE);
     }
 
     #[tokio::test(start_paused = true)]
     async fn retry_after_lengthens_the_cool_down_but_never_shortens_it() {
         let t0 = Instant::now();
         let mut m = Machine::new(config().failure_threshold(1));
-        m.record(t0, Verdict::Failed(Some(Duration::from_secs(30))), false);
+        attempt(&mut m, t0, Verdict::Failed(Some(Duration::from_secs(30))));
         assert_eq!(m.admit(t0), Admit::Reject(Duration::from_secs(30)));
         let mut m = Machine::new(config().failure_threshold(1));
-        m.record(t0, Verdict::Failed(Some(Duration::from_secs(2))), false);
+        attempt(&mut m, t0, Verdict::Failed(Some(Duration::from_secs(2))));
         assert_eq!(m.admit(t0), Admit::Reject(Duration::from_secs(10)));
+    }
+
+    /// One step of a table: admit the attempt named, or end it with a verdict.
+    #[derive(Clone, Copy)]
+    enum Op {
+        Admit(&'static str),
+        End(&'static str, Verdict),
+    }
+
+    /// What the step must give: the admission, or the change of state the verdict caused.
+    #[derive(Clone, Copy)]
+    enum Expect {
+        Admit(Admit),
+        Change(Option<CircuitState>),
+    }
+
+    /// Threshold 3: once a failure is outstanding, at most `3 − failures` attempts are on their
+    /// way; a dropped attempt gives its slot back, a slot of an earlier failing run does not,
+    /// any healthy answer lifts the limit, and the threshold-th failure opens the circuit.
+    #[tokio::test(start_paused = true)]
+    async fn after_a_failure_only_as_many_attempts_go_as_could_still_open_it() {
+        use Expect::{Admit as A, Change as C};
+        use Op::{Admit as Go, End};
+        let full = A(Admit::Reject(Duration::from_secs(1)));
+        let rows = [
+            ("a: sent while healthy", Go("a"), A(FREE)),
+            ("b: sent while healthy", Go("b"), A(FREE)),
+            ("a fails: the first failure", End("a", FAIL), C(None)),
+            ("c: 1 failure + 0 in flight < 3", Go("c"), A(suspect(1))),
+            ("d: 1 failure + 1 in flight < 3", Go("d"), A(suspect(1))),
+            ("1 failure + 2 in flight could open it", Go("x"), full),
+            (
+                "c ends without a verdict",
+                End("c", Verdict::Unknown),
+                C(None),
+            ),
+            ("e: takes c's slot", Go("e"), A(suspect(1))),
+            ("full again", Go("x"), full),
+            (
+                "b answers: the limit is lifted",
+                End("b", Verdict::Healthy),
+                C(None),
+            ),
+            ("f: sent freely", Go("f"), A(FREE)),
+            ("g: sent freely", Go("g"), A(FREE)),
+            ("f fails: a second failing run", End("f", FAIL), C(None)),
+            ("h: a slot of run 2", Go("h"), A(suspect(2))),
+            ("i: a slot of run 2", Go("i"), A(suspect(2))),
+            ("run 2 full", Go("x"), full),
+            (
+                "d (run 1) dropped: frees no slot of run 2",
+                End("d", Verdict::Unknown),
+                C(None),
+            ),
+            ("still full", Go("x"), full),
+            (
+                "e (run 1) fails: counts, frees nothing",
+                End("e", FAIL),
+                C(None),
+            ),
+            ("2 failures + 2 in flight", Go("x"), full),
+            (
+                "h fails: the third failure opens it",
+                End("h", FAIL),
+                C(Some(CircuitState::Open)),
+            ),
+            (
+                "open: refused for the cool-down",
+                Go("x"),
+                A(Admit::Reject(Duration::from_secs(10))),
+            ),
+            ("i fails late: nothing changes", End("i", FAIL), C(None)),
+            ("g fails late: nothing changes", End("g", FAIL), C(None)),
+        ];
+        let t0 = Instant::now();
+        let mut m = Machine::new(config());
+        let mut tickets = HashMap::new();
+        for (what, op, expect) in rows {
+            match (op, expect) {
+                (Op::Admit(name), Expect::Admit(want)) => {
+                    let got = m.admit(t0);
+                    assert_eq!(got, want, "{what}");
+                    if let Admit::Go(ticket) = got {
+                        tickets.insert(name, ticket);
+                    }
+                }
+                (Op::End(name, verdict), Expect::Change(want)) => {
+                    let ticket = tickets.remove(name).expect("admitted before");
+                    assert_eq!(m.record(t0, verdict, ticket), want, "{what}");
+                }
+                _ => panic!("malformed row: {what}"),
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_late_failure_after_the_circuit_closed_starts_a_new_failing_run() {
+        let t0 = Instant::now();
+        let mut m = Machine::new(config().failure_threshold(2));
+        let Admit::Go(late) = m.admit(t0) else {
+            panic!("closed")
+        };
+        attempt(&mut m, t0, FAIL);
+        attempt(&mut m, t0, FAIL);
+        let t1 = t0 + Duration::from_secs(10);
+        assert_eq!(m.admit(t1), PROBE);
+        assert_eq!(
+            m.record(t1, Verdict::Healthy, Ticket::Probe),
+            Some(CircuitState::Closed)
+        );
+        // An attempt sent before the circuit opened fails after it closed: a new failing run.
+        assert_eq!(m.record(t1, FAIL, late), None);
+        assert_eq!(m.admit(t1), suspect(2), "a new failing run");
+        assert_eq!(m.admit(t1), Admit::Reject(Duration::from_secs(1)));
     }
 
     #[test]
     fn disabled_breaker_always_admits() {
         let b = Breaker::new(CircuitBreakerConfig::disabled());
         for _ in 0..100 {
-            assert_eq!(b.record(FAIL, false), None);
+            let permit = b.admit().expect("disabled");
+            assert_eq!(permit.record(FAIL), None);
         }
-        assert_eq!(b.admit(), Admit::Go);
+        assert!(b.admit().is_ok());
         assert_eq!(b.state(), CircuitState::Closed);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_dropped_permit_gives_its_slot_back() {
+        let b = Breaker::new(config().failure_threshold(2));
+        let first = b.admit().expect("closed");
+        assert_eq!(first.record(FAIL), None);
+        let held = b
+            .admit()
+            .expect("one slot left (1 failure + 0 in flight < 2)");
+        assert_eq!(b.admit().err(), Some(Duration::from_secs(1)), "full");
+        drop(held);
+        let again = b.admit().expect("the dropped attempt's slot came back");
+        assert_eq!(again.record(FAIL), Some(CircuitState::Open));
+        assert_eq!(b.admit().err(), Some(Duration::from_secs(10)));
+    }
+
+    /// A step of the property tests: admit an attempt, end the `pick`-th attempt in flight
+    /// (0: healthy, 1: no verdict — never sent, or dropped — otherwise failed), or let time pass.
+    #[derive(Clone, Debug)]
+    enum Step {
+        Admit,
+        End { pick: usize, kind: u8 },
+        Wait(u64),
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            3 => Just(Step::Admit),
+            3 => (any::<usize>(), 0u8..6).prop_map(|(pick, kind)| Step::End { pick, kind }),
+            1 => (0u64..3000).prop_map(Step::Wait),
+        ]
+    }
+
+    fn verdict_of(kind: u8) -> Verdict {
+        match kind {
+            0 => Verdict::Healthy,
+            1 => Verdict::Unknown,
+            _ => FAIL,
+        }
+    }
+
+    /// A failing run as the test sees it from outside: from a failure recorded while the circuit
+    /// was closed with no failure outstanding, until the circuit opens or a healthy answer.
+    #[derive(Debug)]
+    struct Run {
+        id: u64,
+        /// Attempts on their way when the first failure was recorded.
+        in_flight_at_start: usize,
+        /// Attempts admitted since, and those of them that ended without a verdict (never
+        /// sent, or dropped).
+        admitted: usize,
+        unsent: usize,
     }
 
     proptest::proptest! {
@@ -354,18 +669,95 @@ mod tests {
                 for (kind, advance_ms) in steps {
                     now += Duration::from_millis(advance_ms);
                     match m.admit(now) {
-                        Admit::Probe => {
+                        Admit::Go(Ticket::Probe) => {
                             if let Some(prev) = last_probe {
                                 proptest::prop_assert!(now - prev >= cfg.probe_interval);
                             }
                             last_probe = Some(now);
                             let verdict = if kind == 0 { Verdict::Healthy } else { FAIL };
-                            m.record(now, verdict, true);
+                            m.record(now, verdict, Ticket::Probe);
                         }
                         Admit::Reject(wait) => proptest::prop_assert!(wait <= cfg.cool_down),
-                        Admit::Go => {
-                            let verdict = match kind { 0 => Verdict::Healthy, 1 => Verdict::Unknown, _ => FAIL };
-                            m.record(now, verdict, false);
+                        Admit::Go(ticket) => {
+                            m.record(now, verdict_of(kind), ticket);
+                        }
+                    }
+                }
+                Ok(())
+            })?;
+        }
+
+        /// From the first failure on, until the circuit opens or a healthy answer resets it, the
+        /// requests that reach AAP — those already in flight when the first failure was recorded
+        /// plus those admitted since, less those that ended without being sent (or were dropped)
+        /// — number at most `threshold − 1 +` those already in flight (the old breaker admitted
+        /// every request until the threshold-th failure came back). And no slot ever leaks:
+        /// with nothing in flight and the circuit closed, a request is always admitted.
+        #[test]
+        fn a_failing_run_admits_no_more_than_could_open_the_circuit(
+            threshold in 1u32..6,
+            steps in proptest::collection::vec(step(), 1..300),
+        ) {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+            rt.block_on(async {
+                let mut m = Machine::new(config().failure_threshold(threshold));
+                let mut now = Instant::now();
+                // Attempts in flight: their ticket and the failing run they were admitted in.
+                let mut in_flight: Vec<(Ticket, Option<u64>)> = Vec::new();
+                let mut run: Option<Run> = None;
+                let mut runs = 0u64;
+                for step in steps {
+                    match step {
+                        Step::Wait(ms) => now += Duration::from_millis(ms),
+                        Step::Admit => {
+                            let closed = m.state(now) == CircuitState::Closed;
+                            match m.admit(now) {
+                                Admit::Go(ticket) => {
+                                    if let Some(r) = run.as_mut() {
+                                        r.admitted += 1;
+                                        let reaching = r.in_flight_at_start + r.admitted - r.unsent;
+                                        proptest::prop_assert!(
+                                            reaching <= threshold as usize - 1 + r.in_flight_at_start,
+                                            "{r:?}, threshold {threshold}"
+                                        );
+                                    }
+                                    in_flight.push((ticket, run.as_ref().map(|r| r.id)));
+                                }
+                                Admit::Reject(_) => proptest::prop_assert!(
+                                    !(closed && in_flight.is_empty()),
+                                    "a closed circuit with nothing in flight refused a request"
+                                ),
+                            }
+                        }
+                        Step::End { pick, kind } => {
+                            if in_flight.is_empty() {
+                                continue;
+                            }
+                            let (ticket, admitted_in) = in_flight.swap_remove(pick % in_flight.len());
+                            let verdict = verdict_of(kind);
+                            let closed = m.state(now) == CircuitState::Closed;
+                            let changed = m.record(now, verdict, ticket);
+                            match verdict {
+                                Verdict::Healthy => run = None,
+                                Verdict::Failed(_) if closed && run.is_none() => {
+                                    runs += 1;
+                                    run = Some(Run {
+                                        id: runs,
+                                        in_flight_at_start: in_flight.len(),
+                                        admitted: 0,
+                                        unsent: 0,
+                                    });
+                                }
+                                Verdict::Unknown => {
+                                    if let Some(r) = run.as_mut().filter(|r| Some(r.id) == admitted_in) {
+                                        r.unsent += 1;
+                                    }
+                                }
+                                Verdict::Failed(_) => {}
+                            }
+                            if changed == Some(CircuitState::Open) {
+                                run = None;
+                            }
                         }
                     }
                 }

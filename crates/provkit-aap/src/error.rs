@@ -260,8 +260,9 @@ pub enum Error {
         summary: String,
     },
     /// Not sent: the client's circuit breaker is open after a run of failed requests
-    /// (connection errors, timeouts, 5xx). Certainly not sent, so certainly no job was created;
-    /// try again after `retry_after` (see [`CircuitBreakerConfig`](crate::CircuitBreakerConfig)).
+    /// (connection errors, timeouts, 5xx) — or, after a failure, enough requests are already on
+    /// their way to open it. Certainly not sent, so certainly no job was created; try again after
+    /// `retry_after` (see [`CircuitBreakerConfig`](crate::CircuitBreakerConfig)).
     #[error(
         "{ctx}: not sent: the AAP circuit breaker is open after repeated failures; retry after {}s",
         ceil_secs(*retry_after)

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use crate::call::{Call, CallAuth, ERROR_BODY_CAP};
-use crate::circuit::{Admit, CircuitState, Verdict};
+use crate::circuit::{CircuitState, Verdict};
 use crate::error::{Error, RequestContext, Result};
 use crate::inner::Inner;
 use crate::response::{RawResponse, classify};
@@ -112,16 +112,12 @@ impl Inner {
         }
     }
 
-    /// One attempt, unless the circuit breaker refuses it; its outcome feeds the breaker.
+    /// One attempt, unless the circuit breaker refuses it; its outcome feeds the breaker (an
+    /// attempt dropped before its outcome gives its breaker slot back).
     async fn attempt(&self, call: &Call) -> Result<RawResponse> {
-        let probe = match self.breaker.admit() {
-            Admit::Go => false,
-            Admit::Probe => {
-                tracing::info!(path = %call.path, "AAP circuit breaker half-open; this request probes");
-                self.telemetry.circuit(CircuitState::HalfOpen);
-                true
-            }
-            Admit::Reject(wait) => {
+        let permit = match self.breaker.admit() {
+            Ok(permit) => permit,
+            Err(wait) => {
                 self.telemetry.rejected(call);
                 return Err(Error::CircuitOpen {
                     ctx: Box::new(RequestContext::new(call.method.clone(), call.path.clone())),
@@ -129,10 +125,14 @@ impl Inner {
                 });
             }
         };
+        if permit.is_probe() {
+            tracing::info!(path = %call.path, "AAP circuit breaker half-open; this request probes");
+            self.telemetry.circuit(CircuitState::HalfOpen);
+        }
         let started = Instant::now();
         let result = self.send_once(call).await;
         self.telemetry.attempt(call, &result, started.elapsed());
-        if let Some(state) = self.breaker.record(verdict(&result), probe) {
+        if let Some(state) = permit.record(verdict(&result)) {
             self.telemetry.circuit(state);
         }
         result

@@ -117,6 +117,13 @@ pub struct LifecyclePolicy {
     pub backoff_jitter: Jitter,
     /// Jitter added to poll intervals.
     pub poll_jitter: Jitter,
+    /// Jitter added to the requeue after a rate limit (a `Retry-After`, an open circuit
+    /// breaker): default up to half of the wait ([`Jitter::Proportional`] with
+    /// `max_fraction: 0.5`), so a fleet refused together does not come back in the same instant
+    /// to be refused again. Jitter only delays: the requeue is never earlier than the wait
+    /// asked for (nor than [`min_requeue`](Self::min_requeue), to which it is applied too).
+    /// [`go_v0_1_1`](Self::go_v0_1_1) turns it off (Go requeues after exactly the wait).
+    pub rate_limit_jitter: Jitter,
     /// Legacy-job handling (default: adopt; [`LegacyJobs::SkipForever`] keeps Go's behaviour).
     pub legacy_jobs: LegacyJobs,
     /// Run the stale-cache check before a **backoff retry** too, not only before a plain trigger
@@ -150,6 +157,7 @@ impl Default for LifecyclePolicy {
             max_history: provkit_core::DEFAULT_MAX_JOB_HISTORY,
             backoff_jitter: Jitter::None,
             poll_jitter: Jitter::None,
+            rate_limit_jitter: Jitter::Proportional { max_fraction: 0.5 },
             legacy_jobs: LegacyJobs::Adopt,
             stale_check_before_backoff_retry: true,
             stale_check_newer_terminal_job: true,
@@ -167,7 +175,8 @@ impl LifecyclePolicy {
     /// osac-provisioning.md describes): Go's exact behaviour for every switch provkit changed —
     /// legacy jobs skipped forever, stale check only for non-terminal jobs and only before plain
     /// triggers, purged jobs polled forever, no requeue after a failed poll. The history cap never
-    /// evicting a target's latest provision job (provkit-core) is not switchable.
+    /// evicting a target's latest provision job (provkit-core) is not switchable. No jitter on
+    /// rate-limit requeues either ([`rate_limit_jitter`](Self::rate_limit_jitter)).
     ///
     /// ```
     /// use provkit_lifecycle::{LifecyclePolicy, decide::LegacyJobs};
@@ -181,6 +190,7 @@ impl LifecyclePolicy {
             stale_check_newer_terminal_job: false,
             purged_jobs_fail: false,
             requeue_after_failed_poll: false,
+            rate_limit_jitter: Jitter::None,
             ..Self::default()
         }
     }
@@ -259,7 +269,30 @@ impl LifecyclePolicy {
         self.backoff_jitter.apply(wait).max(self.min_requeue)
     }
 
-    pub(crate) fn floor(&self, d: Duration) -> Duration {
-        d.max(self.min_requeue)
+    /// The requeue after a rate limit asking to wait `retry_after`: at least that (and at least
+    /// [`min_requeue`](Self::min_requeue)), plus [`rate_limit_jitter`](Self::rate_limit_jitter).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use provkit_lifecycle::{Jitter, LifecyclePolicy};
+    ///
+    /// let policy = LifecyclePolicy::default();
+    /// let wait = Duration::from_secs(30);
+    /// let requeue = policy.rate_limit_requeue(wait);
+    /// assert!(requeue >= wait && requeue <= wait.mul_f64(1.5));
+    /// let exact = policy.with_rate_limit_jitter(Jitter::None);
+    /// assert_eq!(exact.rate_limit_requeue(wait), wait);
+    /// assert_eq!(exact.rate_limit_requeue(Duration::ZERO), Duration::from_secs(1));
+    /// ```
+    pub fn rate_limit_requeue(&self, retry_after: Duration) -> Duration {
+        self.rate_limit_jitter
+            .apply(retry_after.max(self.min_requeue))
+    }
+
+    /// Sets the jitter added to the requeue after a rate limit.
+    #[must_use]
+    pub fn with_rate_limit_jitter(mut self, jitter: Jitter) -> Self {
+        self.rate_limit_jitter = jitter;
+        self
     }
 }

@@ -3,6 +3,7 @@
 //! treat an open circuit like a rate limit.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use provkit_aap::{
@@ -14,6 +15,7 @@ use provkit_lifecycle::{
     ResourceMeta, ResourceView,
 };
 use provkit_testing::fake_aap::{FakeAapServer, Fault, FaultAction, Mode};
+use provkit_testing::observe::{Phase, Verdict};
 
 use crate::support::{builder, requests_to, server, template_id};
 
@@ -167,6 +169,91 @@ async fn disabled_breaker_sends_every_request() {
     }
     assert_eq!(requests_to(&server, &format!("/jobs/{id}/")).len(), 10);
     assert_eq!(client.circuit_state(), CircuitState::Closed);
+}
+
+/// After one failure the breaker sends only as many requests as could still open it: with a
+/// threshold of 3, one failure and two requests hanging in AAP, eight more fail fast without
+/// being sent; dropping the hanging requests gives their slots back; an answer lifts the limit.
+#[tokio::test]
+async fn after_a_failure_only_as_many_requests_are_sent_as_could_still_open_the_circuit() {
+    let server = server(Mode::Awx).await;
+    let client = builder(&server)
+        .retry(provkit_aap::RetryConfig::disabled())
+        .timeout(Duration::from_secs(600))
+        .circuit_breaker(breaker())
+        .build()
+        .unwrap();
+    let id = launched_job(&client).await;
+    let job_path = format!("/jobs/{id}/");
+    server.aap().add_fault(Fault::new(
+        "GET",
+        "*/jobs/*",
+        FaultAction::gateway_html(503),
+    ));
+    let first = client.get_job(id).await.unwrap_err();
+    assert!(matches!(first, Error::Server { .. }), "{first:?}");
+    server.aap().clear_faults();
+
+    // From now on AAP takes job reads in and never answers while `hold` is set.
+    let received = Arc::new(AtomicUsize::new(0));
+    let hold = Arc::new(AtomicBool::new(true));
+    let (seen, held, path) = (received.clone(), hold.clone(), job_path.clone());
+    server.aap().observe(Arc::new(move |req, phase| {
+        if phase == Phase::Received && req.path.contains(&path) && held.load(Ordering::SeqCst) {
+            seen.fetch_add(1, Ordering::SeqCst);
+            return Verdict::Abandon;
+        }
+        Verdict::Continue
+    }));
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..10 {
+        let c = client.clone();
+        calls.spawn(async move { c.get_job(id).await });
+    }
+    // 1 failure + 2 in flight could open it: the other eight are refused, nothing sent.
+    for _ in 0..8 {
+        let done = tokio::time::timeout(Duration::from_secs(60), calls.join_next())
+            .await
+            .expect("eight requests refused at once (deadline, not a timing assertion)")
+            .unwrap()
+            .unwrap();
+        let err = done.unwrap_err();
+        assert!(
+            err.is_circuit_open() && !err.is_outcome_unknown(),
+            "{err:?}"
+        );
+    }
+    assert_eq!(calls.len(), 2, "two requests are on their way");
+    assert!(client.get_job(id).await.unwrap_err().is_circuit_open());
+    assert_eq!(client.circuit_state(), CircuitState::Closed);
+    while received.load(Ordering::SeqCst) < 2 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // The callers give up on them (futures dropped): their slots come back, the next is sent.
+    calls.abort_all();
+    while calls.join_next().await.is_some() {}
+    hold.store(false, Ordering::SeqCst);
+    assert_eq!(client.get_job(id).await.unwrap().id, id);
+    // That answer lifted the limit: concurrent requests go again.
+    let answers = futures_join(&client, id, 5).await;
+    assert!(answers.iter().all(Result::is_ok), "{answers:?}");
+    assert_eq!(received.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        requests_to(&server, &job_path).len(),
+        1 + 1 + 5,
+        "the 503, then 6 answered"
+    );
+}
+
+/// `n` concurrent reads of job `id`.
+async fn futures_join(client: &AapClient, id: u64, n: usize) -> Vec<Result<u64, Error>> {
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let c = client.clone();
+        set.spawn(async move { c.get_job(id).await.map(|j| j.id) });
+    }
+    set.join_all().await
 }
 
 fn resource() -> ResourceView {

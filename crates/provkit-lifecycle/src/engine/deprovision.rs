@@ -129,7 +129,7 @@ impl Lifecycle {
                     self.observe.launch(&JobType::Deprovision, Launch::NotMade);
                     return Ok(DeprovisionOutcome::keep(
                         DeprovisionStep::RateLimited { retry_after },
-                        self.policy.floor(retry_after),
+                        self.policy.rate_limit_requeue(retry_after),
                     ));
                 }
                 let certainty = e.launch_certainty();
@@ -285,7 +285,7 @@ impl Lifecycle {
                 tracing::info!(job_id = %job_id, ?retry_after, error = %e, "deprovision job poll rate-limited; status untouched");
                 return Ok(DeprovisionOutcome::keep(
                     DeprovisionStep::RateLimited { retry_after },
-                    self.policy.floor(retry_after),
+                    self.policy.rate_limit_requeue(retry_after),
                 ));
             }
             Err(e) => {

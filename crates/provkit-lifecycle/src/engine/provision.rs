@@ -196,7 +196,7 @@ impl Lifecycle {
                     return Ok(ProvisionOutcome::new(
                         Action::Trigger,
                         ProvisionStep::RateLimited { retry_after },
-                        Outcome::RequeueAfter(self.policy.floor(retry_after)),
+                        Outcome::RequeueAfter(self.policy.rate_limit_requeue(retry_after)),
                     ));
                 }
                 let certainty = e.launch_certainty();
@@ -301,7 +301,7 @@ impl Lifecycle {
                 return ProvisionOutcome::new(
                     Action::Poll,
                     ProvisionStep::RateLimited { retry_after },
-                    Outcome::RequeueAfter(self.policy.floor(retry_after)),
+                    Outcome::RequeueAfter(self.policy.rate_limit_requeue(retry_after)),
                 );
             }
             Err(e) => {

@@ -17,6 +17,7 @@ mod keys;
 mod mock;
 mod multi_target;
 mod properties;
+mod rate_limit_jitter;
 mod vectors_backoff;
 mod vectors_deprovision;
 mod vectors_evaluate;

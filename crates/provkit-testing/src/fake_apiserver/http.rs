@@ -16,7 +16,6 @@ use tokio::sync::mpsc;
 use super::discovery;
 use super::faults::{Hit, RequestTarget, Verb};
 use super::inspect::RequestRecord;
-use super::meta::meta_str;
 use super::patch::PatchKind;
 use super::resource::ResourceType;
 use super::selector::{FieldSelector, LabelSelector, labels_of};
@@ -45,11 +44,11 @@ enum Route {
 }
 
 fn json_response(code: u16, body: &Value) -> Response<Body> {
-    bytes_response(code, body.to_string().into_bytes())
+    bytes_response(code, body.to_string().into())
 }
 
 /// An answer whose JSON body is already serialized.
-fn bytes_response(code: u16, body: Vec<u8>) -> Response<Body> {
+fn bytes_response(code: u16, body: bytes::Bytes) -> Response<Body> {
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     r.headers_mut().insert(
@@ -353,7 +352,7 @@ fn dispatch(inner: &Arc<Inner>, verb: Verb, c: &Call<'_>) -> Response<Body> {
         Verb::Delete => delete(inner, c, ns, name),
     };
     match result {
-        Ok((code, body)) => json_response(code, &body),
+        Ok((code, doc)) => bytes_response(code, doc.json().clone()),
         Err(s) => status_response(&s),
     }
 }
@@ -380,7 +379,7 @@ fn delete(inner: &Arc<Inner>, c: &Call<'_>, ns: &str, name: &str) -> Result<(u16
         .pointer("/preconditions/resourceVersion")
         .and_then(Value::as_str);
     match inner.lock_store().delete(c.rt, ns, name, pre_uid, pre_rv)? {
-        Deleted::Gone(status) => Ok((200, Doc::new(status))),
+        Deleted::Gone(status) => Ok((200, Doc::new(&status))),
         Deleted::Pending(object) => Ok((200, object)),
     }
 }
@@ -422,35 +421,39 @@ fn list(inner: &Arc<Inner>, c: &Call<'_>) -> Result<Response<Body>, ApiStatus> {
                 Some((ns.to_owned(), name.to_owned()))
             }
         };
-        let page = store.page(c.rt, c.namespace, after.as_ref(), limit, |o| {
-            fields.matches(o) && labels.matches(&labels_of(o))
+        let selective = !(labels.is_empty() && fields.is_empty());
+        let page = store.page(c.rt, c.namespace, after.as_ref(), limit, |d| {
+            !selective || {
+                let o = d.value();
+                fields.matches(&o) && labels.matches(&labels_of(&o))
+            }
         });
         (page, store.resource_version())
     };
     let mut list_meta = json!({"resourceVersion": rv.to_string()});
     if page.remaining > 0
-        && let Some(last) = page.items.last()
+        && let Some((ns, name)) = page.last
     {
-        let ns = meta_str(last, "namespace").unwrap_or_default();
-        let name = meta_str(last, "name").unwrap_or_default();
         list_meta["continue"] = json!(format!("{rv}/{ns}/{name}"));
         list_meta["remainingItemCount"] = json!(page.remaining);
     }
-    let items: Vec<&Value> = page.items.iter().map(|d| &**d).collect();
     let body = json!({
         "apiVersion": c.rt.api_version(),
         "kind": format!("{}List", c.rt.kind),
         "metadata": list_meta,
     });
     let mut out = body.to_string().into_bytes();
-    // `{…}` → `{…,"items":[…]}`: the items are written from the shared copies, not cloned
-    // into the document first.
+    // `{…}` → `{…,"items":[…]}`: the items are the stored texts, copied as they are.
     out.pop();
-    out.extend_from_slice(b",\"items\":");
-    serde_json::to_writer(&mut out, &items)
-        .map_err(|e| ApiStatus::new(500, "InternalError", format!("encoding the list: {e}")))?;
-    out.push(b'}');
-    Ok(bytes_response(200, out))
+    out.extend_from_slice(b",\"items\":[");
+    for (i, item) in page.items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(item.json());
+    }
+    out.extend_from_slice(b"]}");
+    Ok(bytes_response(200, out.into()))
 }
 
 fn watch(inner: &Arc<Inner>, c: &Call<'_>) -> Response<Body> {

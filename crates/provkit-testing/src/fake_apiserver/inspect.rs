@@ -84,21 +84,3 @@ impl StoreFootprint {
         self.by_type.values().map(|t| t.json_bytes).sum::<u64>() + self.history_json_bytes
     }
 }
-
-/// The length of a value's JSON, counted without building the text.
-pub(crate) fn json_len(value: &serde_json::Value) -> u64 {
-    struct Count(u64);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len() as u64;
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Serializing a `Value` into a counter cannot fail.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
-}

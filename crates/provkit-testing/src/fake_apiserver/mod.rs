@@ -59,6 +59,7 @@
 //! and the legacy `/watch/` paths.
 
 mod discovery;
+mod doc;
 mod faults;
 mod http;
 mod inspect;

@@ -93,6 +93,11 @@ impl LabelSelector {
     }
 
     /// Whether an object's labels satisfy every requirement.
+    /// Whether it selects everything (no requirement).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     pub(crate) fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.0.iter().all(|r| match r {
             Requirement::Eq(k, v) => labels.get(k) == Some(v),
@@ -135,6 +140,11 @@ impl FieldSelector {
             out.push((field.to_owned(), eq, value.trim().to_owned()));
         }
         Ok(Self(out))
+    }
+
+    /// Whether it selects everything (no requirement).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     pub(crate) fn matches(&self, obj: &Value) -> bool {

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::faults::{Fault, FaultId, Hit, RequestTarget, Verb};
 use super::http::{CLIENT_HEADER, handle};
-use super::inspect::{RequestLog, RequestRecord, StoreFootprint, json_len};
+use super::inspect::{RequestLog, RequestRecord, StoreFootprint};
 use super::resource::{CrdError, ResourceType, TypeKey, parse_crd_documents};
 use super::store::{Store, Writer};
 
@@ -394,7 +394,7 @@ impl FakeApiServer {
         drop(store);
         docs.into_iter()
             .map(|d| {
-                let mut o = Value::clone(&d);
+                let mut o = d.value();
                 if let (Some(rt), Some(m)) = (&rt, o.as_object_mut()) {
                     m.insert("apiVersion".into(), json!(rt.api_version()));
                     m.insert("kind".into(), json!(rt.kind));
@@ -435,10 +435,10 @@ impl FakeApiServer {
         for (label, doc) in current {
             let t = out.by_type.entry(label).or_default();
             t.objects += 1;
-            t.json_bytes += json_len(&doc);
+            t.json_bytes += doc.json().len() as u64;
         }
         out.history_objects = history.len();
-        out.history_json_bytes = history.iter().map(|d| json_len(d)).sum();
+        out.history_json_bytes = history.iter().map(|d| d.json().len() as u64).sum();
         out
     }
 

@@ -4,9 +4,9 @@
 //! All writes go through here under the server's lock, so each write is one atomic step with
 //! one new `resourceVersion`, and watchers see changes in `resourceVersion` order with no gap.
 //!
-//! A stored object is a [`Doc`] (`Arc<Value>`), written once and never changed in place: the
+//! A stored object is a [`Doc`] (its JSON text), written once and never changed in place: the
 //! store, the change history, watch streams and readers share one copy per version, so a read
-//! or a list page takes reference counts under the lock and serializes after releasing it.
+//! or a list page takes reference counts under the lock and writes bytes after releasing it.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use provkit_core::Clock;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+pub(crate) use super::doc::Doc;
 use super::meta::{self, meta_str, timestamp};
 use super::patch::{self, PatchFailure, PatchKind};
 use super::prune;
@@ -28,9 +29,6 @@ pub(crate) enum ChangeKind {
     Modified,
     Deleted,
 }
-
-/// One stored version of an object (with its `apiVersion` and `kind`), shared, never mutated.
-pub(crate) type Doc = Arc<Value>;
 
 /// One committed change.
 #[derive(Debug, Clone)]
@@ -66,6 +64,8 @@ pub(crate) type ObjectKey = (String, String);
 #[derive(Debug)]
 pub(crate) struct Page {
     pub(crate) items: Vec<Doc>,
+    /// The key of the last item (where the next page starts).
+    pub(crate) last: Option<ObjectKey>,
     pub(crate) remaining: usize,
 }
 
@@ -214,27 +214,29 @@ impl Store {
         ns: Option<&str>,
         after: Option<&ObjectKey>,
         limit: Option<usize>,
-        keep: impl Fn(&Value) -> bool,
+        keep: impl Fn(&Doc) -> bool,
     ) -> Page {
         use std::ops::Bound;
         let Some(m) = self.objects.get(&rt.key()) else {
             return Page {
                 items: Vec::new(),
+                last: None,
                 remaining: 0,
             };
         };
         let start = after.map_or(Bound::Unbounded, Bound::Excluded);
         let mut selected = m
             .range::<ObjectKey, _>((start, Bound::Unbounded))
-            .filter(|((n, _), o)| ns.is_none_or(|want| want == n) && keep(o))
-            .map(|(_, o)| o);
-        let items: Vec<Doc> = selected
-            .by_ref()
-            .take(limit.unwrap_or(usize::MAX))
-            .map(|o| with_type(o, rt))
-            .collect();
+            .filter(|((n, _), o)| ns.is_none_or(|want| want == n) && keep(o));
+        let mut items = Vec::new();
+        let mut last = None;
+        for (key, o) in selected.by_ref().take(limit.unwrap_or(usize::MAX)) {
+            items.push(with_type(o, rt));
+            last = Some(key);
+        }
         Page {
             items,
+            last: last.cloned(),
             remaining: selected.count(),
         }
     }
@@ -255,14 +257,14 @@ impl Store {
             .iter()
             .flat_map(|(k, m)| m.values().map(move |d| (k, d.clone())))
             .collect();
-        let live: std::collections::HashSet<*const Value> =
-            current.iter().map(|(_, d)| Arc::as_ptr(d)).collect();
+        let live: std::collections::HashSet<*const ()> =
+            current.iter().map(|(_, d)| d.id()).collect();
         let mut seen = std::collections::HashSet::new();
         let history = self
             .history
             .iter()
             .flat_map(|c| std::iter::once(&c.object).chain(c.old.as_ref()))
-            .filter(|d| !live.contains(&Arc::as_ptr(d)) && seen.insert(Arc::as_ptr(d)))
+            .filter(|d| !live.contains(&d.id()) && seen.insert(d.id()))
             .cloned()
             .collect();
         (current, history)
@@ -372,7 +374,7 @@ impl Store {
         }
         meta::record_manager(&mut obj, rt, writer.manager, None, &now);
         set_type(&mut obj, rt);
-        let obj = Doc::new(obj);
+        let obj = Doc::new(&obj);
         self.objects
             .entry(rt.key())
             .or_default()
@@ -396,7 +398,21 @@ impl Store {
         new: Value,
         writer: Writer<'_>,
     ) -> Result<Doc, ApiStatus> {
-        let old = self.get(rt, ns, name)?;
+        let stored = self.get(rt, ns, name)?;
+        let old = stored.value();
+        self.update_from(rt, ns, name, (stored, old), new, writer)
+    }
+
+    /// [`update`](Self::update) of the stored version `stored` (with its parsed `old`).
+    fn update_from(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        (stored, old): (Doc, Value),
+        new: Value,
+        writer: Writer<'_>,
+    ) -> Result<Doc, ApiStatus> {
         if !new.is_object() {
             return Err(ApiStatus::bad_request(
                 "the request body must be a JSON object",
@@ -427,7 +443,7 @@ impl Store {
         }
         let mut next = if writer.subresource == Some("status") {
             // Writes to /status change only status.
-            let mut next = Value::clone(&old);
+            let mut next = old.clone();
             match new.get("status") {
                 Some(s) => next["status"] = s.clone(),
                 None => {
@@ -473,9 +489,9 @@ impl Store {
         }
         Self::validate(rt, &mut next, name)?;
         set_type(&mut next, rt);
-        if next == *old {
+        if next == old {
             // A no-op write changes nothing, not even resourceVersion.
-            return Ok(old);
+            return Ok(stored);
         }
         if rt.has_generation && meta::content_changed(rt, &old, &next) {
             let generation = old
@@ -490,8 +506,10 @@ impl Store {
         let rv = self.rv;
         meta::meta_mut(&mut next).insert("resourceVersion".into(), json!(rv.to_string()));
         let key = (ns.to_owned(), name.to_owned());
-        let next = Doc::new(next);
-        if meta_str(&next, "deletionTimestamp").is_some() && meta::finalizers(&next).is_empty() {
+        let gone =
+            meta_str(&next, "deletionTimestamp").is_some() && meta::finalizers(&next).is_empty();
+        let next = Doc::new(&next);
+        if gone {
             // The last finalizer is gone: the object goes.
             if let Some(m) = self.objects.get_mut(&rt.key()) {
                 m.remove(&key);
@@ -501,11 +519,11 @@ impl Store {
                 key: rt.key(),
                 kind: ChangeKind::Deleted,
                 object: next.clone(),
-                old: Some(old),
+                old: Some(stored),
             });
             return Ok(next);
         }
-        self.store_modified(rt, key, rv, &next, old);
+        self.store_modified(rt, key, rv, &next, stored);
         Ok(next)
     }
 
@@ -519,7 +537,9 @@ impl Store {
         body: &[u8],
         writer: Writer<'_>,
     ) -> Result<Doc, ApiStatus> {
-        let mut doc = Value::clone(&*self.get(rt, ns, name)?);
+        let stored = self.get(rt, ns, name)?;
+        let old = stored.value();
+        let mut doc = old.clone();
         let old_rv = meta_str(&doc, "resourceVersion").map(str::to_owned);
         patch::apply(kind, &mut doc, body).map_err(|e| match e {
             PatchFailure::Malformed(m) => ApiStatus::bad_request(m),
@@ -532,7 +552,7 @@ impl Store {
         {
             meta::meta_mut(&mut doc).insert("resourceVersion".into(), json!(rv));
         }
-        self.update(rt, ns, name, doc, writer)
+        self.update_from(rt, ns, name, (stored, old), doc, writer)
     }
 
     /// DELETE with optional `uid` / `resourceVersion` preconditions.
@@ -544,7 +564,8 @@ impl Store {
         pre_uid: Option<&str>,
         pre_rv: Option<&str>,
     ) -> Result<Deleted, ApiStatus> {
-        let old = self.get(rt, ns, name)?;
+        let stored = self.get(rt, ns, name)?;
+        let old = stored.value();
         let uid = meta_str(&old, "uid").unwrap_or_default().to_owned();
         if let Some(want) = pre_uid
             && want != uid
@@ -571,9 +592,9 @@ impl Store {
         if !meta::finalizers(&old).is_empty() {
             if meta_str(&old, "deletionTimestamp").is_some() {
                 // Idempotent: deleting again changes nothing.
-                return Ok(Deleted::Pending(old));
+                return Ok(Deleted::Pending(stored));
             }
-            let mut next = Value::clone(&old);
+            let mut next = old.clone();
             let now = self.now();
             self.rv += 1;
             let rv = self.rv;
@@ -584,8 +605,8 @@ impl Store {
             if let Some(g) = m.get("generation").and_then(Value::as_i64) {
                 m.insert("generation".into(), json!(g + 1));
             }
-            let next = Doc::new(next);
-            self.store_modified(rt, key, rv, &next, old);
+            let next = Doc::new(&next);
+            self.store_modified(rt, key, rv, &next, stored);
             return Ok(Deleted::Pending(next));
         }
         if let Some(m) = self.objects.get_mut(&rt.key()) {
@@ -593,14 +614,14 @@ impl Store {
         }
         self.rv += 1;
         let rv = self.rv;
-        let mut last = Value::clone(&old);
+        let mut last = old;
         meta::meta_mut(&mut last).insert("resourceVersion".into(), json!(rv.to_string()));
         self.commit(Change {
             rv,
             key: rt.key(),
             kind: ChangeKind::Deleted,
-            object: Doc::new(last),
-            old: Some(old),
+            object: Doc::new(&last),
+            old: Some(stored),
         });
         Ok(Deleted::Gone(success_deleted(subject(rt, name), &uid)))
     }
@@ -609,15 +630,12 @@ impl Store {
 /// The object with the `apiVersion` and `kind` of the version `rt` serves: the stored copy when
 /// it already says so (objects are stored with the type they were written as), else a copy.
 fn with_type(obj: &Doc, rt: &ResourceType) -> Doc {
-    let api_version = rt.api_version();
-    let same = obj.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str())
-        && obj.get("kind").and_then(Value::as_str) == Some(rt.kind.as_str());
-    if same {
+    if obj.is_type(&rt.api_version(), &rt.kind) {
         return obj.clone();
     }
-    let mut o = Value::clone(obj);
+    let mut o = obj.value();
     set_type(&mut o, rt);
-    Doc::new(o)
+    Doc::new(&o)
 }
 
 /// Sets `apiVersion` and `kind` to `rt`'s.

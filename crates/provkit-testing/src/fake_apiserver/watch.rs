@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 
@@ -38,11 +38,21 @@ pub(crate) struct WatchSpec {
 }
 
 impl WatchSpec {
-    fn selects(&self, obj: &Value) -> bool {
-        let ns_ok = self.namespace.as_deref().is_none_or(|ns| {
-            obj.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns)
-        });
-        ns_ok && self.fields.matches(obj) && self.labels.matches(&labels_of(obj))
+    /// Whether the watch shows `doc` (its namespace, then its fields and labels — parsed only
+    /// when the watch has a selector).
+    fn selects(&self, doc: &Doc) -> bool {
+        if self
+            .namespace
+            .as_deref()
+            .is_some_and(|ns| doc.namespace() != ns)
+        {
+            return false;
+        }
+        if self.fields.is_empty() && self.labels.is_empty() {
+            return true;
+        }
+        let obj = doc.value();
+        self.fields.matches(&obj) && self.labels.matches(&labels_of(&obj))
     }
 
     /// The event type this watch shows for a change, if any.
@@ -62,26 +72,34 @@ impl WatchSpec {
         }
     }
 
-    pub(crate) fn selects_initial(&self, obj: &Value) -> bool {
-        self.selects(obj)
+    pub(crate) fn selects_initial(&self, doc: &Doc) -> bool {
+        self.selects(doc)
     }
 }
 
-/// One event line, written from the shared object (no copy into a wrapper document).
-fn line(event: &str, object: &Value) -> Bytes {
-    let mut out = Vec::with_capacity(512);
+/// One event line around an object's JSON text.
+fn raw_line(event: &str, object: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(object.len() + 32);
     out.extend_from_slice(b"{\"type\":");
-    // Writing JSON into a Vec cannot fail (no IO, string keys only).
+    // Writing a string as JSON into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut out, event);
     out.extend_from_slice(b",\"object\":");
-    let _ = serde_json::to_writer(&mut out, object);
+    out.extend_from_slice(object);
     out.extend_from_slice(b"}\n");
     Bytes::from(out)
 }
 
+/// One event line of a stored object (its text copied as it is).
+fn line(event: &str, object: &Doc) -> Bytes {
+    raw_line(event, object.json())
+}
+
 /// The single-event stream answering a too-old `resourceVersion`.
 pub(crate) fn gone_line(message: &str) -> Bytes {
-    line("ERROR", &ApiStatus::gone(message).body())
+    raw_line(
+        "ERROR",
+        ApiStatus::gone(message).body().to_string().as_bytes(),
+    )
 }
 
 /// Runs one watch until the client goes away, the timeout passes or a fault drops it.
@@ -140,7 +158,7 @@ pub(crate) async fn pump(
                     "kind": spec.kind,
                     "metadata": {"resourceVersion": last_rv.to_string()},
                 });
-                if out.send(Ok(line("BOOKMARK", &bm))).await.is_err() {
+                if out.send(Ok(raw_line("BOOKMARK", bm.to_string().as_bytes()))).await.is_err() {
                     return;
                 }
             }

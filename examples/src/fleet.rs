@@ -107,7 +107,7 @@ impl FleetConfig {
             create_job: Duration::from_secs(60),
             delete_job: Duration::from_secs(30),
             client_timeout: Duration::from_secs(30),
-            crash_plan: CrashPlan::default(),
+            crash_plan: CrashPlan::for_fleet(resources),
             probe: Duration::from_secs(2),
             progress: false,
             deadline: Duration::from_secs(4 * 3600),

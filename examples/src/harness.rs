@@ -67,8 +67,10 @@ const PLURAL: &str = "virtualnetworks";
 pub struct CrashPlan {
     /// Probability that a launch-path request crashes its replica at a given phase.
     pub probability: f64,
-    /// Scenario time between two crashes of the fleet (at least). Keep it well above the lease
-    /// duration: every crash of the leader costs a handover and a full relist.
+    /// Scenario time between two crashes of the fleet, leader kills included (at least). Keep
+    /// it well above the lease duration and the time a new leader takes to reconcile every
+    /// object: every crash of the leader costs a handover and a full relist
+    /// ([`for_fleet`](Self::for_fleet) sizes it).
     pub min_gap: Duration,
     /// With two replicas: mean scenario time between kills of the Lease holder (`None`: never).
     pub leader_kills_every: Option<Duration>,
@@ -80,6 +82,26 @@ impl Default for CrashPlan {
             probability: 0.01,
             min_gap: Duration::from_secs(45),
             leader_kills_every: Some(Duration::from_secs(180)),
+        }
+    }
+}
+
+impl CrashPlan {
+    /// Scenario time per resource between two crashes, beyond the default gap.
+    const GAP_PER_RESOURCE: Duration = Duration::from_millis(15);
+
+    /// The default plan, spaced for a fleet of `resources`: every crash of the leader (and
+    /// every leader kill) costs a handover, a relist and a reconcile of every object, which
+    /// grows with the fleet — so does the gap between crashes (45 s up to 3,000 resources, then
+    /// 15 ms per resource: 150 s at 10,000), and leader kills come on average every four gaps
+    /// (at least 180 s).
+    pub fn for_fleet(resources: usize) -> Self {
+        let gap = Self::GAP_PER_RESOURCE.saturating_mul(u32::try_from(resources).unwrap_or(u32::MAX));
+        let base = Self::default();
+        Self {
+            min_gap: gap.max(base.min_gap),
+            leader_kills_every: Some(gap.saturating_mul(4).max(Duration::from_secs(180))),
+            ..base
         }
     }
 }
@@ -512,7 +534,8 @@ impl Harness {
             .map_or(Duration::ZERO, |c| self.wall(c.min_gap));
         {
             let mut last = lock(&self.crashes.last);
-            if point != CrashPoint::LeaderKill && last.is_some_and(|t| t.elapsed() < gap) {
+            // Leader kills keep the gap too: each is a handover and a full resync.
+            if last.is_some_and(|t| t.elapsed() < gap) {
                 return false;
             }
             if r.crashing.swap(true, Ordering::AcqRel) {

@@ -1059,7 +1059,9 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
             if refuse.is_some() {
                 h.refuse_status_writes(&name);
             }
-            user.create(index).await;
+            // Boxed: the create future is large, and all N tasks wait for their arrival at
+            // once (3.8 KB each unboxed: 38 MB at 10,000 resources).
+            Box::pin(user.create(index)).await;
             if let Some(d) = refuse {
                 tokio::time::sleep(d).await;
                 h.allow_status_writes(&name);

@@ -410,7 +410,11 @@ impl Cache {
         count: i32,
         now: Instant,
     ) {
-        let deadline = now + self.ttl;
+        // A TTL too large for the clock (`Duration::MAX`) means about forever.
+        let deadline = now
+            .checked_add(self.ttl)
+            .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
+            .unwrap_or(now);
         if let Some(&slot) = self.map.get(&key) {
             self.unlink(slot);
             if let Some(node) = self.node_mut(slot) {
@@ -556,6 +560,16 @@ mod tests {
         c.observed(Key(4, 0), ns, n, 1, t0 + Duration::from_secs(61));
         assert_eq!(c.slots.len(), 3);
         assert_eq!(order(&c), ["e"]);
+    }
+
+    #[test]
+    fn a_ttl_beyond_the_clock_is_about_forever() {
+        let mut c = Cache::new(Duration::MAX, 2);
+        let (ns, n) = entry("a");
+        let now = Instant::now();
+        c.observed(Key(0, 0), ns, n, 1, now);
+        c.expire(now + Duration::from_secs(10 * 365 * 24 * 3600));
+        assert_eq!(c.len(), 1);
     }
 
     #[test]

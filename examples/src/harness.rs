@@ -759,9 +759,15 @@ async fn incarnation(h: Arc<Harness>, identity: String) {
         &identity,
         FIELD_MANAGER,
     );
+    // The operator's Event recorder, its series TTL scaled like every other duration.
+    let events = provisioner
+        .events()
+        .clone()
+        .with_ttl(h.config.scale.event_ttl());
     let operator = Arc::new(Context {
         provisioner: provisioner
-            .with_error_backoff(h.config.scale.error_backoff(h.config.error_backoff)),
+            .with_error_backoff(h.config.scale.error_backoff(h.config.error_backoff))
+            .with_events(events),
         callbacks,
     });
     let ctx = Arc::new(Ctx {

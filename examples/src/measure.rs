@@ -343,4 +343,13 @@ mod tests {
         assert_eq!(b.initial, Duration::from_millis(100));
         assert_eq!(b.max, Duration::from_secs(30));
     }
+
+    #[test]
+    fn the_event_series_ttl_scales() {
+        assert_eq!(TimeScale::new(0.1).event_ttl(), Duration::from_secs(36));
+        assert_eq!(
+            TimeScale::new(1.0).event_ttl(),
+            provkit_kube::recorder::DEFAULT_EVENT_TTL
+        );
+    }
 }

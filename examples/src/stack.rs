@@ -46,7 +46,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::channel::mpsc;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, watcher};
 use kube::{Api, CustomResourceExt};
@@ -157,6 +157,14 @@ impl TimeScale {
         production
             .with_initial(self.of(production.initial))
             .with_max(self.of(production.max))
+    }
+
+    /// How long provkit-kube's Event recorder continues an Event's series (production:
+    /// [`DEFAULT_EVENT_TTL`](provkit_kube::recorder::DEFAULT_EVENT_TTL), 6 minutes), scaled:
+    /// a compressed run remembers as many Events as the production operator would.
+    #[must_use]
+    pub fn event_ttl(self) -> Duration {
+        self.of(provkit_kube::recorder::DEFAULT_EVENT_TTL)
     }
 
     /// The AAP client's retry policy (production: 250 ms doubling to 10 s, 60 s in total), scaled.
@@ -448,6 +456,7 @@ pub struct Replica {
     clock: Arc<dyn Clock>,
     policy: LifecyclePolicy,
     error_backoff: ErrorBackoffConfig,
+    event_ttl: Duration,
     concurrency: u16,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -488,6 +497,7 @@ impl Replica {
             clock,
             policy: stack.policy(),
             error_backoff: scale.error_backoff(ErrorBackoffConfig::default()),
+            event_ttl: scale.event_ttl(),
             concurrency: 0,
             tasks: Vec::new(),
         })
@@ -509,7 +519,7 @@ impl Replica {
 
     /// Starts a kube-runtime `Controller` for every `K` in every namespace, reconciling with a
     /// provkit-kube `Provisioner` (finalizer `provkit.dev/<kind>-finalizer`, Events from
-    /// [`CONTROLLER_NAME`]) on this replica's provider.
+    /// [`CONTROLLER_NAME`], their series TTL scaled: [`TimeScale::event_ttl`]) on this replica's provider.
     pub fn run<K>(&mut self, observer: Arc<dyn ReconcileObserver<K>>) -> Controlled<K>
     where
         K: ProvisionedResource + CustomResourceExt,
@@ -524,10 +534,9 @@ impl Replica {
         let provisioner = Provisioner::new(self.client.clone(), lifecycle, finalizer)
             .with_field_manager(CONTROLLER_NAME)
             .with_error_backoff(self.error_backoff)
-            .with_events(EventPublisher::new(Recorder::new(
-                self.client.clone(),
-                reporter,
-            )));
+            .with_events(
+                EventPublisher::new(self.client.clone(), reporter).with_ttl(self.event_ttl),
+            );
         let ctx = Arc::new(Ctx {
             provisioner,
             observer,

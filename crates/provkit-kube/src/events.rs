@@ -1,5 +1,5 @@
-//! Kubernetes Events for job milestones, published through kube-runtime's
-//! `Recorder` ([`kube::runtime::events::Recorder`]).
+//! Kubernetes Events for job milestones, published through provkit-kube's
+//! [`EventRecorder`] (kube-runtime's `Recorder` on the wire, with a bounded cache).
 //!
 //! | milestone | type | reason | action |
 //! |---|---|---|---|
@@ -13,10 +13,11 @@
 //! | a launch failed (nothing recorded) | Warning | `LaunchFailed` | `<Provision or Deprovision>/<fingerprint>` |
 //!
 //! # One Event per job, one series per repetition
-//! kube-runtime's `Recorder` keys an Event series on type, reason, **action**, reporting
-//! controller and instance, regarding and related object — not on the note. A second
-//! publication with the same key within six minutes does not create an Event: it patches the
-//! first one's `series.count` and keeps the first one's note. With a constant action, job 2's
+//! The [`EventRecorder`] (like kube-runtime's `Recorder`) keys an Event series on type, reason,
+//! **action**, reporting controller and instance, regarding and related object — not on the
+//! note. A second publication with the same key within its TTL (six minutes by default,
+//! [`EventPublisher::with_ttl`]) does not create an Event: it patches the first one's
+//! `series.count` and keeps the first one's note. With a constant action, job 2's
 //! launch would show up as job 1's Event with count 2. The job id therefore goes into the
 //! action: two jobs are two Events with their own notes, while the same milestone of the same
 //! job published again (a repeated identical occurrence) stays one series.
@@ -30,18 +31,22 @@
 //! which holds no request ids, timestamps or retry counts.
 //!
 //! Publishing is best effort: a failure is logged as a warning (with the API server's answer,
-//! see [`crate::ErrorChain`]) and never fails the reconcile.
+//! see [`crate::ErrorChain`]) and never fails the reconcile. A series patch answered 404 (the
+//! Event was deleted or expired on the server) creates a new Event.
 //! RBAC: `create` and `patch` on `events.k8s.io/events`.
 
 use std::hash::{Hash, Hasher};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::Client;
+use kube::runtime::events::{Event, EventType, Reporter};
 use provkit_core::JobType;
 use provkit_lifecycle::{Lifecycle, LifecycleError};
 use tracing::warn;
 
 use crate::error_chain::ErrorChain;
+use crate::recorder::EventRecorder;
 
 /// A job milestone worth an Event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -257,27 +262,50 @@ fn truncate(mut s: String, max: usize) -> String {
     s
 }
 
-/// Publishes [`JobEvent`]s when a recorder is configured; a no-op otherwise.
+/// Publishes [`JobEvent`]s through an [`EventRecorder`] when enabled; a no-op otherwise.
+///
+/// ```no_run
+/// use kube::runtime::events::Reporter;
+/// use provkit_kube::EventPublisher;
+///
+/// # fn demo(client: kube::Client) {
+/// let events = EventPublisher::new(
+///     client,
+///     Reporter { controller: "my-operator".into(), instance: std::env::var("POD_NAME").ok() },
+/// )
+/// // The defaults: a repeat within 6 minutes is a series step; at most 16,384 series remembered.
+/// .with_ttl(provkit_kube::recorder::DEFAULT_EVENT_TTL)
+/// .with_capacity(provkit_kube::recorder::DEFAULT_EVENT_CAPACITY);
+/// # let _ = events;
+/// # }
+/// ```
 #[derive(Clone, Default)]
 pub struct EventPublisher {
-    recorder: Option<Recorder>,
+    recorder: Option<EventRecorder>,
 }
 
 impl std::fmt::Debug for EventPublisher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventPublisher")
-            .field("enabled", &self.recorder.is_some())
+            .field("recorder", &self.recorder)
             .finish()
     }
 }
 
-impl EventPublisher {
-    /// Publishes through `recorder`.
-    #[must_use]
-    pub fn new(recorder: Recorder) -> Self {
+impl From<EventRecorder> for EventPublisher {
+    fn from(recorder: EventRecorder) -> Self {
         Self {
             recorder: Some(recorder),
         }
+    }
+}
+
+impl EventPublisher {
+    /// Publishes through `client` as `reporter`, with an [`EventRecorder`]'s defaults (series
+    /// TTL 6 minutes, 16,384 series remembered).
+    #[must_use]
+    pub fn new(client: Client, reporter: Reporter) -> Self {
+        EventRecorder::new(client, reporter).into()
     }
 
     /// Publishes nothing.
@@ -286,10 +314,32 @@ impl EventPublisher {
         Self { recorder: None }
     }
 
+    /// How long a published Event's series is continued by a repeat
+    /// ([`EventRecorder::with_ttl`]); no effect when disabled. Starts an empty cache.
+    #[must_use]
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.recorder = self.recorder.map(|r| r.with_ttl(ttl));
+        self
+    }
+
+    /// How many series are remembered at most ([`EventRecorder::with_capacity`]); no effect
+    /// when disabled. Starts an empty cache.
+    #[must_use]
+    pub fn with_capacity(mut self, capacity: usize) -> Self {
+        self.recorder = self.recorder.map(|r| r.with_capacity(capacity));
+        self
+    }
+
     /// Whether events are published.
     #[must_use]
     pub fn is_enabled(&self) -> bool {
         self.recorder.is_some()
+    }
+
+    /// The recorder (`None` when disabled).
+    #[must_use]
+    pub fn recorder(&self) -> Option<&EventRecorder> {
+        self.recorder.as_ref()
     }
 
     /// Publishes `event` for `regarding`; logs and swallows errors.

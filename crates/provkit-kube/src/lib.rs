@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod multi_target;
 mod own_writes;
 pub mod reconcile;
+pub mod recorder;
 mod removed_finalizers;
 pub mod resource;
 pub mod stale_check;
@@ -66,6 +67,8 @@ pub use management::{Management, ManagementHook, ManagementStatePolicy};
 pub use multi_target::{MultiTargetCallbacks, MultiTargetProvisioner};
 #[doc(inline)]
 pub use reconcile::{LAUNCH_BLOCKED_CONDITION, NoCallbacks, Provisioner, ProvisioningCallbacks};
+#[doc(inline)]
+pub use recorder::EventRecorder;
 #[doc(inline)]
 pub use resource::NamespaceScope;
 #[doc(inline)]

@@ -263,6 +263,13 @@ impl<K: ProvisionedResource> Provisioner<K> {
         self
     }
 
+    /// The Event publisher ([`with_events`](Self::with_events); disabled by default), e.g. to
+    /// rebuild it with another TTL: `p.events().clone().with_ttl(ttl)`.
+    #[must_use]
+    pub fn events(&self) -> &EventPublisher {
+        &self.events
+    }
+
     /// The lifecycle engine.
     #[must_use]
     pub fn lifecycle(&self) -> &Lifecycle {
@@ -483,7 +490,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
     /// Publishes the Event of a failed reconcile (lifecycle errors only), once per failed
     /// reconcile, i.e. once per backoff step. The Event's action carries a fingerprint of its
     /// note, so a new error is a new Event while a repeat of the same error only bumps that
-    /// Event's series count (kube-runtime's `Recorder`, see [`crate::events`]).
+    /// Event's series count ([`crate::EventRecorder`], see [`crate::events`]).
     pub(crate) async fn publish_error(&self, error: &ReconcileError, regarding: &ObjectReference) {
         if let ReconcileError::Lifecycle { source, .. } = error {
             self.events

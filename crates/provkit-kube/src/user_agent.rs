@@ -2,7 +2,8 @@
 //!
 //! The API server records the field manager of a write from `?fieldManager=`; without one it
 //! takes the User-Agent up to the first `/`. kube-rs sends no User-Agent, and kube-runtime's
-//! finalizer patches and `Recorder` Event writes pass no field manager, so those writes show
+//! finalizer patches and Event writes (`EventRecorder`, like kube-runtime's `Recorder`) pass no
+//! field manager, so those writes show
 //! up in `managedFields` as manager `unknown`. Set the User-Agent on the client's
 //! [`kube::Config`] before building the client:
 //!

@@ -18,7 +18,7 @@ use futures::StreamExt;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::{Controller, watcher};
 use provkit_core::{Clock, JobState, JobType, ManualClock};
 use provkit_kube::{
@@ -106,10 +106,7 @@ async fn failing_reconciles_back_off_per_object_and_a_success_resets() {
         Lifecycle::new(Arc::new(provider.clone()), dyn_clock.clone()),
         FINALIZER,
     )
-    .with_events(EventPublisher::new(Recorder::new(
-        operator.clone(),
-        reporter,
-    )))
+    .with_events(EventPublisher::new(operator.clone(), reporter))
     .with_error_backoff(ErrorBackoffConfig::default().with_jitter(0.0));
     let ctx = Arc::new(Ctx { provisioner });
     let controller = tokio::spawn(

@@ -13,7 +13,7 @@ use chrono::{TimeZone, Utc};
 use futures::StreamExt;
 use kube::Resource;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::{Controller, watcher};
 use provkit_aap::{AapClient, AapProvider};
 use provkit_core::{Clock, JobState, ManualClock, compute_desired_config_version};
@@ -86,7 +86,7 @@ async fn controller_and_provisioner_create_ready_update_delete() {
         .clock(dyn_clock.clone())
         .build();
     // Names the operator's writes in managedFields and the request log, as a real
-    // User-Agent does (kube-runtime's finalizer helper and Recorder pass no field manager).
+    // User-Agent does (kube-runtime's finalizer helper and Event writes pass no field manager).
     let operator = server.client_with_user_agent("network-operator/0.1");
     // guide: end
     let reporter = Reporter {
@@ -94,9 +94,8 @@ async fn controller_and_provisioner_create_ready_update_delete() {
         instance: Some("test-0".into()),
     };
     // guide: controller
-    let provisioner = Provisioner::new(operator.clone(), lifecycle, FINALIZER).with_events(
-        EventPublisher::new(Recorder::new(operator.clone(), reporter)),
-    );
+    let provisioner = Provisioner::new(operator.clone(), lifecycle, FINALIZER)
+        .with_events(EventPublisher::new(operator.clone(), reporter));
     let ctx = Arc::new(Ctx { provisioner });
     let controller = tokio::spawn(
         Controller::new(

@@ -11,7 +11,7 @@ use chrono::{TimeZone, Utc};
 use futures::StreamExt;
 use kube::CustomResource;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::{Controller, watcher};
 use provkit_aap::provider::TemplateNames;
 use provkit_aap::{AapClient, AapProvider};
@@ -241,7 +241,7 @@ async fn world_launching_storage_with(storage_create: &str) -> World {
         controller: "cluster-operator".into(),
         instance: Some("test-0".into()),
     };
-    let events = EventPublisher::new(Recorder::new(operator.clone(), reporter));
+    let events = EventPublisher::new(operator.clone(), reporter);
     let provisioner = MultiTargetProvisioner::new(operator.clone(), targets, FINALIZER)
         .configure(|p| p.with_events(events).with_field_manager("cluster-operator"));
     let ctx = Arc::new(Ctx { provisioner });

@@ -16,7 +16,7 @@ use chrono::{TimeZone, Utc};
 use futures::StreamExt;
 use kube::api::{Api, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::{Controller, watcher};
 use provkit_aap::{AapClient, AapProvider, CircuitBreakerConfig, RetryConfig};
 use provkit_core::{Clock, JobState, ManualClock};
@@ -89,10 +89,7 @@ async fn world() -> World {
         instance: Some("test-0".into()),
     };
     let provisioner = Provisioner::new(operator.clone(), lifecycle, FINALIZER)
-        .with_events(EventPublisher::new(Recorder::new(
-            operator.clone(),
-            reporter,
-        )))
+        .with_events(EventPublisher::new(operator.clone(), reporter))
         .with_error_backoff(
             ErrorBackoffConfig::default()
                 .with_initial(Duration::from_millis(10))

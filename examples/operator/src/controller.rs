@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Client};
 use prometheus_client::registry::Registry;
@@ -102,7 +102,7 @@ impl Context {
         }
         let mut provisioner = Provisioner::new(client.clone(), lifecycle, FINALIZER)
             .with_field_manager(field_manager)
-            .with_events(EventPublisher::new(Recorder::new(client, reporter)));
+            .with_events(EventPublisher::new(client, reporter));
         if let Some(metrics) = provisioner_metrics {
             provisioner = provisioner.with_metrics(metrics);
         }

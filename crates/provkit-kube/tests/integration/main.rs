@@ -9,6 +9,7 @@
 
 mod aap;
 mod cutover;
+mod event_recorder;
 mod exactly_once;
 mod fixtures;
 mod flush;

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::{Controller, watcher};
 use kube::{CustomResourceExt, Resource};
 use provkit_core::{Clock, JobState, JobType};
@@ -456,7 +456,7 @@ async fn status_clearing_deletion_requeue_events_and_field_manager() {
     // The operator's client names the controller in its User-Agent (`provkit_kube::user_agent`
     // does this for a `kube::Config`), for the writes that take no field manager.
     let operator = server.client_with_user_agent("network-operator/0.1");
-    let recorder = Recorder::new(
+    let events = EventPublisher::new(
         operator.clone(),
         Reporter {
             controller: "network-operator".into(),
@@ -466,7 +466,7 @@ async fn status_clearing_deletion_requeue_events_and_field_manager() {
     let ctx = Arc::new(Ctx {
         provisioner: Provisioner::new(operator.clone(), lifecycle(&provider, clock), FINALIZER)
             .with_field_manager("network-operator")
-            .with_events(EventPublisher::new(recorder)),
+            .with_events(events),
         results: Mutex::new(Vec::new()),
     });
     let controller = tokio::spawn(
@@ -645,7 +645,7 @@ async fn status_clearing_deletion_requeue_events_and_field_manager() {
 }
 
 /// Issue 16 problem 4: the same occurrence published again is one Event with a `series`
-/// (kube-runtime's `Recorder` keys series on reason and action), while another job's
+/// (`EventRecorder`, like kube-runtime's `Recorder`, keys series on reason and action), while another job's
 /// occurrence is its own Event.
 #[tokio::test]
 async fn a_repeated_occurrence_is_one_event_series_and_another_job_its_own_event() {
@@ -663,13 +663,13 @@ async fn a_repeated_occurrence_is_one_event_series_and_another_job_its_own_event
         )
         .await
         .unwrap();
-    let events = EventPublisher::new(Recorder::new(
+    let events = EventPublisher::new(
         server.client_with_user_agent("network-operator/0.1"),
         Reporter {
             controller: "network-operator".into(),
             instance: None,
         },
-    ));
+    );
     let regarding = net.object_ref(&());
     let failed = |job: &str| JobEvent::ProvisionFailed {
         job_id: job.into(),
@@ -765,13 +765,13 @@ async fn a_stale_copy_after_the_finalizer_removal_does_nothing() {
         FINALIZER,
     )
     .with_own_write_window(Duration::ZERO)
-    .with_events(EventPublisher::new(Recorder::new(
+    .with_events(EventPublisher::new(
         operator,
         Reporter {
             controller: "network-operator".into(),
             instance: None,
         },
-    )));
+    ));
     let api: Api<Network> = Api::namespaced(server.client_named("user"), NS);
     api.create(&PostParams::default(), &network(0))
         .await

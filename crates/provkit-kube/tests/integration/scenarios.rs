@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use provkit_core::{Clock, JobState, JobType, ManualClock, compute_desired_config_version};
 use provkit_kube::{
     EventPublisher, ManagementStatePolicy, Provisioner, ProvisioningCallbacks, ReconcileError,
@@ -77,7 +77,7 @@ impl Harness {
                 controller: "provkit-test".into(),
                 instance: Some("test-0".into()),
             };
-            p = p.with_events(EventPublisher::new(Recorder::new(client, reporter)));
+            p = p.with_events(EventPublisher::new(client, reporter));
         }
         let result = p.reconcile(Arc::new(obj), &Phases).await;
         let log = timeout_after_1s(server).await;

@@ -1,6 +1,6 @@
 //! A stateful, in-memory fake Kubernetes API server (feature `kube`), so an operator's real
 //! reconcile — kube-runtime's `Controller`, its watcher and reflector, the finalizer helper,
-//! the event `Recorder`, provkit-kube's `Provisioner` — runs in a test without a cluster.
+//! Event recorders, provkit-kube's `Provisioner` — runs in a test without a cluster.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), kube::Error> {
@@ -43,9 +43,16 @@
 //! - **Status subresource**, **finalizers** and **pruning** as on a real server, errors as
 //!   `metav1.Status` bodies.
 //! - **Faults** ([`Fault`]) per verb, resource, name and client; **inspection** of objects,
-//!   requests, counters, Events and Lease holders; a **request observer**
+//!   requests, counters, Events, Lease holders and the store's memory footprint
+//!   ([`FakeApiServer::footprint`]); a **request observer**
 //!   ([`FakeApiServer::observe`], [`crate::observe`]) that sees each request when received,
 //!   handled and answered and may abandon it (crash-point tests).
+//!
+//! # Cost
+//! Each object version is kept once, as the JSON text it is served as, and shared by the store,
+//! the retained change history and every watch: a GET, a list page or a watch event copies
+//! bytes, a write parses the stored version, and the store's lock is held for the lookup only.
+//! A 10,000-object fleet (with 60,000 Events) holds about its JSON size.
 //!
 //! # What it does not emulate
 //! Server-side apply and strategic merge patch (415; planned), OpenAPI documents (`kubectl

@@ -156,6 +156,27 @@ pub struct Backend {
     pub config: BackendConfig,
     /// Provider-call counters (shared by every incarnation).
     pub calls: Arc<CallStats>,
+    /// The thread the fake serves on (dropped after `server`: its drop stops the thread).
+    _thread: AapThread,
+}
+
+/// The fake AAP's own runtime thread. AAP is a process of its own: a request that holds the
+/// fake's state lock for long (a job-list lookup scanning every job of a 10,000-resource run)
+/// must stall AAP, not the runtime the controllers, their Lease renewals and the API server
+/// run on — which it did when both shared two worker threads (leadership changes without a
+/// crash in the 10,000-resource chaos run).
+#[derive(Debug)]
+struct AapThread {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for AapThread {
+    fn drop(&mut self) {
+        // The thread drops its runtime (the accept loop and every connection) and ends.
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
 }
 
 /// Errors while setting the backend up.
@@ -168,10 +189,14 @@ pub enum BackendError {
     /// The AAP client could not be built.
     #[error("AAP client could not be built")]
     Client(#[from] provkit_aap::Error),
+    /// The fake AAP's runtime thread could not start.
+    #[error("the fake AAP's runtime thread could not start")]
+    Thread(#[source] std::io::Error),
 }
 
 impl Backend {
-    /// Starts the fake (system clock); `resources` sizes the counters.
+    /// Starts the fake (system clock) on a runtime thread of its own; `resources` sizes the
+    /// counters.
     ///
     /// # Errors
     /// [`BackendError`].
@@ -197,11 +222,36 @@ impl Backend {
         for t in &config.extra_templates {
             builder = builder.job_template(t.clone());
         }
-        let server = builder.start().await?;
+        let (ready_tx, ready) = tokio::sync::oneshot::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("fake-aap".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(BackendError::Thread(e)));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    let _ = ready_tx.send(builder.start().await.map_err(BackendError::from));
+                    // Until the backend is dropped (a dropped sender ends the wait too).
+                    let _ = stopped.await;
+                });
+            })
+            .map_err(BackendError::Thread)?;
+        let server = ready.await.map_err(|_| {
+            BackendError::Thread(std::io::Error::other("the fake AAP's thread ended"))
+        })??;
         Ok(Self {
             server,
             config: config.clone(),
             calls: Arc::new(CallStats::new(resources)),
+            _thread: AapThread { stop: Some(stop) },
         })
     }
 

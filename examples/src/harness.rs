@@ -96,7 +96,8 @@ impl CrashPlan {
     /// 15 ms per resource: 150 s at 10,000), and leader kills come on average every four gaps
     /// (at least 180 s).
     pub fn for_fleet(resources: usize) -> Self {
-        let gap = Self::GAP_PER_RESOURCE.saturating_mul(u32::try_from(resources).unwrap_or(u32::MAX));
+        let gap =
+            Self::GAP_PER_RESOURCE.saturating_mul(u32::try_from(resources).unwrap_or(u32::MAX));
         let base = Self::default();
         Self {
             min_gap: gap.max(base.min_gap),

@@ -205,10 +205,15 @@ impl<K: ProvisionedResource> Provisioner<K> {
 
     /// The error policy of a failed reconcile of `obj`: logs `error` with its cause chain
     /// ([`ErrorChain`]) as a warning and returns a requeue after the object's next backoff
-    /// step. The free [`error_policy`](crate::error_policy()) calls this; call it from your
-    /// own error policy when you wrap it.
+    /// step — or after the rate limit the chain carries, when that is longer (a `429` or `503`
+    /// with `Retry-After` on a call the engine does not requeue for itself, such as the
+    /// lookup by idempotency key, or an open circuit breaker;
+    /// [`find_rate_limit`](provkit_lifecycle::find_rate_limit)). The free
+    /// [`error_policy`](crate::error_policy()) calls this; call it from your own error policy
+    /// when you wrap it.
     pub fn error_policy(&self, obj: &K, error: &ReconcileError) -> Action {
-        let (delay, failures) = self.backoff.failed(&backoff_key(obj));
+        let (backoff, failures) = self.backoff.failed(&backoff_key(obj));
+        let delay = provkit_lifecycle::find_rate_limit(error).map_or(backoff, |w| w.max(backoff));
         tracing::warn!(
             error = %ErrorChain(error),
             failures,

@@ -182,3 +182,54 @@ async fn failing_reconciles_back_off_per_object_and_a_success_resets() {
     );
     controller.abort();
 }
+
+/// A rate limit anywhere in a failed reconcile's error chain — here a `Retry-After` on the
+/// lookup by idempotency key, which the engine does not requeue for itself — is honoured: the
+/// error backoff never requeues before it, and its own count goes on.
+#[tokio::test]
+async fn a_rate_limit_in_the_error_chain_is_honoured_by_the_error_policy() {
+    use provkit_lifecycle::{IdempotencyKey, LifecycleError, ProviderError};
+    let server = FakeApiServer::builder().crd::<Network>().build();
+    let clock: Arc<dyn Clock> = Arc::new(provkit_core::SystemClock);
+    let provisioner = Provisioner::<Network>::new(
+        server.client(),
+        Lifecycle::new(Arc::new(ScriptedProvider::new()), clock),
+        FINALIZER,
+    )
+    .with_error_backoff(ErrorBackoffConfig::default().with_jitter(0.0));
+    let mut obj = Network::new(
+        "net-a",
+        NetworkSpec {
+            cidr: "10.0.0.0/24".into(),
+        },
+    );
+    obj.metadata.namespace = Some("default".into());
+    obj.metadata.uid = Some("uid-a".into());
+    let lookup_failed = |source: ProviderError| ReconcileError::Lifecycle {
+        object: "default/net-a".into(),
+        source: LifecycleError::IdempotencyLookup {
+            job_type: JobType::Provision,
+            key: IdempotencyKey::new("key-a"),
+            source,
+        },
+    };
+    let limited = lookup_failed(ProviderError::rate_limited(Duration::from_secs(90)));
+    assert_eq!(
+        provisioner.error_policy(&obj, &limited),
+        Action::requeue(Duration::from_secs(90)),
+        "the first backoff step is 1 s; the Retry-After wins"
+    );
+    let plain = lookup_failed(ProviderError::other("connection reset"));
+    assert_eq!(
+        provisioner.error_policy(&obj, &plain),
+        Action::requeue(Duration::from_secs(2)),
+        "the backoff went on counting: the second step"
+    );
+    let short = lookup_failed(ProviderError::rate_limited(Duration::from_millis(100)));
+    assert_eq!(
+        provisioner.error_policy(&obj, &short),
+        Action::requeue(Duration::from_secs(4)),
+        "a shorter Retry-After does not shorten the backoff"
+    );
+    assert_eq!(provisioner.consecutive_failures(&obj), 3);
+}

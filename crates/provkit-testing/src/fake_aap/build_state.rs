@@ -271,6 +271,7 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
         inventories,
         templates,
         jobs: Vec::new(),
+        created_order: super::state::CreatedOrder::default(),
         next_node_id: 1,
         default_script: Arc::new(fx.default_script.clone().unwrap_or_default()),
         wake: BinaryHeap::new(),

@@ -290,6 +290,19 @@ impl Term {
     /// The integer a leading plain `field=<int>` term asks for: set only for an AND term without
     /// `not__` whose lookup is `exact` and whose value parses as an integer. A list may use it to
     /// skip, before evaluating anything else, the rows this term would reject first anyway.
+    /// `(t, inclusive)` of a plain AND `created__gt=t` / `created__gte=t` term.
+    pub(crate) fn plain_created_after(&self) -> Option<(DateTime<Utc>, bool)> {
+        if self.negate || self.or || self.field != "created" {
+            return None;
+        }
+        let inclusive = match self.lookup.as_str() {
+            "gt" => false,
+            "gte" => true,
+            _ => return None,
+        };
+        parse_time(&self.raw).map(|t| (t, inclusive))
+    }
+
     pub(crate) fn plain_int_exact(&self) -> Option<i64> {
         if self.negate || self.or || self.lookup != "exact" {
             return None;

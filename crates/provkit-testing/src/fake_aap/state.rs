@@ -270,11 +270,22 @@ pub(crate) struct State {
     pub inventories: Vec<Inventory>,
     pub templates: std::collections::BTreeMap<u64, Template>,
     pub jobs: Vec<Option<Unified>>,
+    /// How much of `jobs` is known to be in creation order (for `created__gt` lists).
+    pub created_order: CreatedOrder,
     pub next_node_id: u64,
     pub default_script: Arc<JobScript>,
     pub wake: BinaryHeap<Reverse<(DateTime<Utc>, u64)>>,
     pub stalled: BTreeSet<u64>,
     pub rng: fastrand::Rng,
+}
+
+/// Whether the jobs, in id order, were created in time order — true unless the fake's clock
+/// was set back between two creations. Checked incrementally as jobs are appended.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CreatedOrder {
+    checked: usize,
+    last: Option<DateTime<Utc>>,
+    broken: bool,
 }
 
 fn add(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
@@ -291,6 +302,39 @@ impl State {
     pub(crate) fn inventory(&self, id: u64) -> Option<&Inventory> {
         self.inventories.iter().find(|i| i.id == id)
     }
+    /// The index of `jobs` from which on every job was created after `t` (at or after it with
+    /// `inclusive`): a `created__gt` list then reads only those, as AWX's database index on
+    /// `created` does. 0 (everything) when the jobs are not in creation order.
+    pub(crate) fn first_created_after(&mut self, t: DateTime<Utc>, inclusive: bool) -> usize {
+        let order = &mut self.created_order;
+        if order.checked > self.jobs.len() {
+            // The jobs were replaced (a restore): check again from the start.
+            *order = CreatedOrder::default();
+        }
+        for slot in &self.jobs[order.checked..] {
+            if let Some(u) = slot {
+                let created = u.common().created;
+                if order.last.is_some_and(|last| created < last) {
+                    order.broken = true;
+                }
+                order.last = Some(created);
+            }
+        }
+        order.checked = self.jobs.len();
+        if order.broken {
+            return 0;
+        }
+        let after = |c: DateTime<Utc>| if inclusive { c >= t } else { c > t };
+        let mut start = self.jobs.len();
+        while start > 0 {
+            match &self.jobs[start - 1] {
+                Some(u) if !after(u.common().created) => break,
+                _ => start -= 1,
+            }
+        }
+        start
+    }
+
     pub(crate) fn unified(&self, id: u64) -> Option<&Unified> {
         let idx = usize::try_from(id).ok()?.checked_sub(1)?;
         self.jobs.get(idx)?.as_ref()

@@ -1150,4 +1150,38 @@ async fn filters_on_lists() {
             .status,
         400
     );
+    // A `created__gt` list reads only the newest jobs while ids follow creation time; once the
+    // clock went back (job 3 created before job 2), every job is read again.
+    let t1_gte = format!("jobs/?job_template=9&created__gte={since}&order_by=-id");
+    assert_eq!(get(&t1_gte).await.json["count"], 1);
+    clock.set(t0 - chrono::TimeDelta::seconds(30));
+    send(
+        &c,
+        "POST",
+        &format!("{b}/api/v2/job_templates/9/launch/"),
+        Auth::Bearer(ADMIN),
+        Some(r#"{"extra_vars":{"marker":"m3"}}"#),
+    )
+    .await;
+    clock.set(t1 + chrono::TimeDelta::seconds(5));
+    let r = get(&t1_gte).await.json;
+    assert_eq!(r["count"], 1, "job 3 was created before t1: {r}");
+    assert_eq!(r["results"][0]["id"], 2);
+    assert_eq!(
+        get(&format!("jobs/?job_template=9&created__gt={before}"))
+            .await
+            .json["count"],
+        2,
+        "jobs 1 and 2 (job 3, the newest id, was created before both)"
+    );
+    // An error in a term before `created__gt` is still answered when no job is newer.
+    let future = (t1 + chrono::TimeDelta::days(1))
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    assert_eq!(
+        get(&format!("jobs/?id=abc&created__gt={future}"))
+            .await
+            .status,
+        400
+    );
 }

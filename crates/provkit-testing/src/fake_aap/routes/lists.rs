@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::super::app::{App, Ctx, Resp, UNAUTHENTICATED};
-use super::super::filter::{FVal, ListQuery, compare, parse_list_query, row_matches};
+use super::super::filter::{FVal, ListQuery, Term, compare, parse_list_query, row_matches};
 use super::super::pagination::{PageReq, envelope, page_request, window};
 use super::super::render;
 use super::super::state::{State, Template, Unified};
@@ -308,21 +308,41 @@ fn job_id_field(u: &Unified, field: &str) -> Option<Option<u64>> {
 /// [`row_matches`] evaluates terms in order and rejects a row at its first failing AND term, so
 /// skipping the rows this term rejects changes neither the result nor which errors can surface.
 /// `id=<n>` also turns the scan into one index lookup.
-fn leading_id_term(q: &ListQuery) -> Option<(&str, i64)> {
-    let term = q.terms.first()?;
+const ID_FIELDS: &[&str] = &[
+    "id",
+    "organization",
+    "inventory",
+    "unified_job_template",
+    "unified_job_node__workflow_job",
+    "job_template",
+    "workflow_job_template",
+];
+
+/// A plain `<id field>=<integer>` term (it matches or not; it cannot fail on a row).
+fn id_term(term: &Term) -> Option<(&str, i64)> {
     let want = term.plain_int_exact()?;
-    const ID_FIELDS: &[&str] = &[
-        "id",
-        "organization",
-        "inventory",
-        "unified_job_template",
-        "unified_job_node__workflow_job",
-        "job_template",
-        "workflow_job_template",
-    ];
     ID_FIELDS
         .contains(&term.field.as_str())
         .then_some((term.field.as_str(), want))
+}
+
+fn leading_id_term(q: &ListQuery) -> Option<(&str, i64)> {
+    id_term(q.terms.first()?)
+}
+
+/// The `created__gt` / `created__gte` moment of `q`, when only plain id terms come before it:
+/// a row created earlier fails there before any term that could answer an error is read, so
+/// leaving such rows out changes neither the results nor the errors.
+fn leading_created_after(q: &ListQuery) -> Option<(DateTime<Utc>, bool)> {
+    let i = q
+        .terms
+        .iter()
+        .position(|t| t.plain_created_after().is_some())?;
+    q.terms[..i]
+        .iter()
+        .all(|t| id_term(t).is_some())
+        .then(|| q.terms[i].plain_created_after())
+        .flatten()
 }
 
 /// `jobs/`, `workflow_jobs/`, `unified_jobs/` (and a template's jobs when `template` is set).
@@ -352,6 +372,11 @@ pub(crate) fn jobs(
     };
     let mut st = app.lock();
     st.sync(ctx.now);
+    // A `created__gt` term reads only the jobs created after it (those with the highest ids),
+    // as AWX's index on `created` does: a lookup by idempotency key pages through the jobs of
+    // its window, not through every job of the fake.
+    let start =
+        leading_created_after(&q).map_or(0, |(t, inclusive)| st.first_created_after(t, inclusive));
     let lead = leading_id_term(&q);
     let by_id: Vec<&Unified> = match lead {
         Some(("id", want)) => u64::try_from(want)
@@ -363,7 +388,7 @@ pub(crate) fn jobs(
     };
     let scan: Box<dyn Iterator<Item = &Unified>> = match lead {
         Some(("id", _)) => Box::new(by_id.into_iter()),
-        _ => Box::new(st.jobs.iter().flatten()),
+        _ => Box::new(st.jobs[start..].iter().flatten()),
     };
     let candidates: Vec<u64> = scan
         .filter(|u| {

@@ -1,4 +1,9 @@
 //! Following `next` links across pages.
+//!
+//! A page whose answer was broken — a body that did not decode, or a `500` (the transport
+//! retries only 429, 502, 503, 504, timeouts and resets) — is read again ([`PAGE_REREADS`] times) before the walk gives up: a list
+//! page is an idempotent read, and a long walk (an idempotency lookup through thousands of jobs)
+//! would otherwise fail whenever any one of its pages did, and start again from the first page.
 
 use serde_json::Value;
 
@@ -8,6 +13,22 @@ use crate::error::{Error, Result};
 use crate::inner::Inner;
 use crate::response::RawResponse;
 use crate::types::Page;
+
+/// How many more times a page with a broken answer is read before the walk fails.
+pub(crate) const PAGE_REREADS: usize = 2;
+
+/// Whether a page's failure is worth reading the page again: an undecodable body (truncated,
+/// malformed) or a plain `500`. Not a 502/503/504 (the transport's retry already had them), nor
+/// anything carrying `Retry-After` (the server asked for a wait: the engine honours it).
+fn reread_worth(err: &Error) -> bool {
+    match err {
+        Error::Decode { source, .. } => source.is_some(),
+        Error::Server {
+            ctx, retry_after, ..
+        } => retry_after.is_none() && ctx.status == Some(http::StatusCode::INTERNAL_SERVER_ERROR),
+        _ => false,
+    }
+}
 
 /// A list page as JSON trees.
 pub(crate) fn decode_value_page(resp: &RawResponse) -> Result<Page> {
@@ -103,7 +124,17 @@ async fn walk<T>(
     let mut first_page = true;
     while let Some(path) = next.take() {
         let is_first = std::mem::replace(&mut first_page, false);
-        match client.page(path.clone(), decode).await {
+        let mut read = client.page(path.clone(), decode).await;
+        for _ in 0..PAGE_REREADS {
+            match &read {
+                Err(err) if reread_worth(err) => {
+                    tracing::debug!(error = %err, "list page answer broken; reading it again");
+                    read = client.page(path.clone(), decode).await;
+                }
+                _ => break,
+            }
+        }
+        match read {
             Ok((mut results, following)) => {
                 let empty = results.is_empty();
                 let room = cap.saturating_sub(seen);

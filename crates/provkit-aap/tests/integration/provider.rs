@@ -11,7 +11,8 @@ use provkit_lifecycle::{
     ResolvedStorageClass, ResourceMeta, ResourceView,
 };
 use provkit_testing::fake_aap::{
-    FakeAapServer, Fault, FaultAction, JobScript, JobTemplateSpec, Mode, WorkflowJobTemplateSpec,
+    FakeAapServer, Fault, FaultAction, JobScript, JobTemplateSpec, Mode, Trigger,
+    WorkflowJobTemplateSpec,
 };
 
 use crate::support::{client, quick, requests_to, server, server_with, template_id};
@@ -941,6 +942,43 @@ async fn idempotency_lookup_pages_newest_first_and_stops_at_the_first_match() {
         None
     );
     assert_eq!(lists(&server).len(), 5);
+}
+
+/// A page of the lookup whose answer broke (a truncated body, then a 500) is read again; the
+/// walk goes on from there instead of failing (and starting again from the first page).
+#[tokio::test]
+async fn a_lookup_reads_a_broken_page_again() {
+    let server = server(Mode::Awx).await;
+    let p = explicit(&server);
+    let r = resource("Subnet", "paged");
+    let key = |i: usize| IdempotencyKey::new(format!("pk1-uid-paged-p-{i:016x}"));
+    let mut ids = Vec::new();
+    for i in 0..205 {
+        let ctx = LaunchContext::new().with_idempotency_key(key(i));
+        ids.push(p.trigger_provision(&r, &ctx).await.unwrap().job_id);
+    }
+    // The lookup's second and third job-list reads (page 2, then page 2 again) break.
+    server.aap().add_fault(
+        Fault::new("GET", "*/jobs/", FaultAction::TruncatedJson).trigger(Trigger::Nth(2)),
+    );
+    server.aap().add_fault(
+        Fault::new("GET", "*/jobs/", FaultAction::server_error()).trigger(Trigger::Nth(3)),
+    );
+    let found = p
+        .find_job_by_idempotency_key(&r, &JobType::Provision, &key(0))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.job_id, ids[0]);
+    let lists: Vec<_> = requests_to(&server, "/jobs/")
+        .into_iter()
+        .filter(|q| q.method == "GET" && q.query.contains("job_template="))
+        .collect();
+    assert_eq!(lists.len(), 4, "page 1, page 2 broken twice, page 2");
+    assert!(
+        lists[1..].iter().all(|q| q.query.contains("page=2")),
+        "{lists:?}"
+    );
 }
 
 /// Only the job detail's authoritative "No Job matches the given query." 404 means purged; a

@@ -167,8 +167,57 @@ pub fn is_converged(obj: &VirtualNetwork) -> bool {
 }
 
 /// The resource index of a fleet object (`res-00042` → 42).
-fn index_of(obj: &VirtualNetwork) -> Option<usize> {
+pub(crate) fn index_of(obj: &VirtualNetwork) -> Option<usize> {
     obj.metadata.name.as_deref().and_then(resource_index)
+}
+
+/// What a user watching the fleet's objects does with what it sees.
+pub(crate) trait Watching {
+    /// Resources in the run.
+    fn resources(&self) -> usize;
+    /// An object as it is now.
+    fn seen(&self, obj: &VirtualNetwork);
+    /// Resource `index`'s object is gone.
+    fn gone(&self, index: usize);
+    /// Whether resource `index` may have gone away (its deletion was asked for).
+    fn may_be_gone(&self, index: usize) -> bool;
+}
+
+/// A user's watch of the fleet's objects (kube-runtime's `watcher`), pausing `pause` after an
+/// error. A relist (after a dropped watch or a 410 Gone) sends no `Delete` for the objects that
+/// went away meanwhile: an object that may be gone and that the relist no longer holds is gone.
+pub(crate) async fn watch_objects(api: Api<VirtualNetwork>, pause: Duration, user: &impl Watching) {
+    let mut events = std::pin::pin!(watcher(api, watcher::Config::default()));
+    let mut listed: Option<Vec<bool>> = None;
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(watcher::Event::Apply(o)) => user.seen(&o),
+            Ok(watcher::Event::Init) => listed = Some(vec![false; user.resources()]),
+            Ok(watcher::Event::InitApply(o)) => {
+                if let Some(seen) = listed
+                    .as_mut()
+                    .zip(index_of(&o))
+                    .and_then(|(l, i)| l.get_mut(i))
+                {
+                    *seen = true;
+                }
+                user.seen(&o);
+            }
+            Ok(watcher::Event::InitDone) => {
+                for (index, present) in listed.take().unwrap_or_default().iter().enumerate() {
+                    if !present && user.may_be_gone(index) {
+                        user.gone(index);
+                    }
+                }
+            }
+            Ok(watcher::Event::Delete(o)) => {
+                if let Some(i) = index_of(&o) {
+                    user.gone(i);
+                }
+            }
+            Err(_) => tokio::time::sleep(pause).await,
+        }
+    }
 }
 
 /// A user's request, retried every `pause` as `kubectl` users do until it is taken; `None` when
@@ -299,41 +348,29 @@ impl User {
     }
 
     /// The user's own watch: drives each object to its next step once converged.
-    ///
-    /// A relist (after a dropped watch or a 410 Gone) sends no `Delete` for the objects that
-    /// went away meanwhile: an object being deleted that the relist no longer holds is gone.
     async fn watch(self: Arc<Self>) {
-        let mut events = std::pin::pin!(watcher(self.api.clone(), watcher::Config::default()));
-        let mut listed: Option<Vec<bool>> = None;
-        while let Some(event) = events.next().await {
-            match event {
-                Ok(watcher::Event::Apply(o)) => self.seen(&o),
-                Ok(watcher::Event::Init) => listed = Some(vec![false; self.phase.len()]),
-                Ok(watcher::Event::InitApply(o)) => {
-                    if let Some(seen) = listed
-                        .as_mut()
-                        .zip(index_of(&o))
-                        .and_then(|(l, i)| l.get_mut(i))
-                    {
-                        *seen = true;
-                    }
-                    self.seen(&o);
-                }
-                Ok(watcher::Event::InitDone) => {
-                    for (index, present) in listed.take().unwrap_or_default().iter().enumerate() {
-                        if !present && self.phase[index].load(Ordering::Acquire) == DELETING {
-                            self.gone_at(index);
-                        }
-                    }
-                }
-                Ok(watcher::Event::Delete(o)) => {
-                    if let Some(i) = index_of(&o) {
-                        self.gone_at(i);
-                    }
-                }
-                Err(_) => tokio::time::sleep(self.h.wall(Duration::from_secs(1))).await,
-            }
-        }
+        let pause = self.h.wall(Duration::from_secs(1));
+        watch_objects(self.api.clone(), pause, &self).await;
+    }
+}
+
+impl Watching for Arc<User> {
+    fn resources(&self) -> usize {
+        self.phase.len()
+    }
+
+    fn seen(&self, obj: &VirtualNetwork) {
+        User::seen(self, obj);
+    }
+
+    fn gone(&self, index: usize) {
+        self.gone_at(index);
+    }
+
+    fn may_be_gone(&self, index: usize) -> bool {
+        self.phase
+            .get(index)
+            .is_some_and(|p| p.load(Ordering::Acquire) == DELETING)
     }
 }
 

@@ -23,9 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures::StreamExt;
 use kube::api::{Api, DeleteParams, PostParams};
-use kube::runtime::watcher;
 use provkit_core::JobType;
 use provkit_example_operator::crd::{VirtualNetwork, VirtualNetworkSpec};
 use provkit_kube::{ErrorBackoffConfig, ProvisionedResource};
@@ -37,7 +35,7 @@ use tokio::time::Instant;
 
 use crate::audit::{Audit, PurgeLog};
 use crate::backend::{Backend, BackendConfig, BackendError};
-use crate::fleet::{is_converged, machine, user_request};
+use crate::fleet::{Watching, index_of, is_converged, machine, user_request, watch_objects};
 use crate::harness::{Harness, HarnessConfig, NAMESPACE, resource_name};
 use crate::measure::{AapCounters, AapSnapshot, BreakerSettings, PerSecond, RateSummary, Taps};
 use crate::metrics::{RunMetrics, fmt_duration};
@@ -205,14 +203,8 @@ struct Tracker {
     converged_n: AtomicUsize,
     gone: Vec<AtomicBool>,
     gone_n: AtomicUsize,
-}
-
-fn index_of(obj: &VirtualNetwork) -> Option<usize> {
-    obj.metadata
-        .name
-        .as_deref()
-        .and_then(|n| n.strip_prefix("res-"))
-        .and_then(|n| n.parse().ok())
+    /// Set once the objects are being deleted.
+    deleting: AtomicBool,
 }
 
 impl Tracker {
@@ -224,6 +216,7 @@ impl Tracker {
             converged_n: AtomicUsize::new(0),
             gone: (0..n).map(|_| AtomicBool::new(false)).collect(),
             gone_n: AtomicUsize::new(0),
+            deleting: AtomicBool::new(false),
         }
     }
 
@@ -247,24 +240,32 @@ impl Tracker {
         }
     }
 
-    fn deleted(&self, obj: &VirtualNetwork) {
-        if let Some(i) = index_of(obj).filter(|i| *i < self.gone.len())
-            && !self.gone[i].swap(true, Ordering::AcqRel)
-        {
+    fn deleted_at(&self, i: usize) {
+        if i < self.gone.len() && !self.gone[i].swap(true, Ordering::AcqRel) {
             self.gone_n.fetch_add(1, Ordering::AcqRel);
         }
     }
 
     async fn watch(self: Arc<Self>, api: Api<VirtualNetwork>, pause: Duration) {
-        let mut events = std::pin::pin!(watcher(api, watcher::Config::default()));
-        while let Some(event) = events.next().await {
-            match event {
-                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => self.seen(&o),
-                Ok(watcher::Event::Delete(o)) => self.deleted(&o),
-                Ok(_) => {}
-                Err(_) => tokio::time::sleep(pause).await,
-            }
-        }
+        watch_objects(api, pause, &*self).await;
+    }
+}
+
+impl Watching for Tracker {
+    fn resources(&self) -> usize {
+        self.gone.len()
+    }
+
+    fn seen(&self, obj: &VirtualNetwork) {
+        Tracker::seen(self, obj);
+    }
+
+    fn gone(&self, index: usize) {
+        self.deleted_at(index);
+    }
+
+    fn may_be_gone(&self, _index: usize) -> bool {
+        self.deleting.load(Ordering::Acquire)
     }
 }
 
@@ -857,6 +858,7 @@ pub async fn run_outage(config: OutageConfig) -> Result<OutageReport, BackendErr
     for c in creations {
         c.abort();
     }
+    tracker.deleting.store(true, Ordering::Release);
     let mut deletions = Vec::new();
     for index in 0..n {
         let user = user.clone();

@@ -311,14 +311,12 @@ impl State {
             // The jobs were replaced (a restore): check again from the start.
             *order = CreatedOrder::default();
         }
-        for slot in &self.jobs[order.checked..] {
-            if let Some(u) = slot {
-                let created = u.common().created;
-                if order.last.is_some_and(|last| created < last) {
-                    order.broken = true;
-                }
-                order.last = Some(created);
+        for u in self.jobs[order.checked..].iter().flatten() {
+            let created = u.common().created;
+            if order.last.is_some_and(|last| created < last) {
+                order.broken = true;
             }
+            order.last = Some(created);
         }
         order.checked = self.jobs.len();
         if order.broken {

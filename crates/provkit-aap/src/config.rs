@@ -106,6 +106,7 @@ pub struct AapClientBuilder {
     max_body_bytes: usize,
     max_stdout_bytes: usize,
     max_list_items: usize,
+    max_lookup_items: usize,
     organization: Option<String>,
     template_miss_ttl: Duration,
     gateway_minting: Option<GatewayTokenOptions>,
@@ -135,6 +136,7 @@ impl AapClientBuilder {
             max_body_bytes: 16 * 1024 * 1024,
             max_stdout_bytes: 64 * 1024 * 1024,
             max_list_items: 10_000,
+            max_lookup_items: 100_000,
             organization: None,
             template_miss_ttl: Duration::from_secs(10),
             gateway_minting: None,
@@ -286,6 +288,16 @@ impl AapClientBuilder {
         self
     }
 
+    /// Cap on items a search through a paginated list reads (the lookup by idempotency key,
+    /// default 100 000). Such a search keeps one page at a time, so the cap bounds requests,
+    /// not memory: a mass deletion launches thousands of jobs of one template within the
+    /// lookup's window, and a search that stops short cannot prove the attempt's job absent
+    /// ([`Error::ListIncomplete`](crate::Error::ListIncomplete): the engine launches nothing).
+    pub fn max_lookup_items(mut self, items: usize) -> Self {
+        self.max_lookup_items = items;
+        self
+    }
+
     /// Default organization (name) for template lookups by name.
     pub fn organization(mut self, name: impl Into<String>) -> Self {
         self.organization = Some(name.into());
@@ -391,6 +403,7 @@ impl AapClientBuilder {
                     max_body_bytes: self.max_body_bytes,
                     max_stdout_bytes: self.max_stdout_bytes,
                     max_list_items: self.max_list_items,
+                    max_lookup_items: self.max_lookup_items,
                 },
                 organization: self.organization,
                 template_miss_ttl: self.template_miss_ttl,

@@ -210,7 +210,7 @@ pub enum Error {
         detail: Option<String>,
     },
     /// A search over a list stopped at the configured item cap
-    /// ([`max_list_items`](crate::AapClientBuilder::max_list_items)) before it could finish, so
+    /// ([`max_lookup_items`](crate::AapClientBuilder::max_lookup_items)) before it could finish, so
     /// the absence of a match is not proven.
     #[error(
         "{ctx}: the search stopped at the {cap}-item list cap without reaching the end; absence is not proven"

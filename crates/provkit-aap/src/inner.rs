@@ -44,6 +44,7 @@ pub(crate) struct Limits {
     pub(crate) max_body_bytes: usize,
     pub(crate) max_stdout_bytes: usize,
     pub(crate) max_list_items: usize,
+    pub(crate) max_lookup_items: usize,
 }
 
 /// Shared client state.
@@ -68,6 +69,7 @@ pub(crate) struct Inner {
     pub(crate) max_body_bytes: usize,
     pub(crate) max_stdout_bytes: usize,
     pub(crate) max_list_items: usize,
+    pub(crate) max_lookup_items: usize,
     pub(crate) organization: Option<String>,
     pub(crate) templates: RwLock<HashMap<TemplateKey, Template>>,
     /// Failed lookups (not found, forbidden, ambiguous) remembered for `template_miss_ttl`.
@@ -114,6 +116,7 @@ impl Inner {
             max_body_bytes: parts.limits.max_body_bytes,
             max_stdout_bytes: parts.limits.max_stdout_bytes,
             max_list_items: parts.limits.max_list_items,
+            max_lookup_items: parts.limits.max_lookup_items,
             organization: parts.organization,
             templates: RwLock::new(HashMap::new()),
             template_misses: RwLock::new(HashMap::new()),

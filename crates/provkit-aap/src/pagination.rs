@@ -61,10 +61,16 @@ impl Inner {
 /// Collects every item starting at `first` (a root-relative path).
 pub(crate) async fn collect(client: &Inner, first: String) -> Result<Vec<Value>> {
     let mut items = Vec::new();
-    walk(client, first, decode_value_page, |page| {
-        items.extend(page);
-        false
-    })
+    walk(
+        client,
+        first,
+        client.max_list_items,
+        decode_value_page,
+        |page| {
+            items.extend(page);
+            false
+        },
+    )
     .await?;
     Ok(items)
 }
@@ -81,7 +87,7 @@ pub(crate) async fn find_first<T, R>(
 ) -> Result<Option<R>> {
     let mut found = None;
     let first_path = first.clone();
-    let end = walk(client, first, decode, |page| {
+    let end = walk(client, first, client.max_lookup_items, decode, |page| {
         found = page.into_iter().find_map(&mut hit);
         found.is_some()
     })
@@ -115,10 +121,10 @@ enum End {
 async fn walk<T>(
     client: &Inner,
     first: String,
+    cap: usize,
     decode: fn(&RawResponse) -> Result<Page<T>>,
     mut take: impl FnMut(Vec<T>) -> bool,
 ) -> Result<End> {
-    let cap = client.max_list_items;
     let mut seen = 0usize;
     let mut next = Some(first);
     let mut first_page = true;

@@ -162,7 +162,7 @@ async fn no_message_in_an_error_chain_repeats_its_source() {
 
     // The idempotency lookup stopped by the list cap.
     let capped = AapProvider::with_templates(
-        builder(&server).max_list_items(1).build().unwrap(),
+        builder(&server).max_lookup_items(1).build().unwrap(),
         "provision-job",
         "deprovision-job",
     );

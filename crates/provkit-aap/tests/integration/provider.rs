@@ -1099,8 +1099,8 @@ async fn only_the_authoritative_404_reports_a_purged_job() {
     );
 }
 
-/// A template history of 10,001 jobs in the lookup window: the search stops at the default
-/// 10,000-item list cap without finding the key, which is an error (absence not proven), never
+/// A template history of 10,001 jobs in the lookup window: the search stops at a 10,000-item
+/// lookup cap without finding the key, which is an error (absence not proven), never
 /// "not found" — so the engine launches nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "slow: 10,001 launches against the fake (about 4 min in a debug build); run with --run-ignored"]
@@ -1121,7 +1121,14 @@ async fn a_lookup_over_10_001_jobs_fails_instead_of_answering_not_found() {
         }
         launched += batch;
     }
-    let p = explicit(&server);
+    let p = AapProvider::with_templates(
+        crate::support::builder(&server)
+            .max_lookup_items(10_000)
+            .build()
+            .unwrap(),
+        "provision-job",
+        "deprovision-job",
+    );
     let r = resource("Subnet", "s");
     let key = IdempotencyKey::new("pk1-absent");
     let since = server.aap().now() - chrono::Duration::hours(1);

@@ -608,7 +608,7 @@ async fn a_lookup_that_cannot_prove_absence_blocks_the_launch() {
             Verdict::Continue
         }
     }));
-    let small_cap = || w.process_with(AapClient::builder(w.aap.base_url()).max_list_items(3));
+    let small_cap = || w.process_with(AapClient::builder(w.aap.base_url()).max_lookup_items(3));
     let stack = small_cap();
     w.create_network().await;
     until("a launch was attempted", || {

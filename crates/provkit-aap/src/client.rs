@@ -658,9 +658,8 @@ impl AapClient {
             .collect())
     }
 
-    /// The newest job of `kind` created from template `template_id` after `since` (and before
-    /// `until`, when given) whose `extra_vars` carry `key` under
-    /// [`IDEMPOTENCY_KEY_VAR`](crate::marker::IDEMPOTENCY_KEY_VAR).
+    /// The newest job of `kind` created from template `template_id` after `since` whose
+    /// `extra_vars` carry `key` under [`IDEMPOTENCY_KEY_VAR`](crate::marker::IDEMPOTENCY_KEY_VAR).
     ///
     /// Same query as [`jobs_created_since`](Self::jobs_created_since) — newest first
     /// (`order_by=-id`: ids grow with creation, so the first match is the newest one) with the
@@ -675,16 +674,11 @@ impl AapClient {
         template_kind: TemplateKind,
         template_id: u64,
         since: DateTime<Utc>,
-        until: Option<DateTime<Utc>>,
         key: &str,
     ) -> Result<Option<Job>> {
         let id_text = template_id.to_string();
         let since_text = since.to_rfc3339_opts(SecondsFormat::Micros, true);
-        let until_text = until.map(|t| t.to_rfc3339_opts(SecondsFormat::Micros, true));
-        let mut query = jobs_since_query(template_kind, &id_text, &since_text).to_vec();
-        if let Some(until) = &until_text {
-            query.insert(2, ("created__lt", until.as_str()));
-        }
+        let query = jobs_since_query(template_kind, &id_text, &since_text);
         let first = self.path(&[kind.endpoint()], &query).await?;
         // Each page is decoded into slim `JobWire`s (a list item is mostly `related` and
         // `summary_fields`) and dropped before the next one is fetched.

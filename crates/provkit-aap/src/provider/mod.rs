@@ -53,10 +53,6 @@ use crate::types::{CancelOutcome, JobKind, LaunchRequest, Launched, Template, Te
 /// Default cap on the launch body (1 MiB: below common gateway/ingress body limits).
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 1024 * 1024;
 
-/// How long after a launch intent was persisted an idempotency lookup still attributes a job
-/// to the attempt ([`AapProviderBuilder::launch_window`]).
-pub const DEFAULT_LAUNCH_WINDOW: Duration = Duration::from_secs(600);
-
 /// Builds an [`AapProvider`].
 #[must_use]
 pub struct AapProviderBuilder {
@@ -66,7 +62,6 @@ pub struct AapProviderBuilder {
     max_payload_bytes: usize,
     lookup_window: Duration,
     clock_skew: Duration,
-    launch_window: Duration,
 }
 
 impl fmt::Debug for AapProviderBuilder {
@@ -133,19 +128,6 @@ impl AapProviderBuilder {
         self
     }
 
-    /// How long after a launch intent was persisted AAP may still create the attempt's job
-    /// (default [`DEFAULT_LAUNCH_WINDOW`], 10 min). The engine sends the launch right after the
-    /// intent is written and never retries it, so the job is created within the client's
-    /// request timeout; keep this well above it. A lookup for an attempt whose intent time is
-    /// known reads only the jobs created from the intent minus the clock-skew allowance to the
-    /// intent plus this window plus the allowance — however many jobs the template got since —
-    /// so proving a job absent costs the jobs of that window, not every job launched after it.
-    /// A job AAP created later than that is not attributed to the attempt.
-    pub fn launch_window(mut self, window: Duration) -> Self {
-        self.launch_window = window;
-        self
-    }
-
     /// Builds the provider.
     pub fn build(self) -> AapProvider {
         AapProvider {
@@ -155,7 +137,6 @@ impl AapProviderBuilder {
             max_payload_bytes: self.max_payload_bytes,
             lookup_window: self.lookup_window,
             clock_skew: self.clock_skew,
-            launch_window: self.launch_window,
             kinds: RwLock::new(HashMap::new()),
             attempts: Mutex::new(Attempts::default()),
             checked: RwLock::new(HashSet::new()),
@@ -184,7 +165,6 @@ pub struct AapProvider {
     max_payload_bytes: usize,
     lookup_window: Duration,
     clock_skew: Duration,
-    launch_window: Duration,
     kinds: RwLock<HashMap<u64, JobKind>>,
     attempts: Mutex<Attempts>,
     /// Templates whose launch requirements were checked and keep `extra_vars`.
@@ -314,7 +294,6 @@ impl AapProvider {
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
             lookup_window: Duration::from_secs(24 * 3600),
             clock_skew: Duration::from_secs(300),
-            launch_window: DEFAULT_LAUNCH_WINDOW,
         }
     }
 
@@ -705,21 +684,18 @@ impl ProvisioningProvider for AapProvider {
             .template(&name)
             .await
             .map_err(|e| in_context("idempotency lookup", e))?;
-        let skew =
-            chrono::Duration::from_std(self.clock_skew).unwrap_or(chrono::Duration::minutes(5));
-        let (since, until) = match since {
+        let since = match since {
             Some(at) => {
-                let window = chrono::Duration::from_std(self.launch_window)
-                    .unwrap_or(chrono::Duration::minutes(10));
-                (at - skew, Some(at + window + skew))
+                at - chrono::Duration::from_std(self.clock_skew)
+                    .unwrap_or(chrono::Duration::minutes(5))
             }
-            None => (self.since(resource, key).await, None),
+            None => self.since(resource, key).await,
         };
         // Newest first, stopping at the first page holding the key (see
         // `AapApi::newest_job_with_key`): one request in the usual case.
         let find = |kind: JobKind| async move {
             self.api
-                .newest_job_with_key(kind, template.kind, template.id, since, until, key.as_str())
+                .newest_job_with_key(kind, template.kind, template.id, since, key.as_str())
                 .await
                 .map_err(|e| {
                     query_error(

@@ -957,65 +957,6 @@ async fn idempotency_lookup_pages_newest_first_and_stops_at_the_first_match() {
     assert_eq!(job_lists(&server).len(), 5);
 }
 
-/// A lookup for an attempt whose intent time is known reads only the jobs AAP could have
-/// created for it: from the intent minus the clock-skew allowance to the intent plus the launch
-/// window plus the allowance. The 250 jobs launched an hour later are not read: the attempt's
-/// job is found, and another key proven absent, with one request each (two pages without the
-/// bound).
-#[tokio::test]
-async fn a_lookup_with_an_intent_time_reads_only_the_launch_window() {
-    use std::sync::Arc;
-    let clock = provkit_core::ManualClock::new(
-        chrono::DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z")
-            .unwrap()
-            .with_timezone(&chrono::Utc),
-    );
-    let server = server_with(Mode::Awx, |b| b.clock(Arc::new(clock.clone()))).await;
-    let p = AapProvider::builder(client(&server))
-        .templates(provkit_aap::provider::TemplateNames::explicit(
-            "provision-job",
-            "deprovision-job",
-        ))
-        .clock_skew(Duration::from_secs(1))
-        .launch_window(Duration::from_secs(10))
-        .build();
-    let r = resource("Subnet", "windowed");
-    let key = |i: usize| IdempotencyKey::new(format!("pk1-uid-windowed-p-{i:016x}"));
-    let intent = provkit_core::Clock::now(&clock);
-    let mine = launch_keyed(&p, &r, key, 0..1).await.remove(0);
-    clock.advance(Duration::from_secs(3600));
-    launch_keyed(&p, &r, key, 1..251).await;
-    let found = p
-        .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key(0), Some(intent))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(found.job_id, mine);
-    let first = job_lists(&server);
-    assert_eq!(first.len(), 1, "{first:?}");
-    assert!(
-        first[0].query.contains("created__lt="),
-        "{}",
-        first[0].query
-    );
-    let absent = IdempotencyKey::new("pk1-uid-windowed-p-ffffffffffffffff");
-    assert_eq!(
-        p.find_job_by_idempotency_key_since(&r, &JobType::Provision, &absent, Some(intent))
-            .await
-            .unwrap(),
-        None
-    );
-    assert_eq!(job_lists(&server).len(), 2, "absence proven on one page");
-    // Without an intent time the lookup has no upper bound: it reads every page.
-    assert_eq!(
-        p.find_job_by_idempotency_key(&r, &JobType::Provision, &absent)
-            .await
-            .unwrap(),
-        None
-    );
-    assert_eq!(job_lists(&server).len(), 4);
-}
-
 /// A page of the lookup whose answer broke (a truncated body, then a 500) is read again; the
 /// walk goes on from there instead of failing (and starting again from the first page).
 #[tokio::test]

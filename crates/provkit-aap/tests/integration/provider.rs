@@ -896,32 +896,32 @@ fn job_lists(server: &FakeAapServer) -> Vec<provkit_testing::fake_aap::LoggedReq
         .collect()
 }
 
-/// Launches one provision job per key `key(i)` for `i` in `range`; their job ids.
-async fn launch_keyed(
-    p: &AapProvider,
-    r: &ResourceView,
-    key: impl Fn(usize) -> IdempotencyKey,
-    range: std::ops::Range<usize>,
-) -> Vec<String> {
+/// The key of the `i`-th job of [`paged_lookup`].
+fn paged_key(i: usize) -> IdempotencyKey {
+    IdempotencyKey::new(format!("pk1-uid-paged-p-{i:016x}"))
+}
+
+/// A fake holding 205 provision jobs, one per key `paged_key(i)`: the first launched (oldest)
+/// sits on the second page of 200 of a newest-first lookup. The server, the provider, the
+/// resource and the job ids in launch order.
+async fn paged_lookup() -> (FakeAapServer, AapProvider, ResourceView, Vec<String>) {
+    let server = server(Mode::Awx).await;
+    let p = explicit(&server);
+    let r = resource("Subnet", "paged");
     let mut ids = Vec::new();
-    for i in range {
-        let ctx = LaunchContext::new().with_idempotency_key(key(i));
-        ids.push(p.trigger_provision(r, &ctx).await.unwrap().job_id);
+    for i in 0..205 {
+        let ctx = LaunchContext::new().with_idempotency_key(paged_key(i));
+        ids.push(p.trigger_provision(&r, &ctx).await.unwrap().job_id);
     }
-    ids
+    (server, p, r, ids)
 }
 
 #[tokio::test]
 async fn idempotency_lookup_pages_newest_first_and_stops_at_the_first_match() {
-    let server = server(Mode::Awx).await;
-    let p = explicit(&server);
-    let r = resource("Subnet", "paged");
-    let key = |i: usize| IdempotencyKey::new(format!("pk1-uid-paged-p-{i:016x}"));
-    // 205 jobs: the first launched (oldest) sits on the second page of 200.
-    let ids = launch_keyed(&p, &r, key, 0..205).await;
+    let (server, p, r, ids) = paged_lookup().await;
     // Newest key: found on the first page, one request.
     let found = p
-        .find_job_by_idempotency_key(&r, &JobType::Provision, &key(204))
+        .find_job_by_idempotency_key(&r, &JobType::Provision, &paged_key(204))
         .await
         .unwrap()
         .unwrap();
@@ -940,7 +940,7 @@ async fn idempotency_lookup_pages_newest_first_and_stops_at_the_first_match() {
     );
     // Oldest key: on page two, two requests.
     let found = p
-        .find_job_by_idempotency_key(&r, &JobType::Provision, &key(0))
+        .find_job_by_idempotency_key(&r, &JobType::Provision, &paged_key(0))
         .await
         .unwrap()
         .unwrap();
@@ -961,11 +961,7 @@ async fn idempotency_lookup_pages_newest_first_and_stops_at_the_first_match() {
 /// walk goes on from there instead of failing (and starting again from the first page).
 #[tokio::test]
 async fn a_lookup_reads_a_broken_page_again() {
-    let server = server(Mode::Awx).await;
-    let p = explicit(&server);
-    let r = resource("Subnet", "paged");
-    let key = |i: usize| IdempotencyKey::new(format!("pk1-uid-paged-p-{i:016x}"));
-    let ids = launch_keyed(&p, &r, key, 0..205).await;
+    let (server, p, r, ids) = paged_lookup().await;
     // The lookup's second and third job-list reads (page 2, then page 2 again) break.
     server.aap().add_fault(
         Fault::new("GET", "*/jobs/", FaultAction::TruncatedJson).trigger(Trigger::Nth(2)),
@@ -974,7 +970,7 @@ async fn a_lookup_reads_a_broken_page_again() {
         Fault::new("GET", "*/jobs/", FaultAction::server_error()).trigger(Trigger::Nth(3)),
     );
     let found = p
-        .find_job_by_idempotency_key(&r, &JobType::Provision, &key(0))
+        .find_job_by_idempotency_key(&r, &JobType::Provision, &paged_key(0))
         .await
         .unwrap()
         .unwrap();

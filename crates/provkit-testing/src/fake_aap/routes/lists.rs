@@ -334,15 +334,15 @@ fn leading_id_term(q: &ListQuery) -> Option<(&str, i64)> {
 /// a row created earlier fails there before any term that could answer an error is read, so
 /// leaving such rows out changes neither the results nor the errors.
 fn leading_created_after(q: &ListQuery) -> Option<(DateTime<Utc>, bool)> {
-    let i = q
+    let (i, after) = q
         .terms
         .iter()
-        .position(|t| t.plain_created_after().is_some())?;
+        .enumerate()
+        .find_map(|(i, t)| t.plain_created_after().map(|after| (i, after)))?;
     q.terms[..i]
         .iter()
         .all(|t| id_term(t).is_some())
-        .then(|| q.terms[i].plain_created_after())
-        .flatten()
+        .then_some(after)
 }
 
 /// `jobs/`, `workflow_jobs/`, `unified_jobs/` (and a template's jobs when `template` is set).

@@ -1,9 +1,10 @@
 //! Following `next` links across pages.
 //!
 //! A page whose answer was broken — a body that did not decode, or a `500` (the transport
-//! retries only 429, 502, 503, 504, timeouts and resets) — is read again ([`PAGE_REREADS`] times) before the walk gives up: a list
-//! page is an idempotent read, and a long walk (an idempotency lookup through thousands of jobs)
-//! would otherwise fail whenever any one of its pages did, and start again from the first page.
+//! retries only 429, 502, 503, 504, timeouts and resets) — is read again ([`PAGE_REREADS`]
+//! times) before the walk gives up: a list page is an idempotent read, and a long walk (an
+//! idempotency lookup through thousands of jobs) would otherwise fail whenever any one of its
+//! pages did, and start again from the first page.
 
 use serde_json::Value;
 

@@ -1,9 +1,11 @@
 //! The fleet-wide circuit breaker: after a run of failed attempts (connection errors, timeouts,
 //! 5xx) every request of the client — and of all its clones — fails fast with
 //! [`Error::CircuitOpen`](crate::Error::CircuitOpen) for a cool-down; then one probe request at a
-//! time tests recovery. From the first failure of a run on, only as many attempts are let through
-//! at a time as could still open it, so a failing AAP receives at most `threshold − 1` requests
-//! beyond those already on their way. Hand-written (about 100 lines of pure state machine, time passed in): the
+//! time tests recovery. The breaker counts the attempts on their way even while all is well, so
+//! from the first failure of a run on it lets through only as many more as could still open it:
+//! a failing AAP receives at most `threshold` requests of a run (the first failure included),
+//! or — when more were already on their way when that failure came back — none beyond those.
+//! Hand-written (about 100 lines of pure state machine, time passed in): the
 //! breaker crates on crates.io either own the call (a `Future` wrapper that cannot see HTTP
 //! statuses or `Retry-After`) or bring their own clock and metrics.
 
@@ -14,15 +16,16 @@ use tokio::time::Instant;
 
 /// How the circuit breaker trips and recovers.
 ///
-/// - **Closed**, no failure outstanding: every request is sent.
+/// - **Closed**, no failure outstanding: every request is sent (and counted while on its way).
 /// - **Closed after a failure** (`n` failures in a row, fewer than the threshold): at most
-///   `threshold − n` requests may be on their way at a time — as many as could still open the
-///   circuit; any further request fails fast with
-///   [`Error::CircuitOpen`](crate::Error::CircuitOpen) and a wait of one
+///   `threshold − n` requests may be on their way at a time — those sent before the failure
+///   came back included — as many as could still open the circuit; any further request fails
+///   fast with [`Error::CircuitOpen`](crate::Error::CircuitOpen) and a wait of one
 ///   [probe interval](Self::probe_interval), nothing sent. A request that ends without a verdict
 ///   (never sent, or its future dropped) gives its place back; any answer below 500 ends the
-///   limit. So from the first failure on, a failing AAP receives at most `threshold − 1` requests
-///   beyond those already on their way when that failure came back.
+///   limit. So a failing AAP receives at most `threshold` requests of a failing run (the first
+///   failure included) — unless more than that were already on their way when the first
+///   failure came back, and then not one more.
 /// - **Open** at the threshold-th failure: every request fails fast for the
 ///   [cool-down](Self::cool_down).
 /// - **Half-open** after it: one probe at a time; an answer below 500 closes the circuit, a
@@ -126,13 +129,11 @@ impl CircuitState {
 /// the attempt ends without one, by [`Permit`]'s `Drop`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Ticket {
-    /// Sent while no failure was outstanding: not counted.
-    Free,
-    /// Sent after a failure, the circuit still closed: holds one of the slots of failing run
-    /// `run` until it ends.
-    Suspect {
-        /// The failing run the slot belongs to (a slot of an earlier run is not given back).
-        run: u64,
+    /// Sent while the circuit was closed: counted on its way in epoch `epoch` until it ends.
+    Counted {
+        /// The closed spell the attempt was counted in (an attempt of an earlier spell — sent
+        /// before the circuit opened — gives no place back).
+        epoch: u64,
     },
     /// The half-open probe.
     Probe,
@@ -160,8 +161,10 @@ pub(crate) enum Verdict {
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Phase {
-    /// Closed, no failure outstanding: every request is sent.
-    Closed,
+    /// Closed, no failure outstanding: every request is sent; `in_flight` are on their way.
+    Closed {
+        in_flight: u32,
+    },
     /// Closed after `failures` failures in a row: at most `threshold − failures` attempts
     /// (`in_flight`) may be on their way, as many as could still open the circuit.
     Failing {
@@ -181,23 +184,23 @@ enum Phase {
 pub(crate) struct Machine {
     config: CircuitBreakerConfig,
     phase: Phase,
-    /// Counts failing runs (`Closed` → `Failing`), so that a suspect slot is given back only to
-    /// the run that handed it out.
-    run: u64,
+    /// Counts the closed spells (a new one each time the circuit opens or closes again), so
+    /// that an attempt gives its place back only to the spell that counted it.
+    epoch: u64,
 }
 
 impl Machine {
     pub(crate) fn new(config: CircuitBreakerConfig) -> Self {
         Self {
             config,
-            phase: Phase::Closed,
-            run: 0,
+            phase: Phase::Closed { in_flight: 0 },
+            epoch: 0,
         }
     }
 
     pub(crate) fn state(&self, now: Instant) -> CircuitState {
         match self.phase {
-            Phase::Closed | Phase::Failing { .. } => CircuitState::Closed,
+            Phase::Closed { .. } | Phase::Failing { .. } => CircuitState::Closed,
             Phase::Open { until } if now < until => CircuitState::Open,
             Phase::Open { .. } | Phase::Probing { .. } => CircuitState::HalfOpen,
         }
@@ -205,7 +208,12 @@ impl Machine {
 
     pub(crate) fn admit(&mut self, now: Instant) -> Admit {
         match self.phase {
-            Phase::Closed => Admit::Go(Ticket::Free),
+            Phase::Closed { in_flight } => {
+                self.phase = Phase::Closed {
+                    in_flight: in_flight.saturating_add(1),
+                };
+                Admit::Go(Ticket::Counted { epoch: self.epoch })
+            }
             Phase::Failing {
                 failures,
                 in_flight,
@@ -215,7 +223,7 @@ impl Machine {
                         failures,
                         in_flight: in_flight + 1,
                     };
-                    Admit::Go(Ticket::Suspect { run: self.run })
+                    Admit::Go(Ticket::Counted { epoch: self.epoch })
                 } else {
                     // Enough attempts are on their way to open the circuit if they fail.
                     Admit::Reject(self.config.probe_interval)
@@ -241,19 +249,26 @@ impl Machine {
         ticket: Ticket,
     ) -> Option<CircuitState> {
         let before = self.state(now);
-        if let (Ticket::Suspect { run }, Phase::Failing { in_flight, .. }) =
-            (ticket, &mut self.phase)
-            && run == self.run
+        if let (
+            Ticket::Counted { epoch },
+            Phase::Closed { in_flight } | Phase::Failing { in_flight, .. },
+        ) = (ticket, &mut self.phase)
+            && epoch == self.epoch
         {
             *in_flight = in_flight.saturating_sub(1);
         }
         let probe = ticket == Ticket::Probe;
         match (verdict, self.phase) {
             (Verdict::Unknown, _) => return None,
-            (Verdict::Healthy, _) => self.phase = Phase::Closed,
-            (Verdict::Failed(after), Phase::Closed) => {
-                self.run = self.run.wrapping_add(1);
-                self.phase = self.failed(now, after, 1, 0);
+            (Verdict::Healthy, Phase::Closed { in_flight } | Phase::Failing { in_flight, .. }) => {
+                self.phase = Phase::Closed { in_flight }
+            }
+            (Verdict::Healthy, Phase::Open { .. } | Phase::Probing { .. }) => {
+                self.epoch = self.epoch.wrapping_add(1);
+                self.phase = Phase::Closed { in_flight: 0 };
+            }
+            (Verdict::Failed(after), Phase::Closed { in_flight }) => {
+                self.phase = self.failed(now, after, 1, in_flight);
             }
             (
                 Verdict::Failed(after),
@@ -273,7 +288,7 @@ impl Machine {
     }
 
     fn failed(
-        &self,
+        &mut self,
         now: Instant,
         after: Option<Duration>,
         failures: u32,
@@ -289,7 +304,9 @@ impl Machine {
         }
     }
 
-    fn open(&self, now: Instant, retry_after: Option<Duration>) -> Phase {
+    /// Opens the circuit: the attempts still on their way are no longer counted.
+    fn open(&mut self, now: Instant, retry_after: Option<Duration>) -> Phase {
+        self.epoch = self.epoch.wrapping_add(1);
         let hold = retry_after.map_or(self.config.cool_down, |r| r.max(self.config.cool_down));
         Phase::Open { until: now + hold }
     }
@@ -356,7 +373,7 @@ impl Breaker {
     pub(crate) fn admit(&self) -> Result<Permit<'_>, Duration> {
         match self
             .with(|m| m.admit(Instant::now()))
-            .unwrap_or(Admit::Go(Ticket::Free))
+            .unwrap_or(Admit::Go(Ticket::Counted { epoch: 0 }))
         {
             Admit::Go(ticket) => Ok(Permit {
                 breaker: self,
@@ -402,11 +419,10 @@ mod tests {
     }
 
     const FAIL: Verdict = Verdict::Failed(None);
-    const FREE: Admit = Admit::Go(Ticket::Free);
     const PROBE: Admit = Admit::Go(Ticket::Probe);
 
-    fn suspect(run: u64) -> Admit {
-        Admit::Go(Ticket::Suspect { run })
+    fn counted(epoch: u64) -> Admit {
+        Admit::Go(Ticket::Counted { epoch })
     }
 
     /// Admits one attempt and records `verdict` for it at once.
@@ -435,8 +451,9 @@ mod tests {
         assert_eq!(m.admit(t), Admit::Reject(Duration::from_secs(6)));
         assert_eq!(m.state(t), CircuitState::Open);
         // Unknown verdicts (nothing sent) and late failures change nothing.
-        assert_eq!(m.record(t, Verdict::Unknown, Ticket::Free), None);
-        assert_eq!(m.record(t, FAIL, Ticket::Free), None);
+        let before_it_opened = Ticket::Counted { epoch: 0 };
+        assert_eq!(m.record(t, Verdict::Unknown, before_it_opened), None);
+        assert_eq!(m.record(t, FAIL, before_it_opened), None);
     }
 
     #[tokio::test(start_paused = true)]
@@ -462,7 +479,7 @@ mod tests {
             m.record(t2, Verdict::Healthy, Ticket::Probe),
             Some(CircuitState::Closed)
         );
-        assert_eq!(m.admit(t2), FREE);
+        assert!(matches!(m.admit(t2), Admit::Go(Ticket::Counted { .. })));
     }
 
     #[tokio::test(start_paused = true)]
@@ -490,51 +507,46 @@ mod tests {
         Change(Option<CircuitState>),
     }
 
-    /// Threshold 3: once a failure is outstanding, at most `3 − failures` attempts are on their
-    /// way; a dropped attempt gives its slot back, a slot of an earlier failing run does not,
-    /// any healthy answer lifts the limit, and the threshold-th failure opens the circuit.
+    /// Threshold 3: every attempt is counted while on its way; once a failure is outstanding, at
+    /// most `3 − failures` attempts are on their way — those sent before it included; a dropped
+    /// attempt gives its place back, an attempt of an earlier closed spell does not, any
+    /// healthy answer lifts the limit, and the threshold-th failure opens the circuit.
     #[tokio::test(start_paused = true)]
     async fn after_a_failure_only_as_many_attempts_go_as_could_still_open_it() {
         use Expect::{Admit as A, Change as C};
         use Op::{Admit as Go, End};
         let full = A(Admit::Reject(Duration::from_secs(1)));
         let rows = [
-            ("a: sent while healthy", Go("a"), A(FREE)),
-            ("b: sent while healthy", Go("b"), A(FREE)),
+            ("a: sent while healthy", Go("a"), A(counted(0))),
+            ("b: sent while healthy", Go("b"), A(counted(0))),
             ("a fails: the first failure", End("a", FAIL), C(None)),
-            ("c: 1 failure + 0 in flight < 3", Go("c"), A(suspect(1))),
-            ("d: 1 failure + 1 in flight < 3", Go("d"), A(suspect(1))),
+            ("c: 1 failure + 1 in flight (b) < 3", Go("c"), A(counted(0))),
             ("1 failure + 2 in flight could open it", Go("x"), full),
             (
                 "c ends without a verdict",
                 End("c", Verdict::Unknown),
                 C(None),
             ),
-            ("e: takes c's slot", Go("e"), A(suspect(1))),
+            ("e: takes c's place", Go("e"), A(counted(0))),
             ("full again", Go("x"), full),
             (
                 "b answers: the limit is lifted",
                 End("b", Verdict::Healthy),
                 C(None),
             ),
-            ("f: sent freely", Go("f"), A(FREE)),
-            ("g: sent freely", Go("g"), A(FREE)),
-            ("f fails: a second failing run", End("f", FAIL), C(None)),
-            ("h: a slot of run 2", Go("h"), A(suspect(2))),
-            ("i: a slot of run 2", Go("i"), A(suspect(2))),
-            ("run 2 full", Go("x"), full),
+            ("f: sent freely", Go("f"), A(counted(0))),
+            ("g: sent freely", Go("g"), A(counted(0))),
             (
-                "d (run 1) dropped: frees no slot of run 2",
-                End("d", Verdict::Unknown),
+                "f fails: a second failing run, e and g on their way",
+                End("f", FAIL),
                 C(None),
             ),
+            ("1 failure + 2 in flight: full at once", Go("x"), full),
+            ("e fails: 2 failures + 1 in flight", End("e", FAIL), C(None)),
             ("still full", Go("x"), full),
-            (
-                "e (run 1) fails: counts, frees nothing",
-                End("e", FAIL),
-                C(None),
-            ),
-            ("2 failures + 2 in flight", Go("x"), full),
+            ("g is dropped", End("g", Verdict::Unknown), C(None)),
+            ("h: 2 failures + 0 in flight < 3", Go("h"), A(counted(0))),
+            ("2 failures + 1 in flight", Go("x"), full),
             (
                 "h fails: the third failure opens it",
                 End("h", FAIL),
@@ -545,8 +557,6 @@ mod tests {
                 Go("x"),
                 A(Admit::Reject(Duration::from_secs(10))),
             ),
-            ("i fails late: nothing changes", End("i", FAIL), C(None)),
-            ("g fails late: nothing changes", End("g", FAIL), C(None)),
         ];
         let t0 = Instant::now();
         let mut m = Machine::new(config());
@@ -572,22 +582,35 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_late_failure_after_the_circuit_closed_starts_a_new_failing_run() {
         let t0 = Instant::now();
-        let mut m = Machine::new(config().failure_threshold(2));
-        let Admit::Go(late) = m.admit(t0) else {
-            panic!("closed")
+        let mut m = Machine::new(config());
+        let go = |m: &mut Machine| match m.admit(t0) {
+            Admit::Go(ticket) => ticket,
+            Admit::Reject(wait) => panic!("closed, rejected for {wait:?}"),
         };
-        attempt(&mut m, t0, FAIL);
-        attempt(&mut m, t0, FAIL);
+        let [late, dropped, o1, o2, o3] = [(); 5].map(|()| go(&mut m));
+        assert_eq!(m.record(t0, FAIL, o1), None);
+        assert_eq!(m.record(t0, FAIL, o2), None);
+        assert_eq!(m.record(t0, FAIL, o3), Some(CircuitState::Open));
         let t1 = t0 + Duration::from_secs(10);
         assert_eq!(m.admit(t1), PROBE);
         assert_eq!(
             m.record(t1, Verdict::Healthy, Ticket::Probe),
             Some(CircuitState::Closed)
         );
-        // An attempt sent before the circuit opened fails after it closed: a new failing run.
+        let spell = m.epoch;
+        assert_ne!(Ticket::Counted { epoch: spell }, late, "a new closed spell");
+        // Attempts sent before the circuit opened end after it closed: their places were
+        // dropped when it opened, so they give nothing back to the new spell...
+        assert_eq!(m.admit(t1), counted(spell));
+        assert_eq!(m.record(t1, Verdict::Unknown, dropped), None);
+        // ...but a late failure still starts a new failing run: 1 failure + 1 in flight.
         assert_eq!(m.record(t1, FAIL, late), None);
-        assert_eq!(m.admit(t1), suspect(2), "a new failing run");
-        assert_eq!(m.admit(t1), Admit::Reject(Duration::from_secs(1)));
+        assert_eq!(m.admit(t1), counted(spell), "1 failure + 1 in flight < 3");
+        assert_eq!(
+            m.admit(t1),
+            Admit::Reject(Duration::from_secs(1)),
+            "1 failure + 2 in flight could open it"
+        );
     }
 
     #[test]
@@ -646,11 +669,12 @@ mod tests {
     /// was closed with no failure outstanding, until the circuit opens or a healthy answer.
     #[derive(Debug)]
     struct Run {
-        id: u64,
-        /// Attempts on their way when the first failure was recorded.
-        in_flight_at_start: usize,
-        /// Attempts admitted since, and those of them that ended without a verdict (never
-        /// sent, or dropped).
+        /// The closed spell the run belongs to.
+        epoch: u64,
+        /// Attempts of that spell on their way when the first failure was recorded.
+        counted_at_start: usize,
+        /// Attempts admitted since, and attempts of the spell that ended without a verdict
+        /// (never sent, or dropped) since.
         admitted: usize,
         unsent: usize,
     }
@@ -688,11 +712,12 @@ mod tests {
         }
 
         /// From the first failure on, until the circuit opens or a healthy answer resets it, the
-        /// requests that reach AAP — those already in flight when the first failure was recorded
-        /// plus those admitted since, less those that ended without being sent (or were dropped)
-        /// — number at most `threshold − 1 +` those already in flight (the old breaker admitted
-        /// every request until the threshold-th failure came back). And no slot ever leaks:
-        /// with nothing in flight and the circuit closed, a request is always admitted.
+        /// requests that reach AAP — those of the closed spell already on their way when the
+        /// first failure was recorded plus those admitted since, less those that ended without
+        /// being sent (or were dropped) — number at most `threshold − 1`, or those already on
+        /// their way when there were more (the first breaker counted nothing before the first
+        /// failure, and admitted `threshold − 1` more whatever was on its way). And no place ever
+        /// leaks: with nothing in flight and the circuit closed, a request is always admitted.
         #[test]
         fn a_failing_run_admits_no_more_than_could_open_the_circuit(
             threshold in 1u32..6,
@@ -702,10 +727,8 @@ mod tests {
             rt.block_on(async {
                 let mut m = Machine::new(config().failure_threshold(threshold));
                 let mut now = Instant::now();
-                // Attempts in flight: their ticket and the failing run they were admitted in.
-                let mut in_flight: Vec<(Ticket, Option<u64>)> = Vec::new();
+                let mut in_flight: Vec<Ticket> = Vec::new();
                 let mut run: Option<Run> = None;
-                let mut runs = 0u64;
                 for step in steps {
                     match step {
                         Step::Wait(ms) => now += Duration::from_millis(ms),
@@ -715,13 +738,14 @@ mod tests {
                                 Admit::Go(ticket) => {
                                     if let Some(r) = run.as_mut() {
                                         r.admitted += 1;
-                                        let reaching = r.in_flight_at_start + r.admitted - r.unsent;
+                                        let reaching = r.counted_at_start + r.admitted - r.unsent;
+                                        let bound = (threshold as usize - 1).max(r.counted_at_start);
                                         proptest::prop_assert!(
-                                            reaching <= threshold as usize - 1 + r.in_flight_at_start,
+                                            reaching <= bound,
                                             "{r:?}, threshold {threshold}"
                                         );
                                     }
-                                    in_flight.push((ticket, run.as_ref().map(|r| r.id)));
+                                    in_flight.push(ticket);
                                 }
                                 Admit::Reject(_) => proptest::prop_assert!(
                                     !(closed && in_flight.is_empty()),
@@ -733,23 +757,23 @@ mod tests {
                             if in_flight.is_empty() {
                                 continue;
                             }
-                            let (ticket, admitted_in) = in_flight.swap_remove(pick % in_flight.len());
+                            let ticket = in_flight.swap_remove(pick % in_flight.len());
                             let verdict = verdict_of(kind);
                             let closed = m.state(now) == CircuitState::Closed;
                             let changed = m.record(now, verdict, ticket);
                             match verdict {
                                 Verdict::Healthy => run = None,
                                 Verdict::Failed(_) if closed && run.is_none() => {
-                                    runs += 1;
+                                    let spell = Ticket::Counted { epoch: m.epoch };
                                     run = Some(Run {
-                                        id: runs,
-                                        in_flight_at_start: in_flight.len(),
+                                        epoch: m.epoch,
+                                        counted_at_start: in_flight.iter().filter(|t| **t == spell).count(),
                                         admitted: 0,
                                         unsent: 0,
                                     });
                                 }
                                 Verdict::Unknown => {
-                                    if let Some(r) = run.as_mut().filter(|r| Some(r.id) == admitted_in) {
+                                    if let Some(r) = run.as_mut().filter(|r| ticket == Ticket::Counted { epoch: r.epoch }) {
                                         r.unsent += 1;
                                     }
                                 }

@@ -31,6 +31,16 @@ fn breaking_client(server: &FakeAapServer) -> AapClient {
     builder(server).circuit_breaker(breaker()).build().unwrap()
 }
 
+/// [`breaker`], no retries, and a timeout no test reaches: requests held by AAP stay on their way.
+fn patient_client(server: &FakeAapServer) -> AapClient {
+    builder(server)
+        .retry(provkit_aap::RetryConfig::disabled())
+        .timeout(Duration::from_secs(600))
+        .circuit_breaker(breaker())
+        .build()
+        .unwrap()
+}
+
 async fn launched_job(client: &AapClient) -> u64 {
     let t = client.get_template("provision-job").await.unwrap();
     client
@@ -177,12 +187,7 @@ async fn disabled_breaker_sends_every_request() {
 #[tokio::test]
 async fn after_a_failure_only_as_many_requests_are_sent_as_could_still_open_the_circuit() {
     let server = server(Mode::Awx).await;
-    let client = builder(&server)
-        .retry(provkit_aap::RetryConfig::disabled())
-        .timeout(Duration::from_secs(600))
-        .circuit_breaker(breaker())
-        .build()
-        .unwrap();
+    let client = patient_client(&server);
     let id = launched_job(&client).await;
     let job_path = format!("/jobs/{id}/");
     server.aap().add_fault(Fault::new(
@@ -243,6 +248,72 @@ async fn after_a_failure_only_as_many_requests_are_sent_as_could_still_open_the_
         requests_to(&server, &job_path).len(),
         1 + 1 + 5,
         "the 503, then 6 answered"
+    );
+}
+
+/// Requests already on their way when the first failure comes back count toward the threshold:
+/// with a threshold of 3, two job reads hanging in AAP and one failed read of another job, nothing
+/// more is sent (the first breaker counted nothing before a failure and sent two more); when
+/// the callers give the hanging reads up, their places come back and the next read is sent.
+#[tokio::test]
+async fn requests_on_their_way_before_the_first_failure_count_toward_the_threshold() {
+    let server = server(Mode::Awx).await;
+    let client = patient_client(&server);
+    let id = launched_job(&client).await;
+    let job_path = format!("/jobs/{id}/");
+    let (received, sent) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (seen, all, path) = (received.clone(), sent.clone(), job_path.clone());
+    server.aap().observe(Arc::new(move |req, phase| {
+        if phase != Phase::Received {
+            return Verdict::Continue;
+        }
+        all.fetch_add(1, Ordering::SeqCst);
+        if req.path.contains(&path) {
+            seen.fetch_add(1, Ordering::SeqCst);
+            return Verdict::Abandon;
+        }
+        Verdict::Continue
+    }));
+    let mut hanging = tokio::task::JoinSet::new();
+    for _ in 0..2 {
+        let c = client.clone();
+        hanging.spawn(async move { c.get_job(id).await });
+    }
+    while received.load(Ordering::SeqCst) < 2 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Another job's reads fail (a job id nobody holds: no cache can answer it).
+    let other = id + 1000;
+    server.aap().add_fault(Fault::new(
+        "GET",
+        &format!("*/jobs/{other}/*"),
+        FaultAction::gateway_html(503),
+    ));
+    let first = client.get_job(other).await.unwrap_err();
+    assert!(matches!(first, Error::Server { .. }), "{first:?}");
+    // 1 failure + 2 on their way could open it: nothing more is sent.
+    let before = sent.load(Ordering::SeqCst);
+    for _ in 0..3 {
+        let err = client.get_job(other).await.unwrap_err();
+        assert!(
+            err.is_circuit_open() && !err.is_outcome_unknown(),
+            "{err:?}"
+        );
+    }
+    assert_eq!(sent.load(Ordering::SeqCst), before, "nothing sent");
+    assert_eq!(client.circuit_state(), CircuitState::Closed);
+
+    hanging.abort_all();
+    while hanging.join_next().await.is_some() {}
+    let answered = client.get_job(other).await.unwrap_err();
+    assert!(
+        matches!(answered, Error::Server { .. }),
+        "a place came back: the request was sent ({answered:?})"
+    );
+    assert_eq!(
+        received.load(Ordering::SeqCst),
+        2,
+        "only the two reads hung"
     );
 }
 

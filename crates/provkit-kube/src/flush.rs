@@ -189,6 +189,12 @@ struct Known {
     resolved: HashSet<String>,
     /// The `resourceVersion`s the accepted writes since the last read returned, oldest first.
     written_since_read: Vec<String>,
+    /// Everything but the status of the object the reconcile started from, as far as a status
+    /// write leaves it alone (see [`Outside`]).
+    base: Outside,
+    /// A write returned an object whose [`Outside`] differs from `base`: it landed on a change
+    /// by somebody else (after a conflict re-read), which the reconcile did not act on.
+    landed_on_foreign_change: bool,
     /// The status of the copy read from the API server in this session (stale check, conflict
     /// re-read), unless a write came after it.
     read_status: Option<Value>,
@@ -214,6 +220,9 @@ impl Known {
     /// The API server accepted a status write and answered with `written`.
     fn wrote<K: ProvisionedResource>(&mut self, written: &K) {
         self.writes += 1;
+        if Outside::of(written) != self.base {
+            self.landed_on_foreign_change = true;
+        }
         self.resource_version = written.meta().resource_version.clone();
         self.written_since_read
             .extend(self.resource_version.clone());
@@ -227,6 +236,31 @@ impl Known {
             .as_ref()
             .filter(|i| self.resolved.contains(&i.idempotency_key))
             .map(|_| None)
+    }
+}
+
+/// What a reconcile acts on besides the status — its generation (the spec), deletion,
+/// finalizers, labels and annotations: a status write returns it unchanged, so a write that
+/// returns another one landed on somebody else's change.
+#[derive(Debug, Clone, PartialEq)]
+struct Outside {
+    generation: Option<i64>,
+    deletion: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    finalizers: Option<Vec<String>>,
+    labels: Option<std::collections::BTreeMap<String, String>>,
+    annotations: Option<std::collections::BTreeMap<String, String>>,
+}
+
+impl Outside {
+    fn of<K: ProvisionedResource>(obj: &K) -> Self {
+        let m = obj.meta();
+        Self {
+            generation: m.generation,
+            deletion: m.deletion_timestamp.clone(),
+            finalizers: m.finalizers.clone().filter(|f| !f.is_empty()),
+            labels: m.labels.clone().filter(|l| !l.is_empty()),
+            annotations: m.annotations.clone().filter(|a| !a.is_empty()),
+        }
     }
 }
 
@@ -280,6 +314,8 @@ impl<K: ProvisionedResource> StatusSession<K> {
                     .and_then(|s| s.launch_intent.clone()),
                 resolved: HashSet::new(),
                 written_since_read: Vec::new(),
+                base: Outside::of(obj),
+                landed_on_foreign_change: false,
                 read_status: None,
                 writes: 0,
                 conflicts: 0,
@@ -298,9 +334,19 @@ impl<K: ProvisionedResource> StatusSession<K> {
     /// The `resourceVersion`s this session's accepted status writes returned since its last
     /// read, oldest first: the versions of the watch events those writes cause; the last is
     /// the object's version unless somebody else wrote since.
+    ///
+    /// Empty once a write landed on somebody else's change that the reconcile did not act on:
+    /// a write retried after a conflict re-read that returned the object with another
+    /// generation, deletion, finalizers, labels or annotations than the reconcile started
+    /// from (the user deleted the object while the reconcile recorded a poll). Those versions
+    /// carry a change still to be reconciled, so they are nobody's echo.
     #[must_use]
     pub fn own_write_versions(&self) -> Vec<String> {
-        self.lock().written_since_read.clone()
+        let k = self.lock();
+        if k.landed_on_foreign_change {
+            return Vec::new();
+        }
+        k.written_since_read.clone()
     }
 
     /// The status of the freshest copy of the object this session read from the API server

@@ -20,6 +20,7 @@ pub(crate) struct Doc(Arc<Stored>);
 struct Stored {
     json: Bytes,
     namespace: Box<str>,
+    name: Box<str>,
     api_version: Box<str>,
     kind: Box<str>,
 }
@@ -36,6 +37,7 @@ impl Doc {
         Self(Arc::new(Stored {
             json: Bytes::from(json),
             namespace: text(value, "/metadata/namespace").into(),
+            name: text(value, "/metadata/name").into(),
             api_version: text(value, "/apiVersion").into(),
             kind: text(value, "/kind").into(),
         }))
@@ -54,6 +56,11 @@ impl Doc {
     /// `metadata.namespace` (empty for cluster-scoped objects).
     pub(crate) fn namespace(&self) -> &str {
         &self.0.namespace
+    }
+
+    /// `metadata.name`.
+    pub(crate) fn name(&self) -> &str {
+        &self.0.name
     }
 
     /// Whether the stored text says `apiVersion` and `kind` are these.

@@ -403,32 +403,37 @@ fn list(inner: &Arc<Inner>, c: &Call<'_>) -> Result<Response<Body>, ApiStatus> {
         .filter(|l| *l > 0);
     let (page, rv) = {
         let store = inner.lock_store();
-        // `continue` is `<rv>/<namespace>/<name>` of the last item served (opaque to clients).
-        let after: Option<ObjectKey> = match c.query.get("continue").filter(|t| !t.is_empty()) {
-            None => None,
+        // `continue` is `<rv>/<namespace>/<name>`: the list's snapshot and the last item served
+        // (opaque to clients). Every page is served from the first page's snapshot.
+        let (after, snapshot): (Option<ObjectKey>, u64) = match c
+            .query
+            .get("continue")
+            .filter(|t| !t.is_empty())
+        {
+            None => (None, store.resource_version()),
             Some(token) => {
                 let mut it = token.splitn(3, '/');
                 let rv = it.next().and_then(|r| r.parse::<u64>().ok());
                 let (Some(rv), Some(ns), Some(name)) = (rv, it.next(), it.next()) else {
                     return Err(ApiStatus::bad_request("invalid continue token"));
                 };
-                if rv < store.compacted() {
+                if rv < store.compacted(&c.rt.key()) {
                     return Err(ApiStatus::gone(
                         "The provided continue parameter is too old to display a consistent list result. \
                          You can start a new list without the continue parameter.",
                     ));
                 }
-                Some((ns.to_owned(), name.to_owned()))
+                (Some((ns.to_owned(), name.to_owned())), rv)
             }
         };
         let selective = !(labels.is_empty() && fields.is_empty());
-        let page = store.page(c.rt, c.namespace, after.as_ref(), limit, |d| {
+        let page = store.page(c.rt, c.namespace, after.as_ref(), limit, snapshot, |d| {
             !selective || {
                 let o = d.value();
                 fields.matches(&o) && labels.matches(&labels_of(&o))
             }
         });
-        (page, store.resource_version())
+        (page, snapshot)
     };
     let mut list_meta = json!({"resourceVersion": rv.to_string()});
     if page.remaining > 0
@@ -516,7 +521,7 @@ fn watch(inner: &Arc<Inner>, c: &Call<'_>) -> Response<Body> {
         Some(Ok(rv)) => match store.watch_from(&spec.key, rv) {
             None => gone(&format!(
                 "too old resource version: {rv} ({})",
-                store.compacted() + 1
+                store.compacted(&spec.key) + 1
             )),
             Some((replay, rx)) => {
                 let start = rv;

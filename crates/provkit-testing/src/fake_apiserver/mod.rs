@@ -35,7 +35,9 @@
 //!   `generateName`, `managedFields` per manager (the `fieldManager` parameter, else the
 //!   User-Agent before `/`, else `unknown`). Client values for these are ignored.
 //! - **Verbs**: get; list with `labelSelector`, `fieldSelector` (`metadata.name`,
-//!   `metadata.namespace`), `limit`/`continue`; watch with `resourceVersion`,
+//!   `metadata.namespace`), `limit`/`continue` (every page served from the first page's
+//!   snapshot and carrying its `resourceVersion`, as etcd serves them, while the retained
+//!   history reaches back that far; 410 after); watch with `resourceVersion`,
 //!   `allowWatchBookmarks`, `timeoutSeconds`, 410 `Expired` past the retained window; create
 //!   (409 `AlreadyExists`); replace (409 `Conflict` on a stale `resourceVersion`); JSON merge
 //!   patch; JSON patch (with the API server's `test`-against-missing-as-null rule); other
@@ -61,9 +63,8 @@
 //! version shares one stored form), validation beyond structural types and `required`
 //! (formats, enums, patterns, CEL), defaulting, garbage collection of owner references and
 //! namespace content, Table output (kubectl prints its default columns), `fieldsV1` contents
-//! of `managedFields`, consistent list snapshots across `continue` pages (later pages read the
-//! current state), exact-`resourceVersion` reads of the past (a list answers the current state),
-//! and the legacy `/watch/` paths.
+//! of `managedFields`, exact-`resourceVersion` reads of the past (a list without `continue`
+//! answers the current state), and the legacy `/watch/` paths.
 
 mod discovery;
 mod doc;

@@ -165,8 +165,9 @@ impl FakeApiServerBuilder {
         self
     }
 
-    /// How many past changes watches can resume from (default 1000); a watch from an older
-    /// `resourceVersion` gets 410 Gone.
+    /// How many past changes of each resource type watches (and the later pages of a list) can
+    /// resume from (default 1000), like the real API server's watch cache, which keeps a window
+    /// per type; a watch from an older `resourceVersion` gets 410 Gone.
     #[must_use]
     pub fn retained_changes(mut self, n: usize) -> Self {
         self.retained_changes = n;

@@ -75,10 +75,17 @@ pub(crate) struct Store {
     pub(crate) types: Vec<ResourceType>,
     objects: BTreeMap<TypeKey, BTreeMap<ObjectKey, Doc>>,
     rv: u64,
-    history: VecDeque<Arc<Change>>,
+    /// The retained changes of each type, oldest first (the real API server's watch cache keeps
+    /// a window per type, so Events or Leases churning do not push a custom resource's changes
+    /// out).
+    history: BTreeMap<TypeKey, VecDeque<Arc<Change>>>,
+    /// Changes kept per type.
     history_limit: usize,
-    /// Every change with `rv <= compacted` is gone from history (a watch from there gets 410).
-    compacted: u64,
+    /// Per type: every change with `rv <= compacted` is gone from its history (a watch or a
+    /// list page from there gets 410).
+    compacted: BTreeMap<TypeKey, u64>,
+    /// `compact()` dropped every history up to here.
+    compacted_all: u64,
     tx: broadcast::Sender<Timed>,
     pub(crate) rng: fastrand::Rng,
     pub(crate) clock: Arc<dyn Clock>,
@@ -112,9 +119,10 @@ impl Store {
             types,
             objects: BTreeMap::new(),
             rv: 0,
-            history: VecDeque::new(),
+            history: BTreeMap::new(),
             history_limit,
-            compacted: 0,
+            compacted: BTreeMap::new(),
+            compacted_all: 0,
             tx,
             rng: fastrand::Rng::with_seed(seed),
             clock,
@@ -125,14 +133,20 @@ impl Store {
         self.rv
     }
 
-    pub(crate) fn compacted(&self) -> u64 {
+    /// Changes of `key` up to this version are gone from its history.
+    pub(crate) fn compacted(&self, key: &TypeKey) -> u64 {
         self.compacted
+            .get(key)
+            .copied()
+            .unwrap_or(0)
+            .max(self.compacted_all)
     }
 
     /// Drops the whole retained history: every watch resuming from an older version gets 410.
     pub(crate) fn compact(&mut self) {
         self.history.clear();
-        self.compacted = self.rv;
+        self.compacted.clear();
+        self.compacted_all = self.rv;
     }
 
     fn now(&self) -> String {
@@ -157,10 +171,11 @@ impl Store {
 
     fn commit(&mut self, change: Change) {
         let change = Arc::new(change);
-        self.history.push_back(change.clone());
-        while self.history.len() > self.history_limit {
-            if let Some(old) = self.history.pop_front() {
-                self.compacted = old.rv;
+        let history = self.history.entry(change.key.clone()).or_default();
+        history.push_back(change.clone());
+        while history.len() > self.history_limit {
+            if let Some(old) = history.pop_front() {
+                self.compacted.insert(change.key.clone(), old.rv);
             }
         }
         // No receiver is not an error: nobody watches.
@@ -176,13 +191,15 @@ impl Store {
         key: &TypeKey,
         rv: u64,
     ) -> Option<(Vec<Arc<Change>>, broadcast::Receiver<Timed>)> {
-        if rv < self.compacted {
+        if rv < self.compacted(key) {
             return None;
         }
         let past = self
             .history
-            .iter()
-            .filter(|c| c.rv > rv && &c.key == key)
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter(|c| c.rv > rv)
             .cloned()
             .collect();
         Some((past, self.tx.subscribe()))
@@ -202,37 +219,79 @@ impl Store {
 
     /// Objects of a type in `ns` (all namespaces when `None`), in (namespace, name) order.
     pub(crate) fn list(&self, rt: &ResourceType, ns: Option<&str>) -> Vec<Doc> {
-        self.page(rt, ns, None, None, |_| true).items
+        self.page(rt, ns, None, None, self.rv, |_| true).items
     }
 
     /// Up to `limit` objects of a type in `ns` (all namespaces when `None`) that `keep` selects,
     /// after `after` in (namespace, name) order, and how many more it selects. Costs reference
     /// counts for the page, and a selector check for each object after it.
+    /// One page of the objects of `rt` (in namespace `ns`, if given) after `after`, as they
+    /// were at `snapshot` — the `resourceVersion` of the list's first page — like the real API
+    /// server, which serves every page of a list from one consistent snapshot (etcd's revision
+    /// of the first page). An object written since is served as it was then (the version before
+    /// its first later change, from the retained history), one created since is left out, one
+    /// deleted since is still listed; the watch that follows the list from `snapshot` then
+    /// replays every later change. (Pages read from the live store lose changes: an object
+    /// served on an early page and written before the last page — whose version the watch
+    /// starts from — never reaches the client's cache.) The caller checks that `snapshot` is
+    /// not older than the retained history.
     pub(crate) fn page(
         &self,
         rt: &ResourceType,
         ns: Option<&str>,
         after: Option<&ObjectKey>,
         limit: Option<usize>,
+        snapshot: u64,
         keep: impl Fn(&Doc) -> bool,
     ) -> Page {
         use std::ops::Bound;
-        let Some(m) = self.objects.get(&rt.key()) else {
-            return Page {
-                items: Vec::new(),
-                last: None,
-                remaining: 0,
+        let key = rt.key();
+        // The version at `snapshot` of every object changed since: the state before its
+        // earliest later change (`None`: it did not exist yet).
+        let mut then: BTreeMap<ObjectKey, Option<Doc>> = BTreeMap::new();
+        let history = self.history.get(&key).into_iter().flatten();
+        for c in history.rev().take_while(|c| c.rv > snapshot) {
+            let object = (c.object.namespace().to_owned(), c.object.name().to_owned());
+            let before = match c.kind {
+                ChangeKind::Added => None,
+                ChangeKind::Modified | ChangeKind::Deleted => c.old.clone(),
             };
-        };
-        let start = after.map_or(Bound::Unbounded, Bound::Excluded);
-        let mut selected = m
-            .range::<ObjectKey, _>((start, Bound::Unbounded))
-            .filter(|((n, _), o)| ns.is_none_or(|want| want == n) && keep(o));
+            then.insert(object, before);
+        }
+        let empty = BTreeMap::new();
+        let live = self.objects.get(&key).unwrap_or(&empty);
+        let start = || after.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut live = live
+            .range::<ObjectKey, _>((start(), Bound::Unbounded))
+            .peekable();
+        let mut changed = then
+            .range::<ObjectKey, _>((start(), Bound::Unbounded))
+            .peekable();
+        let mut selected = std::iter::from_fn(|| {
+            loop {
+                let (k, doc) = match (live.peek(), changed.peek()) {
+                    (None, None) => return None,
+                    (Some((lk, _)), Some((ck, _))) if lk < ck => {
+                        live.next().map(|(k, d)| (k, Some(d)))?
+                    }
+                    (Some(_), None) => live.next().map(|(k, d)| (k, Some(d)))?,
+                    (lk, Some((ck, _))) => {
+                        if lk.is_some_and(|(lk, _)| lk == ck) {
+                            live.next();
+                        }
+                        changed.next().map(|(k, d)| (k, d.as_ref()))?
+                    }
+                };
+                if let Some(doc) = doc.filter(|d| ns.is_none_or(|want| want == k.0) && keep(d)) {
+                    return Some((k, doc));
+                }
+            }
+        });
         let mut items = Vec::new();
         let mut last = None;
-        for (key, o) in selected.by_ref().take(limit.unwrap_or(usize::MAX)) {
+        for (k, o) in selected.by_ref().take(limit.unwrap_or(usize::MAX)) {
             items.push(with_type(o, rt));
-            last = Some(key);
+            last = Some(k);
         }
         Page {
             items,
@@ -262,7 +321,8 @@ impl Store {
         let mut seen = std::collections::HashSet::new();
         let history = self
             .history
-            .iter()
+            .values()
+            .flatten()
             .flat_map(|c| std::iter::once(&c.object).chain(c.old.as_ref()))
             .filter(|d| !live.contains(&d.id()) && seen.insert(d.id()))
             .cloned()
@@ -643,5 +703,139 @@ fn set_type(obj: &mut Value, rt: &ResourceType) {
     if let Some(m) = obj.as_object_mut() {
         m.insert("apiVersion".into(), json!(rt.api_version()));
         m.insert("kind".into(), json!(rt.kind));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn writer() -> Writer<'static> {
+        Writer {
+            manager: "test",
+            subresource: None,
+        }
+    }
+
+    fn config_maps(store: &Store) -> ResourceType {
+        store
+            .types
+            .iter()
+            .find(|t| t.group.is_empty() && t.plural == "configmaps")
+            .cloned()
+            .expect("a built-in type")
+    }
+
+    /// A write between two pages: create, relabel or delete object `n` (of 8).
+    #[derive(Clone, Debug)]
+    enum Write {
+        Create(u8),
+        Touch(u8),
+        Delete(u8),
+    }
+
+    fn write() -> impl Strategy<Value = Write> {
+        prop_oneof![
+            (0u8..8).prop_map(Write::Create),
+            (0u8..8).prop_map(Write::Touch),
+            (0u8..8).prop_map(Write::Delete),
+        ]
+    }
+
+    fn apply(store: &mut Store, rt: &ResourceType, w: &Write) {
+        // Writes the store refuses (the object exists, or does not) are simply skipped.
+        let _ = match w {
+            Write::Create(n) => store
+                .create(
+                    rt,
+                    "default",
+                    json!({"metadata": {"name": format!("o{n}")}}),
+                    writer(),
+                )
+                .map(|_| ()),
+            Write::Touch(n) => {
+                let name = format!("o{n}");
+                store.get(rt, "default", &name).and_then(|d| {
+                    let mut v = d.value();
+                    v["data"] = json!({"touched": store.rv.to_string()});
+                    store.update(rt, "default", &name, v, writer()).map(|_| ())
+                })
+            }
+            Write::Delete(n) => store
+                .delete(rt, "default", &format!("o{n}"), None, None)
+                .map(|_| ()),
+        };
+    }
+
+    proptest! {
+        /// Whatever is written between the pages of a list, the pages hold exactly the objects
+        /// as they were at the first page's snapshot, and they followed by the changes after
+        /// it — what a list-then-watch client applies — end in exactly the objects the store
+        /// holds.
+        #[test]
+        fn pages_then_the_changes_since_their_snapshot_give_the_current_state(
+            initial in proptest::collection::vec(0u8..8, 0..8),
+            between in proptest::collection::vec(proptest::collection::vec(write(), 0..4), 1..6),
+            limit in 1usize..4,
+        ) {
+            let mut store = Store::new(
+                ResourceType::builtins(),
+                10_000,
+                1,
+                Arc::new(provkit_core::SystemClock),
+            );
+            let rt = config_maps(&store);
+            let namespaces = store
+                .types
+                .iter()
+                .find(|t| t.group.is_empty() && t.plural == "namespaces")
+                .cloned()
+                .expect("a built-in type");
+            store
+                .create(&namespaces, "", json!({"metadata": {"name": "default"}}), writer())
+                .expect("the namespace");
+            for n in initial {
+                apply(&mut store, &rt, &Write::Create(n));
+            }
+            let snapshot = store.resource_version();
+            let state = |store: &Store| -> BTreeMap<String, Value> {
+                store
+                    .list(&rt, Some("default"))
+                    .iter()
+                    .map(|d| (d.name().to_owned(), d.value()))
+                    .collect()
+            };
+            let then = state(&store);
+            let mut cache: BTreeMap<String, Value> = BTreeMap::new();
+            let mut after: Option<ObjectKey> = None;
+            let mut writes = between.into_iter();
+            loop {
+                let page = store.page(&rt, Some("default"), after.as_ref(), Some(limit), snapshot, |_| true);
+                for d in &page.items {
+                    cache.insert(d.name().to_owned(), d.value());
+                }
+                if page.remaining == 0 {
+                    break;
+                }
+                after = page.last;
+                for w in writes.next().unwrap_or_default() {
+                    apply(&mut store, &rt, &w);
+                }
+            }
+            prop_assert_eq!(&cache, &then, "the pages are the snapshot");
+            let (replay, _rx) = store.watch_from(&rt.key(), snapshot).expect("retained");
+            for c in replay {
+                let name = c.object.name().to_owned();
+                match c.kind {
+                    ChangeKind::Deleted => { cache.remove(&name); }
+                    ChangeKind::Added | ChangeKind::Modified => { cache.insert(name, c.object.value()); }
+                }
+            }
+            prop_assert_eq!(cache, state(&store), "then the replay brings it up to date");
+        }
     }
 }

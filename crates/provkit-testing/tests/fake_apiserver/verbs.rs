@@ -1,5 +1,6 @@
 //! Verbs, server-owned metadata, status subresource, pruning and errors.
 
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::core::ObjectMeta;
@@ -428,6 +429,97 @@ async fn list_selectors_and_pages() {
     assert_eq!(names(last), ["e"]);
     let err = api_err(api.list(&sel("env in prod")).await);
     assert_eq!(err.code, 400);
+}
+
+/// API concepts, "Retrieving large results sets in chunks": every page of a list is served from
+/// the snapshot of the first page — same `resourceVersion` on every page; an object written
+/// since is served as it was, one created since is left out, one deleted since is still listed
+/// — and a watch from that `resourceVersion` replays every change since. Pages read from the
+/// live store lost changes: an object served on an early page and written before the last
+/// page (whose version the watch starts from) stayed stale in the client's cache for good.
+#[tokio::test]
+async fn every_page_of_a_list_is_one_snapshot() {
+    let s = server();
+    let api: Api<ConfigMap> = Api::default_namespaced(s.client());
+    for name in ["a", "b", "c", "d", "e"] {
+        api.create(&PostParams::default(), &cm(name, &[]))
+            .await
+            .unwrap();
+    }
+    let first = api.list(&ListParams::default().limit(2)).await.unwrap();
+    let snapshot = first.metadata.resource_version.clone().unwrap();
+    let mut token = first.metadata.continue_.clone().unwrap();
+    // Between the pages: a served object and a later one change, one is deleted, one created.
+    let labelled = Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}}));
+    for name in ["b", "d"] {
+        api.patch(name, &PatchParams::default(), &labelled)
+            .await
+            .unwrap();
+    }
+    api.delete("e", &DeleteParams::default()).await.unwrap();
+    api.create(&PostParams::default(), &cm("f", &[]))
+        .await
+        .unwrap();
+
+    let mut rest = Vec::new();
+    loop {
+        let page = api
+            .list(&ListParams::default().limit(2).continue_token(&token))
+            .await
+            .unwrap();
+        assert_eq!(
+            page.metadata.resource_version.as_deref(),
+            Some(snapshot.as_str()),
+            "every page carries the first page's resourceVersion"
+        );
+        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+        rest.extend(page.items);
+        match next {
+            Some(t) => token = t,
+            None => break,
+        }
+    }
+    let rest: Vec<(String, bool)> = rest
+        .iter()
+        .map(|c| {
+            let touched = c
+                .metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key("touched"));
+            (c.metadata.name.clone().unwrap_or_default(), touched)
+        })
+        .collect();
+    assert_eq!(
+        rest,
+        [
+            ("c".into(), false),
+            ("d".into(), false),
+            ("e".into(), false)
+        ],
+        "d as it was, e still there, f not yet"
+    );
+
+    // The watch from the list's version replays what the pages did not show.
+    let mut events = api
+        .watch(&kube::api::WatchParams::default(), &snapshot)
+        .await
+        .unwrap()
+        .boxed();
+    let mut replayed = Vec::new();
+    for _ in 0..4 {
+        let e = events.try_next().await.unwrap().unwrap();
+        replayed.push(match e {
+            kube::api::WatchEvent::Added(c) => format!("ADDED {}", c.metadata.name.unwrap()),
+            kube::api::WatchEvent::Modified(c) => format!("MODIFIED {}", c.metadata.name.unwrap()),
+            kube::api::WatchEvent::Deleted(c) => format!("DELETED {}", c.metadata.name.unwrap()),
+            other => format!("{other:?}"),
+        });
+    }
+    assert_eq!(
+        replayed,
+        ["MODIFIED b", "MODIFIED d", "DELETED e", "ADDED f"]
+    );
 }
 
 /// JSON patch (RFC 6902) works on every type; apply and strategic-merge patches answer 415

@@ -79,6 +79,49 @@ async fn watcher_relists_after_410_gone() {
     );
 }
 
+/// The retained window is per resource type, like the real API server's watch cache: writes
+/// of another type (Events, Leases in an operator's namespace) do not push a type's changes
+/// out, so a watch resuming after them is not told 410 — while enough writes of its own type
+/// still are.
+#[tokio::test]
+async fn the_retained_window_is_per_type() {
+    let s = builder().retained_changes(2).build();
+    let maps: Api<ConfigMap> = Api::default_namespaced(s.client());
+    let widgets: Api<Widget> = Api::default_namespaced(s.client());
+    maps.create(&PostParams::default(), &cm("a")).await.unwrap();
+    let from = s.resource_version().to_string();
+    for i in 0..5 {
+        widgets
+            .create(&PostParams::default(), &widget(&format!("w{i}"), 1))
+            .await
+            .unwrap();
+    }
+    maps.create(&PostParams::default(), &cm("b")).await.unwrap();
+    let mut events = maps
+        .watch(&WatchParams::default(), &from)
+        .await
+        .unwrap()
+        .boxed();
+    match events.try_next().await.unwrap() {
+        Some(WatchEvent::Added(c)) => assert_eq!(c.metadata.name.as_deref(), Some("b")),
+        other => panic!("expected b's ADDED, got {other:?}"),
+    }
+    for name in ["c", "d"] {
+        maps.create(&PostParams::default(), &cm(name))
+            .await
+            .unwrap();
+    }
+    let mut late = maps
+        .watch(&WatchParams::default(), &from)
+        .await
+        .unwrap()
+        .boxed();
+    assert!(
+        matches!(late.try_next().await.unwrap(), Some(WatchEvent::Error(e)) if e.code == 410),
+        "three config maps since: b fell out of the window of two"
+    );
+}
+
 /// Raw watch semantics (API concepts "Watch bookmarks", "Efficient detection of changes"):
 /// without a resourceVersion the stream starts with ADDED per object; then MODIFIED and
 /// DELETED; a bookmark carries a resourceVersion; a label-selector watch sees an object

@@ -1271,28 +1271,7 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         .count()
         .max(remaining.len());
     for o in remaining.iter().take(10) {
-        let jobs: Vec<String> = o
-            .provisioning_jobs()
-            .iter()
-            .map(|j| format!("{}:{}:{}", j.job_type.as_str(), j.job_id, j.state.as_str()))
-            .collect();
-        not_converged_examples.push(format!(
-            "{} gen {:?} deleting {} intent {} jobs [{}] conditions [{}]",
-            o.metadata.name.as_deref().unwrap_or(""),
-            o.metadata.generation,
-            o.metadata.deletion_timestamp.is_some(),
-            o.provisioning_status()
-                .is_some_and(|s| s.launch_intent.is_some()),
-            jobs.join(", "),
-            o.provisioning_status()
-                .map(|s| s
-                    .conditions
-                    .iter()
-                    .map(|c| format!("{}={} {}: {}", c.type_, c.status, c.reason, c.message))
-                    .collect::<Vec<_>>()
-                    .join("; "))
-                .unwrap_or_default()
-        ));
+        not_converged_examples.push(describe_with_trail(o, &h.metrics));
     }
     let by = purged_by
         .lock()
@@ -1345,4 +1324,55 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         calls_table,
         config,
     })
+}
+
+/// One line about an object that did not get where it should: its generation, whether it is
+/// being deleted, its launch intent, its jobs and its conditions (the reports print it for the
+/// first few stuck objects).
+pub fn describe_object(o: &VirtualNetwork) -> String {
+    let jobs: Vec<String> = o
+        .provisioning_jobs()
+        .iter()
+        .map(|j| {
+            let message: String = j.message.chars().take(160).collect();
+            format!(
+                "{}:{}:{} {message:?}",
+                j.job_type.as_str(),
+                j.job_id,
+                j.state.as_str()
+            )
+        })
+        .collect();
+    format!(
+        "{} gen {:?} deleting {} finalizers {:?} intent {} jobs [{}] conditions [{}]",
+        o.metadata.name.as_deref().unwrap_or(""),
+        o.metadata.generation,
+        o.metadata.deletion_timestamp.is_some(),
+        o.metadata.finalizers.as_deref().unwrap_or_default(),
+        o.provisioning_status()
+            .is_some_and(|s| s.launch_intent.is_some()),
+        jobs.join(", "),
+        o.provisioning_status()
+            .map(|s| s
+                .conditions
+                .iter()
+                .map(|c| format!("{}={} {}: {}", c.type_, c.status, c.reason, c.message))
+                .collect::<Vec<_>>()
+                .join("; "))
+            .unwrap_or_default()
+    )
+}
+
+/// [`describe_object`], then the object's last reconciles when the trail is kept
+/// (`FLEET_DEBUG`), one per line.
+pub fn describe_with_trail(o: &VirtualNetwork, metrics: &RunMetrics) -> String {
+    let mut line = describe_object(o);
+    for t in metrics
+        .trail
+        .of(o.metadata.name.as_deref().unwrap_or_default())
+    {
+        line.push_str("\n      ");
+        line.push_str(&t);
+    }
+    line
 }

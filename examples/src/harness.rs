@@ -708,11 +708,27 @@ async fn reconcile(obj: Arc<VirtualNetwork>, ctx: Arc<Ctx>) -> Result<Action, Re
         .as_deref()
         .and_then(resource_index)
         .unwrap_or(usize::MAX);
+    let (name, rv, deleting) = (
+        obj.metadata.name.clone().unwrap_or_default(),
+        obj.metadata.resource_version.clone().unwrap_or_default(),
+        obj.metadata.deletion_timestamp.is_some(),
+    );
     let fut = with_resource(
         index,
         provkit_example_operator::controller::reconcile(obj, ctx.operator.clone()),
     );
-    let ((result, _calls), cpu) = Timed::new(fut).await;
+    let ((result, calls), cpu) = Timed::new(fut).await;
+    ctx.metrics.trail.record(&name, || {
+        let out = match &result {
+            Ok(a) => format!("{a:?}"),
+            Err(e) => format!("error: {}", provkit_kube::ErrorChain(e)),
+        };
+        let calls: Vec<String> = calls.iter().map(ToString::to_string).collect();
+        format!(
+            "rv {rv} deleting {deleting} calls [{}] → {out}",
+            calls.join(", ")
+        )
+    });
     ctx.metrics.reconciles.fetch_add(1, Ordering::Relaxed);
     ctx.metrics.add_cpu(cpu);
     result

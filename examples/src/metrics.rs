@@ -59,6 +59,69 @@ pub struct RunMetrics {
     pub reconcile_cpu_max_nanos: AtomicU64,
     /// Details of early releases and launches while refused (for the report).
     pub details: Mutex<Vec<String>>,
+    /// The last reconciles of each object, when `FLEET_DEBUG` is set (see [`Trail`]).
+    pub trail: Trail,
+}
+
+/// The last few reconciles of each object (when it ran, the version and deletion it saw, what
+/// it returned), kept only when the `FLEET_DEBUG` environment variable is set: the reports
+/// print them for objects that did not get where they should.
+#[derive(Debug)]
+pub struct Trail {
+    on: bool,
+    started: Instant,
+    by_object: Mutex<std::collections::HashMap<String, std::collections::VecDeque<String>>>,
+}
+
+impl Default for Trail {
+    fn default() -> Self {
+        Self {
+            on: std::env::var_os("FLEET_DEBUG").is_some(),
+            started: Instant::now(),
+            by_object: Mutex::default(),
+        }
+    }
+}
+
+impl Trail {
+    /// Entries kept per object.
+    const KEEP: usize = 8;
+
+    /// Whether the trail is kept.
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+
+    /// Records one reconcile of `object` (a no-op unless the trail is on).
+    pub fn record(&self, object: &str, entry: impl FnOnce() -> String) {
+        if !self.on {
+            return;
+        }
+        let line = format!(
+            "[{:.1} s wall] {}",
+            self.started.elapsed().as_secs_f64(),
+            entry()
+        );
+        let mut map = self
+            .by_object
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let q = map.entry(object.to_owned()).or_default();
+        if q.len() == Self::KEEP {
+            q.pop_front();
+        }
+        q.push_back(line);
+    }
+
+    /// The last reconciles of `object`, oldest first.
+    pub fn of(&self, object: &str) -> Vec<String> {
+        self.by_object
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(object)
+            .map(|q| q.iter().cloned().collect())
+            .unwrap_or_default()
+    }
 }
 
 impl RunMetrics {

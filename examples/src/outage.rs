@@ -35,7 +35,9 @@ use tokio::time::Instant;
 
 use crate::audit::{Audit, PurgeLog};
 use crate::backend::{Backend, BackendConfig, BackendError};
-use crate::fleet::{Watching, index_of, is_converged, machine, user_request, watch_objects};
+use crate::fleet::{
+    Watching, describe_with_trail, index_of, is_converged, machine, user_request, watch_objects,
+};
 use crate::harness::{Harness, HarnessConfig, NAMESPACE, resource_name};
 use crate::measure::{AapCounters, AapSnapshot, BreakerSettings, PerSecond, RateSummary, Taps};
 use crate::metrics::{RunMetrics, fmt_duration};
@@ -354,6 +356,8 @@ pub struct OutageReport {
     pub not_converged: usize,
     /// Resources not deleted by the deadline.
     pub not_deleted: usize,
+    /// The first few objects not converged or not deleted by the deadline, described.
+    pub stuck_examples: Vec<String>,
     /// The audit.
     pub audit: Audit,
     /// Resources whose AAP jobs differ from the two needed.
@@ -489,9 +493,9 @@ impl OutageReport {
     ///
     /// Left out besides the recovery time: the requests sent while the circuit was still closed
     /// and the busiest second, which depend on how many requests were already on their way when
-    /// the first failure came back. From that failure on the breaker lets only as many through
-    /// as could still open it (`threshold − 1` in all), but those sent before it — up to the
-    /// reconcile concurrency, usually one with connections refused at once — all reach AAP.
+    /// the first failure came back. The breaker counts them, so from that failure on it lets
+    /// only as many more through as could still open it (`threshold` in all), but when more
+    /// than that were already sent — up to the reconcile concurrency — they all reach AAP.
     pub fn counts_ok(&self) -> bool {
         self.verdicts()
             .iter()
@@ -658,6 +662,16 @@ impl OutageReport {
             .iter()
             .chain(&self.audit.lost_examples)
         {
+            let _ = writeln!(out, "  {e}");
+        }
+        if !self.stuck_examples.is_empty() {
+            let _ = writeln!(
+                out,
+                "objects left at the deadline (first {}):",
+                self.stuck_examples.len()
+            );
+        }
+        for e in &self.stuck_examples {
             let _ = writeln!(out, "  {e}");
         }
         let _ = writeln!(
@@ -873,6 +887,26 @@ pub async fn run_outage(config: OutageConfig) -> Result<OutageReport, BackendErr
     .await;
     let not_deleted = n - tracker.gone_n.load(Ordering::Acquire).min(n);
     let wall = wall0.elapsed();
+    let stuck_examples: Vec<String> = api
+        .objects::<VirtualNetwork>()
+        .iter()
+        .filter(|o| index_of(o).is_some_and(|i| !tracker.gone[i].load(Ordering::Acquire)))
+        .take(10)
+        .map(|o| {
+            let aap_side: Vec<String> = o
+                .provisioning_jobs()
+                .iter()
+                .filter_map(|j| j.job_id.parse().ok())
+                .filter_map(|id| h.backend.aap().job(id))
+                .map(|j| format!("{} {} {}", j.id, j.name, j.status))
+                .collect();
+            format!(
+                "{}\n      AAP: {}",
+                describe_with_trail(o, &h.metrics),
+                aap_side.join("; ")
+            )
+        })
+        .collect();
     for d in deletions {
         d.abort();
     }
@@ -906,6 +940,7 @@ pub async fn run_outage(config: OutageConfig) -> Result<OutageReport, BackendErr
         clock_start,
         not_converged,
         not_deleted,
+        stuck_examples,
         audit,
         unexpected_launches,
         metrics: h.metrics.clone(),

@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use crate::audit::{Audit, PurgeLog, attempt_of};
 use crate::backend::{Backend, BackendConfig, BackendError, Chaos, ORGANIZATION};
 use crate::harness::{CrashPlan, Harness, HarnessConfig, NAMESPACE, resource_index, resource_name};
-use crate::measure::{BreakerSettings, Taps};
+use crate::measure::{AapCounters, AapSnapshot, BreakerSettings, Taps};
 use crate::metrics::{RunMetrics, fmt_duration, mib, peak_rss_bytes, process_cpu, rss_bytes};
 use crate::report::{EndpointCounts, Table, call_table, endpoint_table, per};
 use crate::stack::TimeScale;
@@ -501,6 +501,9 @@ pub struct FleetReport {
     pub metrics: Arc<RunMetrics>,
     /// Status writes answered 409.
     pub status_conflicts: u64,
+    /// The AAP clients' own counters over the scenario (provkit-aap metrics): attempts,
+    /// retries, rate-limited answers, the circuit breaker's transitions and refusals.
+    pub aap_client: AapSnapshot,
     /// Rendered provider-call table.
     calls_table: String,
 }
@@ -658,6 +661,12 @@ impl FleetReport {
             self.polls_per_job,
             self.status_conflicts,
             RunMetrics::get(&m.finalizers_released),
+        );
+        let a = &self.aap_client;
+        let _ = writeln!(
+            out,
+            "AAP client (provkit-aap metrics): {:.0} attempts sent, {:.0} retries, {:.0} rate-limited answers · circuit breaker opened {:.0} times, {:.0} probes, closed {:.0} times, {:.0} requests refused (not sent)",
+            a.attempts, a.retries, a.rate_limited, a.opened, a.half_open, a.closed, a.rejections,
         );
         let _ = writeln!(
             out,
@@ -1008,6 +1017,8 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         config.seed,
     );
     bc.circuit_breaker = config.breaker.config(scale);
+    let aap_counters = AapCounters::new();
+    bc.metrics = Some(aap_counters.metrics());
     bc.rate_limit = config
         .aap_rate
         .map(|r| RateLimit::new(r / scale.factor(), 1));
@@ -1193,6 +1204,7 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         d.abort();
     }
     let wall = wall0.elapsed();
+    let aap_client = aap_counters.snapshot();
     let peak_rss = peak_rss_bytes();
     let process_cpu = match (cpu0, process_cpu()) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
@@ -1320,6 +1332,7 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         handovers: h.crashes.handovers(),
         leadership_starts: h.crashes.leadership_starts(),
         status_conflicts: h.records.status_conflicts.load(Ordering::Relaxed),
+        aap_client,
         metrics: h.metrics.clone(),
         calls_table,
         config,

@@ -154,15 +154,19 @@ pub struct BreakerSettings {
     pub cool_down: Duration,
     /// At most one probe per interval.
     pub probe_interval: Duration,
+    /// After a failure, how long a request waits for a place among those that could open it.
+    pub admission_wait: Duration,
 }
 
 impl Default for BreakerSettings {
-    /// [`CircuitBreakerConfig::default`]'s values: 5 failures, 10 s open, one probe per second.
+    /// [`CircuitBreakerConfig::default`]'s values: 5 failures, 10 s open, one probe per second,
+    /// 1 s admission wait.
     fn default() -> Self {
         Self {
             threshold: 5,
             cool_down: Duration::from_secs(10),
             probe_interval: Duration::from_secs(1),
+            admission_wait: Duration::from_secs(1),
         }
     }
 }
@@ -177,6 +181,7 @@ impl BreakerSettings {
             .failure_threshold(self.threshold)
             .cool_down(scale.of(self.cool_down))
             .probe_interval(scale.of(self.probe_interval))
+            .admission_wait(scale.of(self.admission_wait))
     }
 }
 
@@ -334,6 +339,7 @@ mod tests {
     fn breaker_settings_scale() {
         let c = BreakerSettings::default().config(TimeScale::new(0.1));
         assert_eq!(c.get_failure_threshold(), 5);
+        assert_eq!(c.get_admission_wait(), Duration::from_millis(100));
         let off = BreakerSettings {
             threshold: 0,
             ..BreakerSettings::default()

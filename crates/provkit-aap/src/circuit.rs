@@ -5,6 +5,10 @@
 //! from the first failure of a run on it lets through only as many more as could still open it:
 //! a failing AAP receives at most `threshold` requests of a run (the first failure included),
 //! or — when more were already on their way when that failure came back — none beyond those.
+//! A request that finds those places taken waits (up to the
+//! [admission wait](CircuitBreakerConfig::admission_wait)) for the verdict of the attempts on
+//! their way rather than failing at once: one failure among many answers costs a few
+//! milliseconds, not a refused request.
 //! Hand-written (about 100 lines of pure state machine, time passed in): the
 //! breaker crates on crates.io either own the call (a `Future` wrapper that cannot see HTTP
 //! statuses or `Retry-After`) or bring their own clock and metrics.
@@ -12,6 +16,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// How the circuit breaker trips and recovers.
@@ -19,8 +24,10 @@ use tokio::time::Instant;
 /// - **Closed**, no failure outstanding: every request is sent (and counted while on its way).
 /// - **Closed after a failure** (`n` failures in a row, fewer than the threshold): at most
 ///   `threshold − n` requests may be on their way at a time — those sent before the failure
-///   came back included — as many as could still open the circuit; any further request fails
-///   fast with [`Error::CircuitOpen`](crate::Error::CircuitOpen) and a wait of one
+///   came back included — as many as could still open the circuit; a further request waits for
+///   one of them to end, up to the [admission wait](Self::admission_wait): a healthy answer
+///   lets it go, the circuit opening refuses it, and when the wait runs out it fails with
+///   [`Error::CircuitOpen`](crate::Error::CircuitOpen) and a wait of one
 ///   [probe interval](Self::probe_interval), nothing sent. A request that ends without a verdict
 ///   (never sent, or its future dropped) gives its place back; any answer below 500 ends the
 ///   limit. So a failing AAP receives at most `threshold` requests of a failing run (the first
@@ -39,6 +46,7 @@ use tokio::time::Instant;
 ///     .cool_down(Duration::from_secs(20))
 ///     .probe_interval(Duration::from_secs(2));
 /// assert_eq!(breaker.get_failure_threshold(), 3);
+/// assert_eq!(breaker.get_admission_wait(), Duration::from_secs(1));
 /// assert_eq!(CircuitBreakerConfig::disabled().get_failure_threshold(), 0);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,16 +54,19 @@ pub struct CircuitBreakerConfig {
     pub(crate) failure_threshold: u32,
     pub(crate) cool_down: Duration,
     pub(crate) probe_interval: Duration,
+    pub(crate) admission_wait: Duration,
 }
 
 impl Default for CircuitBreakerConfig {
     /// Opens after 5 failed attempts in a row, stays open 10 s, then lets one probe through at a
-    /// time (a probe that never answers frees the slot after 1 s).
+    /// time (a probe that never answers frees the slot after 1 s); after a failure, a request
+    /// waits up to 1 s for a place.
     fn default() -> Self {
         Self {
             failure_threshold: 5,
             cool_down: Duration::from_secs(10),
             probe_interval: Duration::from_secs(1),
+            admission_wait: Duration::from_secs(1),
         }
     }
 }
@@ -87,17 +98,34 @@ impl CircuitBreakerConfig {
     }
 
     /// At most one probe request is sent per interval: a probe that has not answered after it
-    /// lets the next request probe. Also the wait of a request refused while the circuit is
-    /// closed after a failure and enough requests are on their way to open it.
+    /// lets the next request probe. Also the wait a request is told when it is refused because
+    /// its [admission wait](Self::admission_wait) ran out.
     #[must_use]
     pub fn probe_interval(mut self, interval: Duration) -> Self {
         self.probe_interval = interval;
         self
     }
 
+    /// How long a request waits for a place while the circuit is closed after a failure and as
+    /// many attempts are on their way as could open it: the first of them to end decides (a
+    /// healthy answer lets the request go; the circuit opening refuses it). Past the wait the
+    /// request fails with [`Error::CircuitOpen`](crate::Error::CircuitOpen), nothing sent.
+    /// Without it a single failure among many concurrent answers would refuse every request
+    /// made before the next answer came back. `Duration::ZERO` refuses at once.
+    #[must_use]
+    pub fn admission_wait(mut self, wait: Duration) -> Self {
+        self.admission_wait = wait;
+        self
+    }
+
     /// The configured threshold (0: disabled).
     pub fn get_failure_threshold(&self) -> u32 {
         self.failure_threshold
+    }
+
+    /// The configured [admission wait](Self::admission_wait).
+    pub fn get_admission_wait(&self) -> Duration {
+        self.admission_wait
     }
 }
 
@@ -146,6 +174,9 @@ pub(crate) enum Admit {
     Go(Ticket),
     /// Do not send it; the next request may go after this long.
     Reject(Duration),
+    /// Not yet: as many attempts are on their way as could open the circuit; wait for one of
+    /// them to end (refuse with this wait if none does in time).
+    Wait(Duration),
 }
 
 /// What one attempt told about the server's health.
@@ -226,7 +257,7 @@ impl Machine {
                     Admit::Go(Ticket::Counted { epoch: self.epoch })
                 } else {
                     // Enough attempts are on their way to open the circuit if they fail.
-                    Admit::Reject(self.config.probe_interval)
+                    Admit::Wait(self.config.probe_interval)
                 }
             }
             Phase::Open { until } if now < until => Admit::Reject(until - now),
@@ -316,6 +347,9 @@ impl Machine {
 #[derive(Debug)]
 pub(crate) struct Breaker {
     machine: Option<Mutex<Machine>>,
+    /// Woken whenever an attempt ends: the requests waiting for a place try again.
+    ended: Notify,
+    admission_wait: Duration,
 }
 
 /// An admitted attempt. [`record`](Self::record) hands its verdict to the breaker; dropped
@@ -352,7 +386,9 @@ impl Drop for Permit<'_> {
 impl Breaker {
     pub(crate) fn new(config: CircuitBreakerConfig) -> Self {
         Self {
+            admission_wait: config.admission_wait,
             machine: (config.failure_threshold > 0).then(|| Mutex::new(Machine::new(config))),
+            ended: Notify::new(),
         }
     }
 
@@ -369,18 +405,34 @@ impl Breaker {
             .unwrap_or(CircuitState::Closed)
     }
 
-    /// A permit to send one attempt, or how long to wait before the next may go.
-    pub(crate) fn admit(&self) -> Result<Permit<'_>, Duration> {
-        match self
-            .with(|m| m.admit(Instant::now()))
-            .unwrap_or(Admit::Go(Ticket::Counted { epoch: 0 }))
-        {
-            Admit::Go(ticket) => Ok(Permit {
-                breaker: self,
-                ticket,
-                recorded: false,
-            }),
-            Admit::Reject(wait) => Err(wait),
+    /// A permit to send one attempt, or how long to wait before the next may go. While the
+    /// places a failing run leaves are taken, waits (up to the admission wait) for an attempt
+    /// on its way to end.
+    pub(crate) async fn admit(&self) -> Result<Permit<'_>, Duration> {
+        let deadline = Instant::now() + self.admission_wait;
+        loop {
+            // Registered before the machine is asked, so an attempt ending in between wakes it.
+            let ended = self.ended.notified();
+            let mut ended = std::pin::pin!(ended);
+            ended.as_mut().enable();
+            match self
+                .with(|m| m.admit(Instant::now()))
+                .unwrap_or(Admit::Go(Ticket::Counted { epoch: 0 }))
+            {
+                Admit::Go(ticket) => {
+                    return Ok(Permit {
+                        breaker: self,
+                        ticket,
+                        recorded: false,
+                    });
+                }
+                Admit::Reject(wait) => return Err(wait),
+                Admit::Wait(wait) => {
+                    if tokio::time::timeout_at(deadline, ended).await.is_err() {
+                        return Err(wait);
+                    }
+                }
+            }
         }
     }
 
@@ -388,7 +440,9 @@ impl Breaker {
     fn record(&self, verdict: Verdict, ticket: Ticket) -> Option<CircuitState> {
         let changed = self
             .with(|m| m.record(Instant::now(), verdict, ticket))
-            .flatten()?;
+            .flatten();
+        self.ended.notify_waiters();
+        let changed = changed?;
         match changed {
             CircuitState::Open if ticket == Ticket::Probe => {
                 tracing::warn!("AAP circuit breaker probe failed; circuit stays open");
@@ -429,7 +483,7 @@ mod tests {
     fn attempt(m: &mut Machine, now: Instant, verdict: Verdict) -> Option<CircuitState> {
         match m.admit(now) {
             Admit::Go(ticket) => m.record(now, verdict, ticket),
-            Admit::Reject(wait) => panic!("rejected for {wait:?}"),
+            Admit::Reject(wait) | Admit::Wait(wait) => panic!("refused for {wait:?}"),
         }
     }
 
@@ -515,7 +569,7 @@ mod tests {
     async fn after_a_failure_only_as_many_attempts_go_as_could_still_open_it() {
         use Expect::{Admit as A, Change as C};
         use Op::{Admit as Go, End};
-        let full = A(Admit::Reject(Duration::from_secs(1)));
+        let full = A(Admit::Wait(Duration::from_secs(1)));
         let rows = [
             ("a: sent while healthy", Go("a"), A(counted(0))),
             ("b: sent while healthy", Go("b"), A(counted(0))),
@@ -585,7 +639,7 @@ mod tests {
         let mut m = Machine::new(config());
         let go = |m: &mut Machine| match m.admit(t0) {
             Admit::Go(ticket) => ticket,
-            Admit::Reject(wait) => panic!("closed, rejected for {wait:?}"),
+            Admit::Reject(wait) | Admit::Wait(wait) => panic!("closed, refused for {wait:?}"),
         };
         let [late, dropped, o1, o2, o3] = [(); 5].map(|()| go(&mut m));
         assert_eq!(m.record(t0, FAIL, o1), None);
@@ -608,35 +662,101 @@ mod tests {
         assert_eq!(m.admit(t1), counted(spell), "1 failure + 1 in flight < 3");
         assert_eq!(
             m.admit(t1),
-            Admit::Reject(Duration::from_secs(1)),
+            Admit::Wait(Duration::from_secs(1)),
             "1 failure + 2 in flight could open it"
         );
     }
 
-    #[test]
-    fn disabled_breaker_always_admits() {
+    #[tokio::test]
+    async fn disabled_breaker_always_admits() {
         let b = Breaker::new(CircuitBreakerConfig::disabled());
         for _ in 0..100 {
-            let permit = b.admit().expect("disabled");
+            let permit = b.admit().await.expect("disabled");
             assert_eq!(permit.record(FAIL), None);
         }
-        assert!(b.admit().is_ok());
+        assert!(b.admit().await.is_ok());
         assert_eq!(b.state(), CircuitState::Closed);
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_dropped_permit_gives_its_slot_back() {
         let b = Breaker::new(config().failure_threshold(2));
-        let first = b.admit().expect("closed");
+        let first = b.admit().await.expect("closed");
         assert_eq!(first.record(FAIL), None);
         let held = b
             .admit()
+            .await
             .expect("one slot left (1 failure + 0 in flight < 2)");
-        assert_eq!(b.admit().err(), Some(Duration::from_secs(1)), "full");
+        let t0 = Instant::now();
+        assert_eq!(b.admit().await.err(), Some(Duration::from_secs(1)), "full");
+        assert_eq!(
+            t0.elapsed(),
+            Duration::from_secs(1),
+            "after the admission wait"
+        );
         drop(held);
-        let again = b.admit().expect("the dropped attempt's slot came back");
+        let again = b
+            .admit()
+            .await
+            .expect("the dropped attempt's slot came back");
         assert_eq!(again.record(FAIL), Some(CircuitState::Open));
-        assert_eq!(b.admit().err(), Some(Duration::from_secs(10)));
+        let t1 = Instant::now();
+        assert_eq!(b.admit().await.err(), Some(Duration::from_secs(10)));
+        assert_eq!(t1.elapsed(), Duration::ZERO, "open: refused at once");
+    }
+
+    /// After a failure, with as many attempts on their way as could open the circuit, a request
+    /// waits for the first of them to end: a healthy answer lets it go at that moment, the
+    /// circuit opening refuses it at that moment, and no answer within the admission wait
+    /// refuses it when the wait runs out (`ZERO`: at once). Before, it was refused at once
+    /// whatever came back next, so one 5xx among many concurrent answers refused every request
+    /// made before the next answer (the 10,000-resource chaos run fell far behind on it).
+    #[tokio::test(start_paused = true)]
+    async fn after_a_failure_a_request_waits_for_an_attempt_on_its_way_to_end() {
+        async fn answer_after(
+            permit: Permit<'_>,
+            ms: u64,
+            verdict: Verdict,
+        ) -> Option<CircuitState> {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            permit.record(verdict)
+        }
+        let b = Breaker::new(config().failure_threshold(2));
+        let (first, second) = (b.admit().await.unwrap(), b.admit().await.unwrap());
+        assert_eq!(first.record(FAIL), None, "1 failure + 1 on its way: full");
+        let t0 = Instant::now();
+        let (waiter, changed) =
+            tokio::join!(b.admit(), answer_after(second, 300, Verdict::Healthy));
+        assert_eq!(changed, None);
+        let waiter = waiter.expect("sent once the healthy answer came back");
+        assert_eq!(t0.elapsed(), Duration::from_millis(300));
+
+        assert_eq!(
+            waiter.record(FAIL),
+            None,
+            "a new failing run, nothing on its way"
+        );
+        let last = b.admit().await.unwrap();
+        let t1 = Instant::now();
+        let (refused, changed) = tokio::join!(b.admit(), answer_after(last, 200, FAIL));
+        assert_eq!(changed, Some(CircuitState::Open));
+        assert_eq!(
+            refused.err(),
+            Some(Duration::from_secs(10)),
+            "the cool-down, from the moment it opened"
+        );
+        assert_eq!(
+            t1.elapsed(),
+            Duration::from_millis(200),
+            "refused when it opened"
+        );
+
+        let quick = Breaker::new(config().failure_threshold(2).admission_wait(Duration::ZERO));
+        let (first, _held) = (quick.admit().await.unwrap(), quick.admit().await.unwrap());
+        first.record(FAIL);
+        let t2 = Instant::now();
+        assert_eq!(quick.admit().await.err(), Some(Duration::from_secs(1)));
+        assert_eq!(t2.elapsed(), Duration::ZERO);
     }
 
     /// A step of the property tests: admit an attempt, end the `pick`-th attempt in flight
@@ -701,7 +821,7 @@ mod tests {
                             let verdict = if kind == 0 { Verdict::Healthy } else { FAIL };
                             m.record(now, verdict, Ticket::Probe);
                         }
-                        Admit::Reject(wait) => proptest::prop_assert!(wait <= cfg.cool_down),
+                        Admit::Reject(wait) | Admit::Wait(wait) => proptest::prop_assert!(wait <= cfg.cool_down),
                         Admit::Go(ticket) => {
                             m.record(now, verdict_of(kind), ticket);
                         }
@@ -747,7 +867,7 @@ mod tests {
                                     }
                                     in_flight.push(ticket);
                                 }
-                                Admit::Reject(_) => proptest::prop_assert!(
+                                Admit::Reject(_) | Admit::Wait(_) => proptest::prop_assert!(
                                     !(closed && in_flight.is_empty()),
                                     "a closed circuit with nothing in flight refused a request"
                                 ),

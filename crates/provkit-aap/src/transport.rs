@@ -115,7 +115,7 @@ impl Inner {
     /// One attempt, unless the circuit breaker refuses it; its outcome feeds the breaker (an
     /// attempt dropped before its outcome gives its breaker slot back).
     async fn attempt(&self, call: &Call) -> Result<RawResponse> {
-        let permit = match self.breaker.admit() {
+        let permit = match self.breaker.admit().await {
             Ok(permit) => permit,
             Err(wait) => {
                 self.telemetry.rejected(call);

@@ -880,18 +880,23 @@ async fn the_echo_of_its_own_status_write_does_not_poll_again() {
     assert_eq!(polls(), 1, "the echo of the write that recorded 'running'");
 
     // Somebody else changed the object (a label): a normal reconcile, which polls.
-    api.patch(
-        "net-0",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"team": "b"}}})),
-    )
-    .await
-    .unwrap();
+    relabel(&api, "net-0").await;
     p.reconcile(fresh().await, &NoCallbacks).await.unwrap();
     assert_eq!(polls(), 2, "another writer's change is reconciled");
     // That poll wrote nothing (still running): nothing to echo, the next reconcile polls.
     p.reconcile(fresh().await, &NoCallbacks).await.unwrap();
     assert_eq!(polls(), 3);
+}
+
+/// Another writer's metadata-only change: the label `team: b` on `name`.
+async fn relabel(api: &Api<Network>, name: &str) {
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"team": "b"}}})),
+    )
+    .await
+    .unwrap();
 }
 
 /// A status write that lands on somebody else's change is nobody's echo. A reconcile working
@@ -917,13 +922,7 @@ async fn a_status_write_that_landed_on_a_deletion_is_not_an_echo() {
     assert_eq!(provider.jobs().len(), 1, "launched");
     // A label edit makes the next copy nobody's echo; the reconcile takes that copy (its job
     // is running by now), and the user deletes the object before its write.
-    api.patch(
-        "net-0",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"team": "b"}}})),
-    )
-    .await
-    .unwrap();
+    relabel(&api, "net-0").await;
     let before_delete = fresh().await;
     let state = |o: &Network| o.provisioning_jobs().first().map(|j| j.state.clone());
     assert_ne!(state(&before_delete), Some(JobState::Running));

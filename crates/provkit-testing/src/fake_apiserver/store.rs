@@ -222,12 +222,13 @@ impl Store {
         self.page(rt, ns, None, None, self.rv, |_| true).items
     }
 
-    /// Up to `limit` objects of a type in `ns` (all namespaces when `None`) that `keep` selects,
-    /// after `after` in (namespace, name) order, and how many more it selects. Costs reference
-    /// counts for the page, and a selector check for each object after it.
-    /// One page of the objects of `rt` (in namespace `ns`, if given) after `after`, as they
-    /// were at `snapshot` — the `resourceVersion` of the list's first page — like the real API
-    /// server, which serves every page of a list from one consistent snapshot (etcd's revision
+    /// Up to `limit` objects of `rt` in `ns` (all namespaces when `None`) that `keep` selects,
+    /// after `after` in (namespace, name) order, as they were at `snapshot`, and how many more
+    /// it selects. Costs reference counts for the page, a selector check for each object after
+    /// it, and a map of the objects changed since `snapshot`.
+    ///
+    /// `snapshot` is the `resourceVersion` of the list's first page: the real API server serves
+    /// every page of a list from one consistent snapshot (etcd's revision
     /// of the first page). An object written since is served as it was then (the version before
     /// its first later change, from the retained history), one created since is left out, one
     /// deleted since is still listed; the watch that follows the list from `snapshot` then

@@ -12,6 +12,7 @@ use crate::endpoints::api_path;
 use crate::error::{Error, Result, TemplateCandidate};
 use crate::gateway_token::{GatewayToken, GatewayTokenOptions};
 use crate::inner::{Inner, TemplateKey};
+use crate::key_scan::{Read, ScanKey, Span};
 use crate::response::RawResponse;
 use crate::types::{
     AapJobEvent, AapJobStatus, CancelOutcome, Job, JobKind, JobWire, LaunchRequest, Launched,
@@ -666,6 +667,12 @@ impl AapClient {
     /// largest page AWX serves (`page_size=200`) — but it stops paging at the first match instead
     /// of listing every job of the window.
     ///
+    /// A lookup that fails part-way (a page timed out, the circuit opened, the item cap was
+    /// reached) is remembered by every clone of this client: the next lookup of the same key,
+    /// kind, template and `since` reads only the jobs newer than those it read (`id__gt`) and
+    /// then the older ones it had not reached (`id__lt`), so a long window is read to its end
+    /// across attempts even when each attempt is cut short.
+    ///
     /// # Errors
     /// HTTP/decoding errors.
     pub async fn newest_job_with_key(
@@ -676,15 +683,73 @@ impl AapClient {
         since: DateTime<Utc>,
         key: &str,
     ) -> Result<Option<Job>> {
-        let id_text = template_id.to_string();
-        let since_text = since.to_rfc3339_opts(SecondsFormat::Micros, true);
-        let query = jobs_since_query(template_kind, &id_text, &since_text);
-        let first = self.path(&[kind.endpoint()], &query).await?;
+        let scan = ScanKey {
+            kind,
+            template_kind,
+            template_id,
+            since,
+            key: key.to_owned(),
+        };
+        let scans = &self.inner.key_scans;
+        let Some(known) = scans.get(&scan) else {
+            let mut read = Read::default();
+            let found = self.key_walk(&scan, None, &mut read).await;
+            match (&found, read.span()) {
+                (Err(_), Some(span)) => scans.keep(scan, span),
+                (Err(_), None) => {}
+                (Ok(_), _) => scans.done(&scan),
+            }
+            return found;
+        };
+        // The jobs created since the last attempt first (they are the newest), then the older
+        // ones it did not reach: the first match is still the newest.
+        let mut newer = Read::default();
+        let found = self
+            .key_walk(&scan, Some(("id__gt", known.top)), &mut newer)
+            .await;
+        if !matches!(found, Ok(None)) {
+            if found.is_ok() {
+                scans.done(&scan);
+            }
+            return found;
+        }
+        let top = newer.span().map_or(known.top, |s| s.top.max(known.top));
+        let mut older = Read::default();
+        let found = self
+            .key_walk(&scan, Some(("id__lt", known.bottom)), &mut older)
+            .await;
+        match &found {
+            Ok(_) => scans.done(&scan),
+            Err(_) => {
+                let bottom = older.span().map_or(known.bottom, |s| s.bottom);
+                scans.keep(scan, Span { top, bottom });
+            }
+        }
+        found
+    }
+
+    /// One newest-first walk of `scan`'s window (narrowed by `ids`, an `id__gt` / `id__lt` term)
+    /// to the first job carrying the key, noting in `read` the id of every job of every page read.
+    async fn key_walk(
+        &self,
+        scan: &ScanKey,
+        ids: Option<(&str, u64)>,
+        read: &mut Read,
+    ) -> Result<Option<Job>> {
+        let id_text = scan.template_id.to_string();
+        let since_text = scan.since.to_rfc3339_opts(SecondsFormat::Micros, true);
+        let bound = ids.map(|(term, id)| (term, id.to_string()));
+        let mut query = jobs_since_query(scan.template_kind, &id_text, &since_text).to_vec();
+        if let Some((term, id)) = &bound {
+            query.insert(2, (term, id.as_str()));
+        }
+        let first = self.path(&[scan.kind.endpoint()], &query).await?;
         // Each page is decoded into slim `JobWire`s (a list item is mostly `related` and
         // `summary_fields`) and dropped before the next one is fetched.
         crate::pagination::find_first(&self.inner, first, decode_job_page, |item| {
-            Job::from_value(&item.into_value(), kind)
-                .filter(|job| crate::marker::carries_key(job, key))
+            let job = Job::from_value(&item.into_value(), scan.kind)?;
+            read.saw(job.id);
+            crate::marker::carries_key(&job, &scan.key).then_some(job)
         })
         .await
     }

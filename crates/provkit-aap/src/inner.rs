@@ -10,6 +10,7 @@ use provkit_core::Clock;
 use crate::auth::Authenticator;
 use crate::circuit::Breaker;
 use crate::gateway_token::GatewayMinter;
+use crate::key_scan::KeyScans;
 use crate::rate_limit::RateLimiter;
 use crate::retry::RetryConfig;
 use crate::telemetry::Telemetry;
@@ -79,6 +80,8 @@ pub(crate) struct Inner {
     /// Single-flight for cold template lookups: one async lock per key being fetched.
     pub(crate) template_fetches:
         std::sync::Mutex<HashMap<TemplateKey, Arc<tokio::sync::Mutex<()>>>>,
+    /// What idempotency-key lookups that failed part-way had read.
+    pub(crate) key_scans: KeyScans,
 }
 
 /// Everything [`Inner::new`] needs besides the HTTP pool.
@@ -122,6 +125,7 @@ impl Inner {
             template_misses: RwLock::new(HashMap::new()),
             template_miss_ttl: parts.template_miss_ttl,
             template_fetches: std::sync::Mutex::new(HashMap::new()),
+            key_scans: KeyScans::default(),
         }
     }
 }

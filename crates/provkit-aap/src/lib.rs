@@ -12,6 +12,7 @@ pub mod endpoints;
 mod error;
 mod gateway_token;
 mod inner;
+mod key_scan;
 mod launch_check;
 mod marker;
 #[cfg(feature = "metrics")]

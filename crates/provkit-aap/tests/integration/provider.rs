@@ -11,7 +11,7 @@ use provkit_lifecycle::{
     ResolvedStorageClass, ResourceMeta, ResourceView,
 };
 use provkit_testing::fake_aap::{
-    FakeAapServer, Fault, FaultAction, JobScript, JobTemplateSpec, Mode, Trigger,
+    FakeAapServer, Fault, FaultAction, JobScript, JobTemplateSpec, Mode, RetryAfter, Trigger,
     WorkflowJobTemplateSpec,
 };
 
@@ -981,6 +981,66 @@ async fn a_lookup_reads_a_broken_page_again() {
         lists[1..].iter().all(|q| q.query.contains("page=2")),
         "{lists:?}"
     );
+}
+
+/// A lookup cut short keeps what it read: its next attempt reads only the jobs created since
+/// (`id__gt`) and the older ones it had not reached (`id__lt`) — not the window again from its
+/// first page — and still returns the newest match; once a lookup ends (found, or proved
+/// absent) the next one reads the whole window. Before, every attempt started at page one, and
+/// in the 10,000-resource chaos run 73 objects whose windows held thousands of jobs never got
+/// through theirs.
+#[tokio::test]
+async fn a_lookup_cut_short_goes_on_where_it_stopped() {
+    let (server, p, r, ids) = paged_lookup().await;
+    let top: u64 = ids[204].parse().unwrap();
+    let bottom: u64 = ids[5].parse().unwrap();
+    // The second job-list read (page 2) is told to wait 10 minutes: neither the transport nor
+    // the walk reads it again, so the lookup fails after reading page 1 (jobs 5..=204).
+    let wait = || FaultAction::too_many_requests(RetryAfter::Seconds(600));
+    server
+        .aap()
+        .add_fault(Fault::new("GET", "*/jobs/", wait()).trigger(Trigger::Nth(2)));
+    let err = p
+        .find_job_by_idempotency_key(&r, &JobType::Provision, &paged_key(0))
+        .await
+        .unwrap_err();
+    assert!(err.is_rate_limited(), "{err}");
+    server.aap().clear_faults();
+    // A job launched since, with another key.
+    let ctx = LaunchContext::new().with_idempotency_key(paged_key(205));
+    let newest = p.trigger_provision(&r, &ctx).await.unwrap().job_id;
+
+    let before = job_lists(&server).len();
+    let found = p
+        .find_job_by_idempotency_key(&r, &JobType::Provision, &paged_key(0))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.job_id, ids[0]);
+    let resumed = &job_lists(&server)[before..];
+    assert_eq!(resumed.len(), 2, "{resumed:?}");
+    assert!(
+        resumed[0].query.contains(&format!("id__gt={top}")) && !resumed[0].query.contains("page=2"),
+        "the jobs created since first: {resumed:?}"
+    );
+    assert!(
+        resumed[1].query.contains(&format!("id__lt={bottom}")),
+        "then the older ones not read: {resumed:?}"
+    );
+
+    // Done: the next lookup of that key reads the window from the top again (page 1 holds the
+    // 200 newest, page 2 the rest, the match on it).
+    let before = job_lists(&server).len();
+    let again = p
+        .find_job_by_idempotency_key(&r, &JobType::Provision, &paged_key(0))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.job_id, ids[0]);
+    let fresh = &job_lists(&server)[before..];
+    assert_eq!(fresh.len(), 2, "{fresh:?}");
+    assert!(fresh.iter().all(|q| !q.query.contains("id__")), "{fresh:?}");
+    assert_ne!(newest, ids[0]);
 }
 
 /// Only the job detail's authoritative "No Job matches the given query." 404 means purged; a

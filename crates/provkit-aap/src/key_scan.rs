@@ -1,0 +1,155 @@
+//! What an idempotency-key lookup that failed part-way had already read, so the next lookup of
+//! the same key and window continues instead of starting again from the newest job.
+//!
+//! A lookup whose launch never reached AAP must read its whole window (every job of the template
+//! created since the attempt, newest first, up to 200 a page) to prove there is no match. Under
+//! a steady rate of faults a long window is rarely read in one go (one timed-out or refused page
+//! ends the walk), and each retry used to start again at page one, while the window only grew:
+//! in the 10,000-resource chaos run, 73 objects were still blocked on their lookups when the run
+//! ended. Now a failed walk leaves the ids it read, `[bottom, top]` (pages are read whole, newest
+//! first, so no job of the window between the two was missed), and the next lookup reads only
+//! the jobs above `top` (created since) and those below `bottom`.
+//!
+//! Hand-written: a bounded map of spans keyed by the lookup; no crate models this.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use chrono::{DateTime, Utc};
+
+use crate::types::{JobKind, TemplateKind};
+
+/// How many unfinished lookups are remembered; past it the memory is dropped (a lookup then
+/// reads its window again, as every lookup once did).
+const REMEMBERED: usize = 16_384;
+
+/// Which lookup a span belongs to: the job kind, the template, the window's start and the key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ScanKey {
+    pub(crate) kind: JobKind,
+    pub(crate) template_kind: TemplateKind,
+    pub(crate) template_id: u64,
+    pub(crate) since: DateTime<Utc>,
+    pub(crate) key: String,
+}
+
+/// The ids read without a match: every job of the window with an id in `bottom..=top`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) top: u64,
+    pub(crate) bottom: u64,
+}
+
+/// The ids a walk has read so far (whole pages only).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Read(Option<Span>);
+
+impl Read {
+    /// Notes a job id the walk read.
+    pub(crate) fn saw(&mut self, id: u64) {
+        self.0 = Some(match self.0 {
+            None => Span {
+                top: id,
+                bottom: id,
+            },
+            Some(s) => Span {
+                top: s.top.max(id),
+                bottom: s.bottom.min(id),
+            },
+        });
+    }
+
+    /// The span read, if any page was.
+    pub(crate) fn span(self) -> Option<Span> {
+        self.0
+    }
+}
+
+/// The spans of the lookups that failed part-way, shared by all clones of a client.
+#[derive(Debug, Default)]
+pub(crate) struct KeyScans {
+    spans: Mutex<HashMap<ScanKey, Span>>,
+}
+
+impl KeyScans {
+    fn with<R>(&self, f: impl FnOnce(&mut HashMap<ScanKey, Span>) -> R) -> R {
+        f(&mut self
+            .spans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// What an earlier, unfinished lookup of `key` read.
+    pub(crate) fn get(&self, key: &ScanKey) -> Option<Span> {
+        self.with(|m| m.get(key).copied())
+    }
+
+    /// Remembers what an unfinished lookup of `key` has read in all.
+    pub(crate) fn keep(&self, key: ScanKey, span: Span) {
+        self.with(|m| {
+            if m.len() >= REMEMBERED && !m.contains_key(&key) {
+                m.clear();
+            }
+            m.insert(key, span);
+        });
+    }
+
+    /// The lookup of `key` finished (found, or proved there is no match).
+    pub(crate) fn done(&self, key: &ScanKey) {
+        self.with(|m| m.remove(key));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(k: &str) -> ScanKey {
+        ScanKey {
+            kind: JobKind::Job,
+            template_kind: TemplateKind::JobTemplate,
+            template_id: 7,
+            since: DateTime::<Utc>::UNIX_EPOCH,
+            key: k.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_read_spans_the_ids_it_saw() {
+        let mut read = Read::default();
+        assert_eq!(read.span(), None);
+        for id in [40, 39, 41, 12] {
+            read.saw(id);
+        }
+        assert_eq!(
+            read.span(),
+            Some(Span {
+                top: 41,
+                bottom: 12
+            })
+        );
+    }
+
+    #[test]
+    fn spans_are_kept_per_lookup_until_done_and_bounded() {
+        let scans = KeyScans::default();
+        let span = Span { top: 9, bottom: 3 };
+        scans.keep(key("a"), span);
+        assert_eq!(scans.get(&key("a")), Some(span));
+        assert_eq!(scans.get(&key("b")), None);
+        scans.done(&key("a"));
+        assert_eq!(scans.get(&key("a")), None);
+        for i in 0..REMEMBERED {
+            scans.keep(key(&i.to_string()), span);
+        }
+        scans.keep(key("0"), span);
+        assert_eq!(
+            scans.get(&key("1")),
+            Some(span),
+            "replacing one does not drop the rest"
+        );
+        scans.keep(key("new"), span);
+        assert_eq!(scans.get(&key("1")), None, "full: the memory was dropped");
+        assert_eq!(scans.get(&key("new")), Some(span));
+    }
+}

@@ -133,20 +133,28 @@ pub struct HarnessConfig {
     pub crashes: Option<CrashPlan>,
     /// provkit-kube's per-object error backoff (production durations, scaled by the harness).
     pub error_backoff: ErrorBackoffConfig,
+    /// provkit-kube's resync of converged objects (`Provisioner::with_resync`; production
+    /// time, scaled; `None`: off). Default 10 minutes.
+    pub resync: Option<Duration>,
     /// Extra observers of both fakes' requests (measurements).
     pub taps: Taps,
 }
 
 impl HarnessConfig {
     /// The run's fake API server: the `VirtualNetwork` CRD, `retained` changes of watch history
-    /// (the watch window), no request log, and every watch of the objects lagging
+    /// (the watch window), no request log (unless `FLEET_API_LOG` names how many requests to
+    /// keep, for diagnosis), and every watch of the objects lagging
     /// [`watch_lag`](Self::watch_lag) (scaled): the informer-cache race.
     pub fn api_server(&self, retained: usize) -> FakeApiServer {
+        let log = std::env::var("FLEET_API_LOG")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         let api = FakeApiServer::builder()
             .crd::<VirtualNetwork>()
             .seed(self.seed)
             .retained_changes(retained)
-            .request_log_limit(0)
+            .request_log_limit(log)
             .build();
         api.inject(
             Fault::new(FaultEffect::WatchLag(self.scale.of(self.watch_lag)))
@@ -170,6 +178,7 @@ impl HarnessConfig {
             seed: 42,
             crashes: None,
             error_backoff: ErrorBackoffConfig::default(),
+            resync: Some(Duration::from_secs(600)),
             taps: Taps::default(),
         }
     }
@@ -781,10 +790,14 @@ async fn incarnation(h: Arc<Harness>, identity: String) {
         .events()
         .clone()
         .with_ttl(h.config.scale.event_ttl());
+    let mut provisioner = provisioner
+        .with_error_backoff(h.config.scale.error_backoff(h.config.error_backoff))
+        .with_events(events);
+    if let Some(period) = h.config.resync {
+        provisioner = provisioner.with_resync(h.config.scale.of(period));
+    }
     let operator = Arc::new(Context {
-        provisioner: provisioner
-            .with_error_backoff(h.config.scale.error_backoff(h.config.error_backoff))
-            .with_events(events),
+        provisioner,
         callbacks,
     });
     let ctx = Arc::new(Ctx {

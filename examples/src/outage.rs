@@ -28,7 +28,7 @@ use provkit_core::JobType;
 use provkit_example_operator::crd::{VirtualNetwork, VirtualNetworkSpec};
 use provkit_kube::{ErrorBackoffConfig, ProvisionedResource};
 use provkit_testing::fake_aap::{Fault as AapFault, FaultAction, RetryAfter};
-
+use provkit_testing::fake_apiserver::Verb;
 use provkit_testing::observe::{ObservedRequest, Phase};
 use serde_json::Value;
 use tokio::time::Instant;
@@ -907,6 +907,33 @@ pub async fn run_outage(config: OutageConfig) -> Result<OutageReport, BackendErr
             )
         })
         .collect();
+    if std::env::var_os("FLEET_API_LOG").is_some() {
+        // Diagnosis: every list and watch of the objects, in order, and where the stuck objects
+        // stand (their resourceVersion is their deletion's).
+        for r in api.requests() {
+            if matches!(r.verb, Some(Verb::List | Verb::Watch))
+                && r.path.contains("virtualnetworks")
+            {
+                say(format!(
+                    "api {} {} {} {}",
+                    r.client, r.method, r.path, r.status
+                ));
+            }
+        }
+        let stuck: Vec<String> = api
+            .objects::<VirtualNetwork>()
+            .iter()
+            .filter(|o| index_of(o).is_some_and(|i| !tracker.gone[i].load(Ordering::Acquire)))
+            .map(|o| {
+                format!(
+                    "{}@{}",
+                    o.metadata.name.as_deref().unwrap_or_default(),
+                    o.metadata.resource_version.as_deref().unwrap_or_default()
+                )
+            })
+            .collect();
+        say(format!("stuck ({}): {}", stuck.len(), stuck.join(" ")));
+    }
     for d in deletions {
         d.abort();
     }

@@ -220,6 +220,38 @@ async fn status_patches_carry_the_field_manager() {
     assert_eq!(r.unwrap(), Action::await_change());
 }
 
+/// With a resync period, a converged object comes back after it (less up to a tenth, at
+/// random) instead of waiting for a change: a change a relist's reconcile missed (kube-runtime
+/// reads the reflector's store, which takes the relist's state only at its end) is seen then.
+#[tokio::test]
+async fn a_converged_object_comes_back_after_the_resync_period() {
+    let h = Harness::new();
+    let base = Network::test().finalized().with_rv("5");
+    let v = version(&base);
+    let done = job_json("job-1", "provision", "Succeeded", 0, "succeeded", &v);
+    let cached = stored(
+        &base,
+        "5",
+        &json!({"provisioningJobs": [done], "desiredConfigVersion": v}),
+    );
+    let status =
+        json!({"phase": "Progressing", "provisioningJobs": [done], "desiredConfigVersion": v});
+    let write = patch_status("5", status, &cached.clone().with_rv("6"));
+    let (client, verifier) = testcontext();
+    let server = verifier.run(vec![write]);
+    let p = Provisioner::new(client, h.lifecycle.clone(), FINALIZER)
+        .with_resync(std::time::Duration::from_secs(600));
+    let action = p.reconcile(Arc::new(cached), &Phases).await.unwrap();
+    timeout_after_1s(server).await;
+    let text = format!("{action:?}");
+    let secs: f64 = text
+        .split_once("Some(")
+        .and_then(|(_, rest)| rest.split_once("s)"))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("a requeue: {text}"));
+    assert!((540.0..=600.0).contains(&secs), "{text}");
+}
+
 // ---- problem 7: no second cleanup from a stale cached copy --------------------------------
 
 #[tokio::test]

@@ -273,15 +273,7 @@ async fn requests_on_their_way_before_the_first_failure_count_toward_the_thresho
     }));
     let mut hanging = spawn_reads(&client, id, 2);
     until_received(&received, 2).await;
-    // Another job's reads fail (a job id nobody holds: no cache can answer it).
-    let other = id + 1000;
-    server.aap().add_fault(Fault::new(
-        "GET",
-        &format!("*/jobs/{other}/*"),
-        FaultAction::gateway_html(503),
-    ));
-    let first = client.get_job(other).await.unwrap_err();
-    assert!(matches!(first, Error::Server { .. }), "{first:?}");
+    let other = a_failed_read(&server, &client, id).await;
     // 1 failure + 2 on their way could open it: nothing more is sent.
     let before = sent.load(Ordering::SeqCst);
     for _ in 0..3 {
@@ -343,14 +335,7 @@ async fn one_failure_among_answers_on_their_way_refuses_nothing() {
     }));
     let slow = spawn_reads(&client, id, 2);
     until_received(&received, 2).await;
-    let other = id + 1000;
-    server.aap().add_fault(Fault::new(
-        "GET",
-        &format!("*/jobs/{other}/*"),
-        FaultAction::gateway_html(503),
-    ));
-    let failed = client.get_job(other).await.unwrap_err();
-    assert!(matches!(failed, Error::Server { .. }), "{failed:?}");
+    a_failed_read(&server, &client, id).await;
 
     let next = client.get_job(id).await;
     assert_eq!(
@@ -362,6 +347,20 @@ async fn one_failure_among_answers_on_their_way_refuses_nothing() {
     assert!(slow.iter().all(Result::is_ok), "{slow:?}");
     assert_eq!(received.load(Ordering::SeqCst), 3);
     assert_eq!(client.circuit_state(), CircuitState::Closed);
+}
+
+/// The first failure of a run: reads of a job nobody holds (`id + 1000`, so no cache answers
+/// them) fail with a 503; one is made. Returns that job id.
+async fn a_failed_read(server: &FakeAapServer, client: &AapClient, id: u64) -> u64 {
+    let other = id + 1000;
+    server.aap().add_fault(Fault::new(
+        "GET",
+        &format!("*/jobs/{other}/*"),
+        FaultAction::gateway_html(503),
+    ));
+    let failed = client.get_job(other).await.unwrap_err();
+    assert!(matches!(failed, Error::Server { .. }), "{failed:?}");
+    other
 }
 
 /// `n` reads of job `id`, each on a task of its own.

@@ -983,6 +983,23 @@ async fn a_lookup_reads_a_broken_page_again() {
     );
 }
 
+/// Looks the provision job of `key` up (it must be found): its id, and the job-list requests
+/// the lookup made.
+async fn logged_lookup(
+    server: &FakeAapServer,
+    p: &AapProvider,
+    r: &ResourceView,
+    key: &IdempotencyKey,
+) -> (String, Vec<provkit_testing::fake_aap::LoggedRequest>) {
+    let before = job_lists(server).len();
+    let found = p
+        .find_job_by_idempotency_key(r, &JobType::Provision, key)
+        .await
+        .unwrap()
+        .unwrap();
+    (found.job_id, job_lists(server).split_off(before))
+}
+
 /// A lookup cut short keeps what it read: its next attempt reads only the jobs created since
 /// (`id__gt`) and the older ones it had not reached (`id__lt`) — not the window again from its
 /// first page — and still returns the newest match; once a lookup ends (found, or proved
@@ -1010,14 +1027,8 @@ async fn a_lookup_cut_short_goes_on_where_it_stopped() {
     let ctx = LaunchContext::new().with_idempotency_key(paged_key(205));
     let newest = p.trigger_provision(&r, &ctx).await.unwrap().job_id;
 
-    let before = job_lists(&server).len();
-    let found = p
-        .find_job_by_idempotency_key(&r, &JobType::Provision, &paged_key(0))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(found.job_id, ids[0]);
-    let resumed = &job_lists(&server)[before..];
+    let (found, resumed) = logged_lookup(&server, &p, &r, &paged_key(0)).await;
+    assert_eq!(found, ids[0]);
     assert_eq!(resumed.len(), 2, "{resumed:?}");
     assert!(
         resumed[0].query.contains(&format!("id__gt={top}")) && !resumed[0].query.contains("page=2"),
@@ -1030,14 +1041,8 @@ async fn a_lookup_cut_short_goes_on_where_it_stopped() {
 
     // Done: the next lookup of that key reads the window from the top again (page 1 holds the
     // 200 newest, page 2 the rest, the match on it).
-    let before = job_lists(&server).len();
-    let again = p
-        .find_job_by_idempotency_key(&r, &JobType::Provision, &paged_key(0))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(again.job_id, ids[0]);
-    let fresh = &job_lists(&server)[before..];
+    let (again, fresh) = logged_lookup(&server, &p, &r, &paged_key(0)).await;
+    assert_eq!(again, ids[0]);
     assert_eq!(fresh.len(), 2, "{fresh:?}");
     assert!(fresh.iter().all(|q| !q.query.contains("id__")), "{fresh:?}");
     assert_ne!(newest, ids[0]);

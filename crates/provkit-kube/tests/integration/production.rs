@@ -196,20 +196,27 @@ async fn a_forbidden_finalizer_patch_logs_the_403_and_the_object() {
 
 // ---- problem 6: a field manager on provkit-kube's writes ----------------------------------
 
-#[tokio::test]
-async fn status_patches_carry_the_field_manager() {
-    let h = Harness::new();
+/// A cached copy whose provision job succeeded (resourceVersion 5), and the status patch its
+/// reconcile writes (the phase).
+fn converged() -> (Network, Exchange) {
     let base = Network::test().finalized().with_rv("5");
     let v = version(&base);
-    let running = job_json("job-1", "provision", "Succeeded", 0, "succeeded", &v);
+    let done = job_json("job-1", "provision", "Succeeded", 0, "succeeded", &v);
     let cached = stored(
         &base,
         "5",
-        &json!({"provisioningJobs": [running], "desiredConfigVersion": v}),
+        &json!({"provisioningJobs": [done], "desiredConfigVersion": v}),
     );
     let status =
-        json!({"phase": "Progressing", "provisioningJobs": [running], "desiredConfigVersion": v});
-    let mut write = patch_status("5", status, &cached.clone().with_rv("6"));
+        json!({"phase": "Progressing", "provisioningJobs": [done], "desiredConfigVersion": v});
+    let write = patch_status("5", status, &cached.clone().with_rv("6"));
+    (cached, write)
+}
+
+#[tokio::test]
+async fn status_patches_carry_the_field_manager() {
+    let h = Harness::new();
+    let (cached, mut write) = converged();
     write.uri = format!("{BASE}/{NAME}/status?&fieldManager=provkit-test");
     let (client, verifier) = testcontext();
     let server = verifier.run(vec![write]);
@@ -226,17 +233,7 @@ async fn status_patches_carry_the_field_manager() {
 #[tokio::test]
 async fn a_converged_object_comes_back_after_the_resync_period() {
     let h = Harness::new();
-    let base = Network::test().finalized().with_rv("5");
-    let v = version(&base);
-    let done = job_json("job-1", "provision", "Succeeded", 0, "succeeded", &v);
-    let cached = stored(
-        &base,
-        "5",
-        &json!({"provisioningJobs": [done], "desiredConfigVersion": v}),
-    );
-    let status =
-        json!({"phase": "Progressing", "provisioningJobs": [done], "desiredConfigVersion": v});
-    let write = patch_status("5", status, &cached.clone().with_rv("6"));
+    let (cached, write) = converged();
     let (client, verifier) = testcontext();
     let server = verifier.run(vec![write]);
     let p = Provisioner::new(client, h.lifecycle.clone(), FINALIZER)

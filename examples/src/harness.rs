@@ -59,7 +59,7 @@ pub const FIELD_MANAGER: &str = "fleet-operator";
 pub const NAMESPACE: &str = "default";
 
 /// The resource plural the operator reconciles.
-const PLURAL: &str = "virtualnetworks";
+pub(crate) const PLURAL: &str = "virtualnetworks";
 
 /// When the fakes crash a replica.
 #[derive(Clone, Debug)]

@@ -38,7 +38,7 @@ use crate::backend::{Backend, BackendConfig, BackendError};
 use crate::fleet::{
     Watching, describe_with_trail, index_of, is_converged, machine, user_request, watch_objects,
 };
-use crate::harness::{Harness, HarnessConfig, NAMESPACE, resource_name};
+use crate::harness::{Harness, HarnessConfig, NAMESPACE, PLURAL, resource_name};
 use crate::measure::{AapCounters, AapSnapshot, BreakerSettings, PerSecond, RateSummary, Taps};
 use crate::metrics::{RunMetrics, fmt_duration};
 use crate::report::{Table, per};
@@ -887,10 +887,13 @@ pub async fn run_outage(config: OutageConfig) -> Result<OutageReport, BackendErr
     .await;
     let not_deleted = n - tracker.gone_n.load(Ordering::Acquire).min(n);
     let wall = wall0.elapsed();
-    let stuck_examples: Vec<String> = api
+    let stuck: Vec<VirtualNetwork> = api
         .objects::<VirtualNetwork>()
-        .iter()
+        .into_iter()
         .filter(|o| index_of(o).is_some_and(|i| !tracker.gone[i].load(Ordering::Acquire)))
+        .collect();
+    let stuck_examples: Vec<String> = stuck
+        .iter()
         .take(10)
         .map(|o| {
             let aap_side: Vec<String> = o
@@ -911,19 +914,15 @@ pub async fn run_outage(config: OutageConfig) -> Result<OutageReport, BackendErr
         // Diagnosis: every list and watch of the objects, in order, and where the stuck objects
         // stand (their resourceVersion is their deletion's).
         for r in api.requests() {
-            if matches!(r.verb, Some(Verb::List | Verb::Watch))
-                && r.path.contains("virtualnetworks")
-            {
+            if matches!(r.verb, Some(Verb::List | Verb::Watch)) && r.path.contains(PLURAL) {
                 say(format!(
                     "api {} {} {} {}",
                     r.client, r.method, r.path, r.status
                 ));
             }
         }
-        let stuck: Vec<String> = api
-            .objects::<VirtualNetwork>()
+        let versions: Vec<String> = stuck
             .iter()
-            .filter(|o| index_of(o).is_some_and(|i| !tracker.gone[i].load(Ordering::Acquire)))
             .map(|o| {
                 format!(
                     "{}@{}",
@@ -932,7 +931,11 @@ pub async fn run_outage(config: OutageConfig) -> Result<OutageReport, BackendErr
                 )
             })
             .collect();
-        say(format!("stuck ({}): {}", stuck.len(), stuck.join(" ")));
+        say(format!(
+            "stuck ({}): {}",
+            versions.len(),
+            versions.join(" ")
+        ));
     }
     for d in deletions {
         d.abort();

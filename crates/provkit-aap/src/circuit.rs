@@ -410,11 +410,12 @@ impl Breaker {
     /// on its way to end.
     pub(crate) async fn admit(&self) -> Result<Permit<'_>, Duration> {
         let deadline = Instant::now() + self.admission_wait;
+        // Registered for the end of an attempt only once a place was refused (not on the path
+        // of every request), and before the machine is asked again, so that an attempt ending
+        // in between still wakes it.
+        let mut ended = std::pin::pin!(self.ended.notified());
+        let mut registered = false;
         loop {
-            // Registered before the machine is asked, so an attempt ending in between wakes it.
-            let ended = self.ended.notified();
-            let mut ended = std::pin::pin!(ended);
-            ended.as_mut().enable();
             match self
                 .with(|m| m.admit(Instant::now()))
                 .unwrap_or(Admit::Go(Ticket::Counted { epoch: 0 }))
@@ -427,10 +428,19 @@ impl Breaker {
                     });
                 }
                 Admit::Reject(wait) => return Err(wait),
+                Admit::Wait(_) if !registered => {
+                    ended.as_mut().enable();
+                    registered = true;
+                }
                 Admit::Wait(wait) => {
-                    if tokio::time::timeout_at(deadline, ended).await.is_err() {
+                    if tokio::time::timeout_at(deadline, ended.as_mut())
+                        .await
+                        .is_err()
+                    {
                         return Err(wait);
                     }
+                    ended.set(self.ended.notified());
+                    registered = false;
                 }
             }
         }

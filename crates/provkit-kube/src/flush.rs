@@ -157,6 +157,14 @@ pub enum StatusWriteError {
         /// Object name.
         name: String,
     },
+    /// The API server returned the object without a `metadata.resourceVersion`, so no
+    /// precondition can be sent; nothing is written (an unconditional write could overwrite a
+    /// launch intent recorded meanwhile).
+    #[error("{name} was read without a resourceVersion; not writing without a precondition")]
+    NoResourceVersion {
+        /// Object name.
+        name: String,
+    },
     /// Every attempt hit a conflict.
     #[error("status patch of {name} still conflicted after {attempts} attempts")]
     Conflicts {
@@ -412,7 +420,14 @@ impl<K: ProvisionedResource> StatusSession<K> {
             Some(rv) => rv,
             None => {
                 self.reread().await?;
-                self.lock().resource_version.clone().unwrap_or_default()
+                // Never write without a precondition: an object the API server returned
+                // without a `resourceVersion` is not written at all (`""` would make the
+                // patch unconditional).
+                self.lock().resource_version.clone().ok_or_else(|| {
+                    StatusWriteError::NoResourceVersion {
+                        name: self.name.clone(),
+                    }
+                })?
             }
         };
         let body = json!({
@@ -421,7 +436,7 @@ impl<K: ProvisionedResource> StatusSession<K> {
         });
         match self
             .api
-            .patch_status(&self.name, &PatchParams::default(), &Patch::Merge(&body))
+            .patch_status(&self.name, &self.patch_params(), &Patch::Merge(&body))
             .await
         {
             Ok(written) => {
@@ -545,13 +560,9 @@ impl<K: ProvisionedResource> StatusSession<K> {
             let clears_intent = matches!(intent, Some(None));
             let (status, merged) = build(&server_jobs, &self.last_read, intent)?;
             let body = json!({ "metadata": { "resourceVersion": rv }, "status": status });
-            let params = PatchParams {
-                field_manager: self.config.field_manager.clone(),
-                ..PatchParams::default()
-            };
             match self
                 .api
-                .patch_status(&self.name, &params, &Patch::Merge(&body))
+                .patch_status(&self.name, &self.patch_params(), &Patch::Merge(&body))
                 .await
             {
                 Ok(written) => {
@@ -586,6 +597,14 @@ impl<K: ProvisionedResource> StatusSession<K> {
             name: self.name.clone(),
             attempts,
         })
+    }
+
+    /// The parameters of every status patch: the configured field manager.
+    fn patch_params(&self) -> PatchParams {
+        PatchParams {
+            field_manager: self.config.field_manager.clone(),
+            ..PatchParams::default()
+        }
     }
 
     async fn reread(&self) -> Result<(), StatusWriteError> {

@@ -60,7 +60,7 @@ pub use leader::{
 pub use leadership::{LeadershipEnd, LeadershipLost, shutdown_signal};
 #[cfg(feature = "machines")]
 #[doc(inline)]
-pub use machine_progress::{KubeProgressHandle, progress_of};
+pub use machine_progress::{KubeProgressHandle, MissingResourceVersion, progress_of};
 #[doc(inline)]
 pub use management::{Management, ManagementHook, ManagementStatePolicy};
 #[doc(inline)]

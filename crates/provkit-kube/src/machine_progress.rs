@@ -50,13 +50,21 @@ pub struct KubeProgressHandle<K> {
     api: Api<K>,
     name: String,
     max_attempts: NonZeroU32,
+    field_manager: Option<String>,
 }
+
+/// The machine object was read without a `metadata.resourceVersion`, so the progress write
+/// would carry no precondition; it is not sent (the source of [`ProgressError::Backend`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the object was read without a resourceVersion; not writing without a precondition")]
+pub struct MissingResourceVersion;
 
 impl<K> fmt::Debug for KubeProgressHandle<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KubeProgressHandle")
             .field("name", &self.name)
             .field("max_attempts", &self.max_attempts)
+            .field("field_manager", &self.field_manager)
             .finish_non_exhaustive()
     }
 }
@@ -69,7 +77,18 @@ impl<K> KubeProgressHandle<K> {
             api,
             name: name.into(),
             max_attempts: NonZeroU32::new(5).unwrap_or(NonZeroU32::MIN),
+            field_manager: None,
         }
+    }
+
+    /// Sends `field_manager` (usually the controller name, as given to
+    /// [`Provisioner::with_field_manager`](crate::Provisioner::with_field_manager)) as the
+    /// `fieldManager` of every progress write. Without it the API server derives the manager
+    /// from the client's User-Agent.
+    #[must_use]
+    pub fn with_field_manager(mut self, field_manager: impl Into<String>) -> Self {
+        self.field_manager = Some(field_manager.into());
+        self
     }
 
     /// Sets how many patch attempts an update makes before [`ProgressError::Conflict`].
@@ -147,6 +166,10 @@ where
 
     async fn update(&self, change: ProgressChange<'_>) -> Result<MachineProgress, ProgressError> {
         let attempts = self.max_attempts.get();
+        let params = PatchParams {
+            field_manager: self.field_manager.clone(),
+            ..PatchParams::default()
+        };
         for attempt in 1..=attempts {
             let obj = self.read().await?;
             let current = progress_of(&obj)?;
@@ -166,15 +189,22 @@ where
                         source,
                     })?
             };
+            // Never write without a precondition (`null` would make the patch unconditional).
+            let Some(rv) = obj.meta().resource_version.as_deref() else {
+                return Err(ProgressError::Backend {
+                    machine: self.name.clone(),
+                    source: Box::new(MissingResourceVersion),
+                });
+            };
             let body = json!({
                 "metadata": {
-                    "resourceVersion": obj.meta().resource_version,
+                    "resourceVersion": rv,
                     "annotations": { PROGRESS_ANNOTATION: encoded },
                 }
             });
             match self
                 .api
-                .patch(&self.name, &PatchParams::default(), &Patch::Merge(&body))
+                .patch(&self.name, &params, &Patch::Merge(&body))
                 .await
             {
                 Ok(written) => return progress_of(&written),

@@ -78,6 +78,46 @@ async fn update_reads_fresh_and_patches_the_annotation_with_a_precondition() {
     timeout_after_1s(server).await;
 }
 
+/// Issue 27 (3): a progress write carries the configured field manager (it sent none before).
+#[tokio::test]
+async fn update_carries_the_field_manager() {
+    let (client, verifier) = testcontext();
+    let server = verifier.run(vec![
+        Exchange::get(OBJ, machine_object("7", None)),
+        Exchange::patch(
+            format!("{PATCH}&fieldManager=machine-operator"),
+            patch_body("7", r#"{"finalizers":["nic"]}"#),
+            machine_object("8", Some(r#"{"finalizers":["nic"]}"#)),
+        ),
+    ]);
+    handle(client)
+        .with_field_manager("machine-operator")
+        .add_finalizer("nic")
+        .await
+        .unwrap();
+    timeout_after_1s(server).await;
+}
+
+/// Issue 27 (3): an object read without a `resourceVersion` is not written (before, the
+/// patch carried `"resourceVersion": null`, an unconditional write).
+#[tokio::test]
+async fn no_write_without_a_resource_version() {
+    let (client, verifier) = testcontext();
+    let mut obj = machine_object("7", None);
+    obj["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceVersion");
+    let server = verifier.run(vec![Exchange::get(OBJ, obj)]);
+    let err = handle(client).add_finalizer("nic").await.unwrap_err();
+    assert!(
+        matches!(&err, ProgressError::Backend { source, .. }
+            if source.downcast_ref::<provkit_kube::MissingResourceVersion>().is_some()),
+        "{err:?}"
+    );
+    timeout_after_1s(server).await;
+}
+
 #[tokio::test]
 async fn a_conflict_is_retried_on_the_re_read_object() {
     let (client, verifier) = testcontext();

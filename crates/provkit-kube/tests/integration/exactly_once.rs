@@ -662,6 +662,41 @@ async fn a_lookup_that_cannot_prove_absence_blocks_the_launch() {
     assert!(w.intent_pending(), "the unresolved intent is kept");
 }
 
+/// Issue 27 (3): every status write of the operator — the launch intent's write-ahead as well
+/// as the flushes — is recorded under its field manager (the intent write sent none before,
+/// so the API server named the User-Agent instead).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_status_write_carries_the_field_manager() {
+    let w = World::standard().await;
+    let stack = w.process();
+    w.create_network().await;
+    until("the job is recorded", || w.provision_jobs().len() == 1).await;
+    stack.crash().await;
+    let status_writes: Vec<_> = w
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.client != "user"
+                && r.status < 300
+                && matches!(r.verb, Some(Verb::Patch))
+                && r.path.contains("/networks/")
+                && r.path.contains("/status")
+        })
+        .collect();
+    assert!(
+        status_writes.len() >= 2,
+        "the intent write and the flush that records the job: {status_writes:?}"
+    );
+    for r in &status_writes {
+        assert_eq!(
+            r.field_manager.as_deref(),
+            Some("network-operator"),
+            "{r:?}"
+        );
+    }
+}
+
 /// Request economy of one launch (printed for the report): from the object's creation until
 /// its job is recorded, the AAP requests and the operator's API-server writes, by verb; then
 /// the polls of the running job.

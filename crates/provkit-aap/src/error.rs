@@ -23,6 +23,10 @@ pub struct RequestContext {
     pub status: Option<http::StatusCode>,
     /// The server's `X-API-Request-Id`, when present.
     pub request_id: Option<String>,
+    /// The server's `X-API-Product-Name` (`AWX`, …), when present. AWX's API views set it on
+    /// every answer, errors included; Django-level 404s (an unknown path) and answers made by a
+    /// proxy or load balancer in front of AWX do not carry it.
+    pub product: Option<String>,
 }
 
 impl RequestContext {
@@ -32,6 +36,7 @@ impl RequestContext {
             path: path.into(),
             status: None,
             request_id: None,
+            product: None,
         }
     }
 }
@@ -407,14 +412,21 @@ impl Error {
         matches!(self, Self::NotFound { .. } | Self::TemplateNotFound { .. })
     }
 
-    /// The authoritative "no such object" of a detail endpoint: a 404 whose JSON `detail` is
-    /// AWX's `No <Model> matches the given query.` (a purged or never-existing job). Other 404s
-    /// (an HTML page, a gateway, an unknown path) are not proof that the object is gone.
+    /// The authoritative "no such object" of a detail endpoint (a purged or never-existing
+    /// job): a 404 that AWX's API itself answered — it carries `X-API-Product-Name`, which AWX's
+    /// API views set and Django-level 404s and proxies do not — with a JSON `detail`, to a
+    /// request without a query string (a detail or action path: a list's `Invalid page.` 404
+    /// answers a `?page=` query). The message text is not read: AWX says
+    /// `No Job matches the given query.`, but Django REST framework versions that replace the
+    /// message answer `Not found.` for the same condition. Other 404s (an HTML page, a
+    /// gateway's or proxy's answer, an unknown path) are not proof that the object is gone.
     pub fn is_no_match(&self) -> bool {
         match self {
             Self::NotFound {
-                detail: Some(d), ..
-            } => d.starts_with("No ") && d.ends_with(" matches the given query."),
+                ctx,
+                detail: Some(_),
+                ..
+            } => ctx.product.is_some() && !ctx.path.contains('?'),
             _ => false,
         }
     }

@@ -380,25 +380,43 @@ mod tests {
         );
     }
 
+    /// A 404 as AWX's API answers it (with its product header), to `path`.
+    fn awx_404(path: &str, content_type: &str, body: &str) -> RawResponse {
+        let mut r = resp(404, content_type, body);
+        r.ctx.path = path.to_owned();
+        r.ctx.product = Some("AWX".into());
+        r
+    }
+
+    /// Issue 27 (4): what makes a 404 proof that a job is gone is who answered it and to what
+    /// request, not its message: both Django REST framework messages count when AWX's API
+    /// answered a detail path; a proxy's 404, an HTML page and a list's `Invalid page.` do not.
     #[test]
-    fn only_no_match_404s_are_authoritative() {
-        let gone = classify(
-            &resp(
-                404,
-                "application/json",
-                r#"{"detail": "No Job matches the given query."}"#,
+    fn only_404s_answered_by_the_api_on_a_detail_path_are_authoritative() {
+        let json = "application/json";
+        for body in [
+            r#"{"detail": "No Job matches the given query."}"#,
+            r#"{"detail": "Not found."}"#,
+        ] {
+            for path in ["/api/v2/jobs/7/", "/api/controller/v2/jobs/7/cancel/"] {
+                let gone = classify(&awx_404(path, json, body), SystemTime::now());
+                assert!(gone.is_no_match() && gone.is_not_found(), "{path} {body}");
+            }
+            // The same body from a proxy (no product header): not proof.
+            let proxied = classify(&resp(404, json, body), SystemTime::now());
+            assert!(proxied.is_not_found() && !proxied.is_no_match(), "{body}");
+        }
+        let invalid_page = classify(
+            &awx_404(
+                "/api/v2/jobs/?page=9999&page_size=10",
+                json,
+                r#"{"detail": "Invalid page."}"#,
             ),
             SystemTime::now(),
         );
-        assert!(gone.is_no_match() && gone.is_not_found());
-        for body in [
-            r#"{"detail": "Invalid page."}"#,
-            r#"{"detail": "Not found."}"#,
-            "",
-        ] {
-            let other = classify(&resp(404, "application/json", body), SystemTime::now());
-            assert!(other.is_not_found() && !other.is_no_match(), "{body}");
-        }
+        assert!(!invalid_page.is_no_match());
+        let empty = classify(&awx_404("/api/v2/jobs/7/", json, ""), SystemTime::now());
+        assert!(empty.is_not_found() && !empty.is_no_match());
         let html = classify(
             &resp(
                 404,

@@ -15,6 +15,9 @@ use crate::response::{RawResponse, classify};
 /// The request id header AAP sets on every response.
 pub(crate) const REQUEST_ID: &str = "x-api-request-id";
 
+/// The product header AWX's API views set on every answer (not Django-level 404s, not proxies).
+pub(crate) const PRODUCT_NAME: &str = "x-api-product-name";
+
 fn reqwest_error(ctx: RequestContext, source: reqwest::Error) -> Error {
     let ctx = Box::new(ctx);
     if source.is_connect() {
@@ -174,6 +177,7 @@ impl Inner {
                 .map(str::to_owned)
         };
         ctx.request_id = header(REQUEST_ID);
+        ctx.product = header(PRODUCT_NAME);
         let content_type = header(CONTENT_TYPE.as_str());
         let location = header(LOCATION.as_str());
         let retry_after = header(RETRY_AFTER.as_str());

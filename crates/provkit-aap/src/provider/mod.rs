@@ -14,7 +14,7 @@
 //!   prompt for variables is refused with [`Error::TemplateIgnoresExtraVars`]. A launch answer
 //!   that still lists `extra_vars` under `ignored_fields` gets its job canceled and the attempt
 //!   reported `Failed` with that message.
-//! - Purged jobs: only the job detail's authoritative 404 (`No Job matches the given query.`)
+//! - Purged jobs: only the job detail's authoritative 404 (answered by AWX's API: see [`Error::is_no_match`])
 //!   is [`ProviderError::NotFound`]; a non-numeric id, a decoding failure or any other 404 is a
 //!   plain error (retried by the engine, never a relaunch).
 //! - Deprovision: cancel a running provision job first (spec §4.5).
@@ -271,7 +271,7 @@ fn launch_error(kind: TemplateKind, err: Error) -> ProviderError {
     }
 }
 
-/// Maps a read error about `what`: only AWX's authoritative "No … matches the given query." 404
+/// Maps a read error about `what`: only AWX's authoritative 404 ([`Error::is_no_match`])
 /// is [`ProviderError::NotFound`] (the object is gone); a throttle is a rate limit; anything else
 /// is an error to retry.
 fn query_error(what: String, err: Error) -> ProviderError {

@@ -124,7 +124,7 @@ async fn no_message_in_an_error_chain_repeats_its_source() {
         ("poll undecodable", FaultAction::MalformedJson),
         (
             "poll 404 page",
-            FaultAction::json(404, &serde_json::json!({"detail": "Not found."})),
+            FaultAction::proxied_json(404, &serde_json::json!({"detail": "Not found."})),
         ),
     ];
     for (case, action) in cases {

@@ -1048,8 +1048,10 @@ async fn a_lookup_cut_short_goes_on_where_it_stopped() {
     assert_ne!(newest, ids[0]);
 }
 
-/// Only the job detail's authoritative "No Job matches the given query." 404 means purged; a
-/// non-numeric id, an undecodable answer or another 404 is an error the engine retries.
+/// Only the job detail's authoritative 404 means purged — answered by AWX's API itself, whatever
+/// its message (`No Job matches the given query.`, or `Not found.` from Django REST framework
+/// versions that replace it: issue 27 (4)); a non-numeric id, an undecodable answer or a
+/// proxy's 404 is an error the engine retries.
 #[tokio::test]
 async fn only_the_authoritative_404_reports_a_purged_job() {
     let server = server(Mode::Awx).await;
@@ -1076,17 +1078,29 @@ async fn only_the_authoritative_404_reports_a_purged_job() {
         .trigger_provision(&r, &LaunchContext::new())
         .await
         .unwrap();
+    // AWX's API answering with the other DRF message: purged as well.
     server.aap().add_fault(Fault::new(
         "GET",
         "*/jobs/*",
         FaultAction::json(404, &serde_json::json!({"detail": "Not found."})),
     ));
     let err = p.provision_status(&r, &other.job_id).await.unwrap_err();
-    assert!(
-        !err.is_not_found(),
-        "a non-authoritative 404 is not a purge: {err}"
-    );
+    assert!(err.is_not_found(), "AWX's `Not found.` is a purge: {err}");
     server.aap().clear_faults();
+    // The same 404 from a proxy in front of AWX (none of AWX's headers): not a purge.
+    for body in ["Not found.", "No Job matches the given query."] {
+        server.aap().add_fault(Fault::new(
+            "GET",
+            "*/jobs/*",
+            FaultAction::proxied_json(404, &serde_json::json!({ "detail": body })),
+        ));
+        let err = p.provision_status(&r, &other.job_id).await.unwrap_err();
+        assert!(
+            !err.is_not_found(),
+            "a proxy's 404 is not a purge ({body}): {err}"
+        );
+        server.aap().clear_faults();
+    }
     server
         .aap()
         .add_fault(Fault::new("GET", "*/jobs/*", FaultAction::MalformedJson));

@@ -50,6 +50,7 @@ async fn workflow_launch_errors_use_the_workflow_prefix_and_undecodable_answers_
                 path: "/api/v2/workflow_job_templates/20/launch/".into(),
                 status: Some(http::StatusCode::CREATED),
                 request_id: None,
+                product: None,
             }),
             message: "truncated".into(),
             source: None,

@@ -61,6 +61,17 @@ pub enum FaultAction {
         /// Extra headers.
         headers: Vec<(String, String)>,
     },
+    /// Answer with this status, body and content type as a proxy or load balancer in front of
+    /// AWX would: without the headers AWX's API views set (`X-API-Product-Name`,
+    /// `X-API-Node`), like AWX's own Django-level answers (§13.3 of the observed exchanges).
+    Proxied {
+        /// HTTP status.
+        status: u16,
+        /// Body text.
+        body: String,
+        /// `Content-Type`.
+        content_type: String,
+    },
     /// Sleep this long, then continue normally (before) or deliver the real response late (after).
     Latency(Duration),
     /// Close the TCP connection abruptly (RST) without a response.
@@ -79,6 +90,17 @@ impl FaultAction {
             body: body.to_string(),
             content_type: "application/json".into(),
             headers: Vec::new(),
+        }
+    }
+
+    /// A JSON body with the given status, answered by a proxy in front of AWX
+    /// ([`FaultAction::Proxied`]): e.g. a 404 `{"detail": "Not found."}` that is no proof
+    /// that a job is gone.
+    pub fn proxied_json(status: u16, body: &serde_json::Value) -> Self {
+        FaultAction::Proxied {
+            status,
+            body: body.to_string(),
+            content_type: "application/json".into(),
         }
     }
 

@@ -293,6 +293,16 @@ async fn first_fault_action(faults: &[Arc<Installed>], strike: Strike) -> Option
     None
 }
 
+/// A fault's `Content-Type` as the fake sends it.
+fn content_type_of(content_type: &str) -> &'static str {
+    match content_type {
+        "application/json" => "application/json",
+        "text/html" => "text/html",
+        "text/plain" => "text/plain",
+        _ => "text/html; charset=utf-8",
+    }
+}
+
 fn fault_response(action: &FaultAction, real: Option<Resp>) -> Resp {
     match action {
         FaultAction::Respond {
@@ -301,13 +311,7 @@ fn fault_response(action: &FaultAction, real: Option<Resp>) -> Resp {
             content_type,
             headers,
         } => {
-            let ct: &'static str = match content_type.as_str() {
-                "application/json" => "application/json",
-                "text/html" => "text/html",
-                "text/plain" => "text/plain",
-                _ => "text/html; charset=utf-8",
-            };
-            let mut r = Resp::text(*status, body.clone(), ct);
+            let mut r = Resp::text(*status, body.clone(), content_type_of(content_type));
             for (k, v) in headers {
                 let name: &'static str = match k.to_ascii_lowercase().as_str() {
                     "retry-after" => "retry-after",
@@ -318,6 +322,11 @@ fn fault_response(action: &FaultAction, real: Option<Resp>) -> Resp {
             }
             r
         }
+        FaultAction::Proxied {
+            status,
+            body,
+            content_type,
+        } => Resp::text(*status, body.clone(), content_type_of(content_type)).django_level(),
         FaultAction::TruncatedJson => {
             let mut r =
                 real.unwrap_or_else(|| Resp::json(200, &json!({"count": 0, "results": []})));

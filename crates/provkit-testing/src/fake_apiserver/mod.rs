@@ -57,7 +57,9 @@
 //! A 10,000-object fleet (with 60,000 Events) holds about its JSON size.
 //!
 //! # What it does not emulate
-//! Server-side apply and strategic merge patch (415; planned), OpenAPI documents (`kubectl
+//! Server-side apply (415 here, although a real API server supports it on custom resources
+//! and built-in kinds alike; planned) and strategic merge patch (415 here; a real server answers
+//! 415 to it only on custom resources), OpenAPI documents (`kubectl
 //! apply` needs `--validate=false`), `deletecollection`, `dryRun` (refused with 400),
 //! admission webhooks, RBAC and authentication, CRD conversion between versions (every served
 //! version shares one stored form), validation beyond structural types and `required`

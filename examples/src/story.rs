@@ -302,7 +302,7 @@ async fn net(w: &World) -> Result<(), StoryError> {
         .iter()
         .filter_map(|j| serde_json::from_str::<Value>(&j.extra_vars).ok())
         .map(|v| {
-            let spec = &v["ansible_eda"]["event"]["payload"]["spec"];
+            let spec = &v["osac_job_vars"]["resource"]["spec"];
             if *spec == a {
                 "A"
             } else if *spec == b {

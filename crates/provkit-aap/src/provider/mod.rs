@@ -1,7 +1,8 @@
 //! [`AapProvider`]: a [`ProvisioningProvider`] that launches AAP job or workflow templates.
 //!
 //! - Template names: explicit and/or `{prefix}-{create|delete}-{kind}` ([`TemplateNames`]).
-//! - extra_vars: the EDA envelope ([`build_extra_vars`]), `metadata.managedFields` removed, the
+//! - extra_vars: OSAC's `osac_job_vars` envelope by default, the legacy `ansible_eda` one or a
+//!   neutral one ([`Envelope`], [`AapProviderBuilder::envelope`]), `metadata.managedFields` removed, the
 //!   whole launch body capped ([`AapProviderBuilder::max_payload_bytes`]).
 //! - Status mapping of spec §4.4 ([`map_status`]); workflow jobs are polled and cancelled at
 //!   `/workflow_jobs/` while the job id stays the bare number Go writes. The kind of each id is
@@ -38,7 +39,7 @@ use provkit_lifecycle::{
 
 pub use crate::marker::{IDEMPOTENCY_KEY_VAR, find_marked_job};
 use attempts::Attempts;
-pub use extra_vars::{ExtraVarsError, build_extra_vars, payload};
+pub use extra_vars::{Envelope, ExtraVarsError, build_extra_vars, payload};
 pub use naming::{NamingError, OSAC_KIND_SUFFIXES, TemplateAction, TemplateNames, kebab_case};
 pub use status::{
     MAX_EVENT_DETAILS_BYTES, MAX_FAILED_EVENTS, map_status, provision_status,
@@ -58,6 +59,7 @@ pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 1024 * 1024;
 pub struct AapProviderBuilder {
     api: Arc<dyn AapApi>,
     names: TemplateNames,
+    envelope: Envelope,
     clock: Arc<dyn Clock>,
     max_payload_bytes: usize,
     lookup_window: Duration,
@@ -103,6 +105,14 @@ impl AapProviderBuilder {
         self
     }
 
+    /// The extra_vars envelope (default [`Envelope::OsacJobVars`], OSAC's layout since
+    /// August 2026; [`Envelope::AnsibleEda`] for playbooks that still read
+    /// `ansible_eda.event.payload`).
+    pub fn envelope(mut self, envelope: Envelope) -> Self {
+        self.envelope = envelope;
+        self
+    }
+
     /// The wall clock (default [`SystemClock`]) used to date launch attempts.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
@@ -133,6 +143,7 @@ impl AapProviderBuilder {
         AapProvider {
             api: self.api,
             names: self.names,
+            envelope: self.envelope,
             clock: self.clock,
             max_payload_bytes: self.max_payload_bytes,
             lookup_window: self.lookup_window,
@@ -161,6 +172,7 @@ impl AapProviderBuilder {
 pub struct AapProvider {
     api: Arc<dyn AapApi>,
     names: TemplateNames,
+    envelope: Envelope,
     clock: Arc<dyn Clock>,
     max_payload_bytes: usize,
     lookup_window: Duration,
@@ -175,6 +187,7 @@ impl fmt::Debug for AapProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AapProvider")
             .field("names", &self.names)
+            .field("envelope", &self.envelope)
             .field("max_payload_bytes", &self.max_payload_bytes)
             .finish_non_exhaustive()
     }
@@ -290,6 +303,7 @@ impl AapProvider {
         AapProviderBuilder {
             api: api.into_api(),
             names: TemplateNames::default(),
+            envelope: Envelope::default(),
             clock: Arc::new(SystemClock),
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
             lookup_window: Duration::from_secs(24 * 3600),
@@ -317,10 +331,20 @@ impl AapProvider {
     }
 
     /// The OSAC preset: the template names the Go OSAC operator derives ([`TemplateNames::osac`]:
-    /// prefix `osac`, `ClusterOrder` → `osac-create-hosted-cluster`). Migrating from
-    /// `with_prefix(api, "osac")` before the preset existed is this one call.
+    /// prefix `osac`, `ClusterOrder` → `osac-create-hosted-cluster`) and OSAC's current extra_vars
+    /// envelope ([`Envelope::OsacJobVars`]). Migrating from `with_prefix(api, "osac")` before the
+    /// preset existed is this one call; playbooks older than August 2026 need
+    /// `AapProvider::builder(api).templates(TemplateNames::osac()).envelope(Envelope::AnsibleEda)`.
     pub fn osac(api: impl IntoAapApi) -> Self {
-        Self::builder(api).templates(TemplateNames::osac()).build()
+        Self::builder(api)
+            .templates(TemplateNames::osac())
+            .envelope(Envelope::OsacJobVars)
+            .build()
+    }
+
+    /// The extra_vars envelope of this provider's launches.
+    pub fn envelope(&self) -> Envelope {
+        self.envelope
     }
 
     /// The naming rules.
@@ -370,7 +394,7 @@ impl AapProvider {
         let vars = resource
             .json()
             .map_err(BoxError::from)
-            .and_then(|json| build_extra_vars(json, ctx).map_err(BoxError::from))
+            .and_then(|json| self.envelope.build(json, ctx).map_err(BoxError::from))
             .map_err(|e| {
                 // Flattened (no source): the message already holds the whole chain.
                 ProviderError::launch_not_made(

@@ -109,7 +109,7 @@ async fn s72_trigger_provision_job_template_envelope_and_result() {
         "numeric id in the path"
     );
     let body = launch_body(&server);
-    let payload = &body["extra_vars"]["ansible_eda"]["event"]["payload"];
+    let payload = &body["extra_vars"]["osac_job_vars"]["resource"];
     assert_eq!(payload["metadata"]["name"], "test-resource");
     assert_eq!(payload["metadata"]["namespace"], "default");
     assert!(
@@ -117,7 +117,7 @@ async fn s72_trigger_provision_job_template_envelope_and_result() {
         "managedFields stripped"
     );
     assert!(
-        body["extra_vars"]["ansible_eda"]["event"]
+        body["extra_vars"]["osac_job_vars"]
             .get("tenant_storage_classes")
             .is_none()
     );
@@ -193,7 +193,7 @@ async fn s72_tenant_storage_classes_in_order_and_absent_when_unset() {
         .await
         .unwrap();
     assert_eq!(
-        launch_body(&server)["extra_vars"]["ansible_eda"]["event"]["tenant_storage_classes"],
+        launch_body(&server)["extra_vars"]["osac_job_vars"]["tenant_storage_classes"],
         serde_json::json!([{"name": "ceph-fast", "tier": "fast"}, {"name": "ceph-default", "tier": "default"}])
     );
 }
@@ -705,7 +705,7 @@ async fn the_resource_json_is_rendered_for_a_launch_only_and_a_view_that_cannot_
         .unwrap();
     assert_eq!(renders.load(std::sync::atomic::Ordering::Relaxed), 1);
     assert_eq!(
-        launch_body(&server)["extra_vars"]["ansible_eda"]["event"]["payload"]["metadata"]["name"],
+        launch_body(&server)["extra_vars"]["osac_job_vars"]["resource"]["metadata"]["name"],
         "lazy"
     );
     // A poll needs only the job id: a fresh lazy view is never rendered.
@@ -741,7 +741,7 @@ async fn secrets_in_extra_vars_are_sent_but_never_in_debug_output() {
         .await
         .unwrap();
     assert_eq!(
-        launch_body(&server)["extra_vars"]["ansible_eda"]["event"]["admin_kubeconfig"],
+        launch_body(&server)["extra_vars"]["osac_job_vars"]["admin_kubeconfig"],
         "apiVersion: v1\ntoken: sup3r-secret"
     );
     let req = LaunchRequest::new(
@@ -1151,4 +1151,86 @@ async fn a_lookup_over_10_001_jobs_fails_instead_of_answering_not_found() {
     let chain = provkit_lifecycle::ErrorChain(&err).to_string();
     assert!(chain.contains("10000-item list cap"), "{chain}");
     assert!(!err.is_not_found() && !err.is_unsupported(), "{err:?}");
+}
+
+/// Issue 31: a template whose playbook reads `osac_job_vars.resource.spec` (modelled by a
+/// script rule on that path: the job fails unless the variable holds the spec) succeeds with
+/// the default envelope and fails with the legacy one; a template with a survey and one that
+/// only prompts for variables both keep the envelope and the idempotency key; the job record
+/// shows the extra_vars as AWX stores them, secrets included.
+#[tokio::test]
+async fn a_playbook_reading_osac_job_vars_sees_the_spec() {
+    use provkit_aap::provider::Envelope;
+    use provkit_testing::fake_aap::{Outcome, ScriptRule, SurveyQuestion, SurveySpec};
+    let reads_osac_vars = |name: &str| JobTemplateSpec {
+        script: Some(quick(JobScript::ending(
+            Outcome::Failed,
+            Duration::from_millis(10),
+        ))),
+        scripts: vec![ScriptRule::when_extra_var(
+            "osac_job_vars.resource.spec.cidr",
+            serde_json::json!("10.0.0.0/24"),
+            crate::support::quick_success(),
+        )],
+        ..JobTemplateSpec::new(name, "osac")
+    };
+    let server = server_with(Mode::Awx, |b| {
+        b.job_template(reads_osac_vars("prompts-for-vars"))
+            .job_template(JobTemplateSpec {
+                survey_enabled: true,
+                survey_spec: Some(SurveySpec {
+                    name: "s".into(),
+                    description: String::new(),
+                    spec: vec![SurveyQuestion {
+                        question_name: "size".into(),
+                        kind: "text".into(),
+                        variable: "size".into(),
+                        default: serde_json::json!("small"),
+                        ..SurveyQuestion::default()
+                    }],
+                }),
+                ..reads_osac_vars("with-survey")
+            })
+    })
+    .await;
+    let r = resource("Subnet", "s");
+    let ctx = LaunchContext::new()
+        .with_admin_kubeconfig("token: sup3r-secret")
+        .with_idempotency_key(IdempotencyKey::new("pk1-uid-s-p-0000000000000001"));
+    for (template, envelope, want) in [
+        (
+            "prompts-for-vars",
+            Envelope::OsacJobVars,
+            JobState::Succeeded,
+        ),
+        ("with-survey", Envelope::OsacJobVars, JobState::Succeeded),
+        ("prompts-for-vars", Envelope::AnsibleEda, JobState::Failed),
+    ] {
+        let p = AapProvider::builder(client(&server))
+            .provision_template(template)
+            .deprovision_template("deprovision-job")
+            .envelope(envelope)
+            .build();
+        let launched = p.trigger_provision(&r, &ctx).await.unwrap();
+        let st = wait_terminal(&p, &r, &launched.job_id).await;
+        assert_eq!(st.state, want, "{template} {envelope:?}");
+        let record = server
+            .aap()
+            .job(launched.job_id.parse().unwrap())
+            .expect("the job record");
+        let stored: serde_json::Value = serde_json::from_str(&record.extra_vars).unwrap();
+        assert_eq!(
+            stored[IDEMPOTENCY_KEY_VAR], "pk1-uid-s-p-0000000000000001",
+            "{template}: the key is kept"
+        );
+        let kubeconfig = if envelope == Envelope::AnsibleEda {
+            &stored["ansible_eda"]["event"]["admin_kubeconfig"]
+        } else {
+            &stored["osac_job_vars"]["admin_kubeconfig"]
+        };
+        assert_eq!(
+            kubeconfig, "token: sup3r-secret",
+            "AWX keeps the secret in the job record"
+        );
+    }
 }

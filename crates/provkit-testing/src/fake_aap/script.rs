@@ -338,6 +338,8 @@ pub struct FailedEvent {
 #[serde(deny_unknown_fields)]
 pub struct ScriptRule {
     /// Match only launches whose `extra_vars` has this key with this value (JSON equality).
+    /// The key may be a dotted path into nested objects, read as a playbook reads a variable
+    /// (`osac_job_vars.resource.spec.cidr`); a top-level key of that exact name wins.
     #[serde(default)]
     pub when_extra_var: Option<(String, serde_json::Value)>,
     /// How many launches the rule serves (`None` = unlimited).
@@ -358,7 +360,8 @@ impl ScriptRule {
         }
     }
 
-    /// Launches whose `extra_vars[key] == value` use `script`.
+    /// Launches whose `extra_vars[key] == value` use `script` (`key` may be a dotted path:
+    /// see the `when_extra_var` field).
     pub fn when_extra_var(
         key: impl Into<String>,
         value: serde_json::Value,

@@ -687,7 +687,7 @@ impl State {
             }
             let matches = match &rule.when_extra_var {
                 None => true,
-                Some((k, v)) => omap_get(vars, k).is_some_and(|have| have.to_json() == *v),
+                Some((k, v)) => extra_var_at(vars, k).is_some_and(|have| have == *v),
             };
             if matches {
                 if let Some(t) = rule.times.as_mut() {
@@ -938,4 +938,18 @@ pub(crate) fn uuid4(rng: &mut fastrand::Rng) -> String {
         &h[16..20],
         &h[20..32]
     )
+}
+
+/// The extra variable `path` of a launch as a playbook reads it: the top-level key `path`, or
+/// else a dotted path into nested objects (`osac_job_vars.resource.spec.cidr`).
+fn extra_var_at(vars: &OMap, path: &str) -> Option<serde_json::Value> {
+    if let Some(v) = omap_get(vars, path) {
+        return Some(v.to_json());
+    }
+    let mut segments = path.split('.');
+    let mut value = omap_get(vars, segments.next()?)?.to_json();
+    for segment in segments {
+        value = value.get(segment)?.clone();
+    }
+    Some(value)
 }

@@ -46,6 +46,18 @@ pub trait AapApi: Send + Sync {
         since: DateTime<Utc>,
         key: &str,
     ) -> Result<Option<Job>>;
+    /// The oldest job of `kind` created by template `template_id` in `(since, until)` whose
+    /// `extra_vars` carry the idempotency key `key`; pages oldest first and stops at the first
+    /// match or the window's end (see [`AapClient::first_job_with_key_between`]).
+    async fn first_job_with_key_between(
+        &self,
+        kind: JobKind,
+        template_kind: TemplateKind,
+        template_id: u64,
+        since: DateTime<Utc>,
+        until: DateTime<Utc>,
+        key: &str,
+    ) -> Result<Option<Job>>;
     /// The first `limit` events of job `id` flagged `failed` (one request; see
     /// [`AapClient::failed_job_events`]).
     async fn failed_job_events(&self, id: u64, limit: usize) -> Result<Vec<AapJobEvent>>;
@@ -92,6 +104,26 @@ impl AapApi for AapClient {
         key: &str,
     ) -> Result<Option<Job>> {
         AapClient::newest_job_with_key(self, kind, template_kind, template_id, since, key).await
+    }
+    async fn first_job_with_key_between(
+        &self,
+        kind: JobKind,
+        template_kind: TemplateKind,
+        template_id: u64,
+        since: DateTime<Utc>,
+        until: DateTime<Utc>,
+        key: &str,
+    ) -> Result<Option<Job>> {
+        AapClient::first_job_with_key_between(
+            self,
+            kind,
+            template_kind,
+            template_id,
+            since,
+            until,
+            key,
+        )
+        .await
     }
     async fn failed_job_events(&self, id: u64, limit: usize) -> Result<Vec<AapJobEvent>> {
         AapClient::failed_job_events(self, id, limit).await

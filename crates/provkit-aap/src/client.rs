@@ -12,7 +12,7 @@ use crate::endpoints::api_path;
 use crate::error::{Error, Result, TemplateCandidate};
 use crate::gateway_token::{GatewayToken, GatewayTokenOptions};
 use crate::inner::{Inner, TemplateKey};
-use crate::key_scan::{Read, ScanKey, Span};
+use crate::key_scan::{KeyLookupMeter, KeyLookupStats, Read, ScanKey, Span};
 use crate::response::RawResponse;
 use crate::types::{
     AapJobEvent, AapJobStatus, CancelOutcome, Job, JobKind, JobWire, LaunchRequest, Launched,
@@ -688,12 +688,82 @@ impl AapClient {
             template_kind,
             template_id,
             since,
+            until: None,
+            key: key.to_owned(),
+        };
+        let mut pages = 0;
+        let found = self.newest_walk(&scan, &mut pages).await;
+        self.inner
+            .key_scans
+            .stats
+            .record(pages + u32::from(found.is_err()));
+        found
+    }
+
+    /// What the idempotency-key lookups of this client and its clones cost so far (calls,
+    /// pages requested, the most pages of one call).
+    #[must_use]
+    pub fn key_lookup_stats(&self) -> KeyLookupStats {
+        self.inner.key_scans.stats.stats()
+    }
+
+    /// A handle on the counters of [`key_lookup_stats`](Self::key_lookup_stats) that outlives
+    /// the client (for reports over many clients).
+    #[must_use]
+    pub fn key_lookup_meter(&self) -> KeyLookupMeter {
+        self.inner.key_scans.stats.clone()
+    }
+
+    /// The oldest job of `kind` created from template `template_id` in `(since, until)` whose
+    /// `extra_vars` carry `key`: one launch attempt's window (its intent time minus the clock-skew
+    /// allowance, to its launch deadline plus the allowance).
+    ///
+    /// Reads oldest first (`order_by=id`, `page_size=200`): the attempt's job was created
+    /// moments after the window starts, so it is on the first page in the usual case, and the
+    /// walk stops at the window's end (`created__lt`), so proving absence costs the window, not
+    /// the fleet's history. A walk cut short (a page timed out, the circuit opened) is
+    /// remembered by every clone of this client: the next call continues above the last id read
+    /// (`id__gt`). The window is fixed, so every page read is progress that stays.
+    ///
+    /// # Errors
+    /// HTTP/decoding errors.
+    pub async fn first_job_with_key_between(
+        &self,
+        kind: JobKind,
+        template_kind: TemplateKind,
+        template_id: u64,
+        since: DateTime<Utc>,
+        until: DateTime<Utc>,
+        key: &str,
+    ) -> Result<Option<Job>> {
+        let scan = ScanKey {
+            kind,
+            template_kind,
+            template_id,
+            since,
+            until: Some(until),
             key: key.to_owned(),
         };
         let scans = &self.inner.key_scans;
+        let cursor = scans.get(&scan).map(|span| ("id__gt", span.top));
+        let mut read = Read::default();
+        let mut pages = 0;
+        let found = self.key_walk(&scan, cursor, &mut read, &mut pages).await;
+        scans.stats.record(pages + u32::from(found.is_err()));
+        match (&found, read.span()) {
+            (Ok(_), _) => scans.done(&scan),
+            (Err(_), Some(span)) => scans.keep(scan, span),
+            (Err(_), None) => {}
+        }
+        found
+    }
+
+    async fn newest_walk(&self, scan: &ScanKey, pages: &mut u32) -> Result<Option<Job>> {
+        let scan = scan.clone();
+        let scans = &self.inner.key_scans;
         let Some(known) = scans.get(&scan) else {
             let mut read = Read::default();
-            let found = self.key_walk(&scan, None, &mut read).await;
+            let found = self.key_walk(&scan, None, &mut read, pages).await;
             match (&found, read.span()) {
                 (Err(_), Some(span)) => scans.keep(scan, span),
                 (Err(_), None) => {}
@@ -705,7 +775,7 @@ impl AapClient {
         // ones it did not reach: the first match is still the newest.
         let mut newer = Read::default();
         let found = self
-            .key_walk(&scan, Some(("id__gt", known.top)), &mut newer)
+            .key_walk(&scan, Some(("id__gt", known.top)), &mut newer, pages)
             .await;
         if !matches!(found, Ok(None)) {
             if found.is_ok() {
@@ -716,7 +786,7 @@ impl AapClient {
         let top = newer.span().map_or(known.top, |s| s.top.max(known.top));
         let mut older = Read::default();
         let found = self
-            .key_walk(&scan, Some(("id__lt", known.bottom)), &mut older)
+            .key_walk(&scan, Some(("id__lt", known.bottom)), &mut older, pages)
             .await;
         match &found {
             Ok(_) => scans.done(&scan),
@@ -728,25 +798,39 @@ impl AapClient {
         found
     }
 
-    /// One newest-first walk of `scan`'s window (narrowed by `ids`, an `id__gt` / `id__lt` term)
-    /// to the first job carrying the key, noting in `read` the id of every job of every page read.
+    /// One walk of `scan`'s window (narrowed by `ids`, an `id__gt` / `id__lt` term) to the first
+    /// job carrying the key — newest first, or oldest first up to `created__lt` when the window
+    /// has an end — noting in `read` the id of every job of every page read and in `pages` the
+    /// pages read.
     async fn key_walk(
         &self,
         scan: &ScanKey,
         ids: Option<(&str, u64)>,
         read: &mut Read,
+        pages: &mut u32,
     ) -> Result<Option<Job>> {
         let id_text = scan.template_id.to_string();
         let since_text = scan.since.to_rfc3339_opts(SecondsFormat::Micros, true);
+        let until_text = scan
+            .until
+            .map(|t| t.to_rfc3339_opts(SecondsFormat::Micros, true));
         let bound = ids.map(|(term, id)| (term, id.to_string()));
         let mut query = jobs_since_query(scan.template_kind, &id_text, &since_text).to_vec();
         if let Some((term, id)) = &bound {
             query.insert(2, (term, id.as_str()));
         }
+        if let Some(until) = &until_text {
+            query.insert(2, ("created__lt", until.as_str()));
+            for (name, value) in &mut query {
+                if *name == "order_by" {
+                    *value = "id";
+                }
+            }
+        }
         let first = self.path(&[scan.kind.endpoint()], &query).await?;
         // Each page is decoded into slim `JobWire`s (a list item is mostly `related` and
         // `summary_fields`) and dropped before the next one is fetched.
-        crate::pagination::find_first(&self.inner, first, decode_job_page, |item| {
+        crate::pagination::find_first(&self.inner, first, decode_job_page, pages, |item| {
             let job = Job::from_value(&item.into_value(), scan.kind)?;
             read.saw(job.id);
             crate::marker::carries_key(&job, &scan.key).then_some(job)

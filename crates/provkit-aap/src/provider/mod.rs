@@ -22,6 +22,7 @@
 mod attempts;
 mod extra_vars;
 mod naming;
+mod skew;
 mod status;
 
 use std::collections::{HashMap, HashSet};
@@ -40,6 +41,7 @@ pub use crate::marker::{IDEMPOTENCY_KEY_VAR, find_marked_job};
 use attempts::Attempts;
 pub use extra_vars::{ExtraVarsError, build_extra_vars, payload};
 pub use naming::{NamingError, OSAC_KIND_SUFFIXES, TemplateAction, TemplateNames, kebab_case};
+use skew::SkewEstimator;
 pub use status::{
     MAX_EVENT_DETAILS_BYTES, MAX_FAILED_EVENTS, map_status, provision_status,
     provision_status_with_outputs,
@@ -49,6 +51,9 @@ use crate::api::AapApi;
 use crate::client::AapClient;
 use crate::error::Error;
 use crate::types::{CancelOutcome, JobKind, LaunchRequest, Launched, Template, TemplateKind};
+
+/// Default [`AapProviderBuilder::launch_deadline`].
+pub const DEFAULT_LAUNCH_DEADLINE: Duration = Duration::from_secs(60);
 
 /// Default cap on the launch body (1 MiB: below common gateway/ingress body limits).
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 1024 * 1024;
@@ -62,6 +67,7 @@ pub struct AapProviderBuilder {
     max_payload_bytes: usize,
     lookup_window: Duration,
     clock_skew: Duration,
+    launch_deadline: Duration,
 }
 
 impl fmt::Debug for AapProviderBuilder {
@@ -122,9 +128,23 @@ impl AapProviderBuilder {
         self
     }
 
-    /// Allowance for clock skew between this host and AAP in lookups (default 5 min).
+    /// Allowance for clock skew between this host and AAP in lookups until the skew is measured
+    /// (default 5 min). From the first launch answer on, the allowance is measured: the `created`
+    /// of the launched job against the local times around the request, plus a 500 ms drift
+    /// margin (docs/aap.md of the repository describes the failure mode).
     pub fn clock_skew(mut self, skew: Duration) -> Self {
         self.clock_skew = skew;
+        self
+    }
+
+    /// How long after its durable launch intent an attempt's launch may still be sent and
+    /// awaited (default 60 s): a launch not sent by then is refused (nothing sent; the next
+    /// attempt records a fresh intent), one still unanswered then is abandoned (outcome
+    /// unknown). It makes a lookup of an intent's job end at `intent + deadline` (plus the
+    /// skew allowance) instead of at the lookup's own time. Keep it above the client's request
+    /// timeout.
+    pub fn launch_deadline(mut self, deadline: Duration) -> Self {
+        self.launch_deadline = deadline;
         self
     }
 
@@ -137,6 +157,8 @@ impl AapProviderBuilder {
             max_payload_bytes: self.max_payload_bytes,
             lookup_window: self.lookup_window,
             clock_skew: self.clock_skew,
+            launch_deadline: self.launch_deadline,
+            skew: Mutex::new(SkewEstimator::default()),
             kinds: RwLock::new(HashMap::new()),
             attempts: Mutex::new(Attempts::default()),
             checked: RwLock::new(HashSet::new()),
@@ -165,6 +187,9 @@ pub struct AapProvider {
     max_payload_bytes: usize,
     lookup_window: Duration,
     clock_skew: Duration,
+    launch_deadline: Duration,
+    /// AAP's clock against this host's, measured from launch answers.
+    skew: Mutex<SkewEstimator>,
     kinds: RwLock<HashMap<u64, JobKind>>,
     attempts: Mutex<Attempts>,
     /// Templates whose launch requirements were checked and keep `extra_vars`.
@@ -294,6 +319,7 @@ impl AapProvider {
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
             lookup_window: Duration::from_secs(24 * 3600),
             clock_skew: Duration::from_secs(300),
+            launch_deadline: DEFAULT_LAUNCH_DEADLINE,
         }
     }
 
@@ -402,11 +428,41 @@ impl AapProvider {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             attempts.record(key.as_str(), now, self.horizon(now));
         }
-        let launched = self
-            .api
-            .launch(&template, &request)
-            .await
-            .map_err(|e| launch_error(template.kind, e))?;
+        let sent = self.clock.now();
+        let launched = match ctx.attempt_started.map(|at| at + self.deadline()) {
+            None => self.api.launch(&template, &request).await,
+            Some(deadline) => {
+                let Some(left) = (deadline - sent).to_std().ok().filter(|d| !d.is_zero()) else {
+                    return Err(ProviderError::launch_not_made(
+                        format!(
+                            "launch not sent: the attempt's intent is older than the launch deadline ({:?}); the next attempt records a fresh intent",
+                            self.launch_deadline
+                        ),
+                        None,
+                    ));
+                };
+                match tokio::time::timeout(left, self.api.launch(&template, &request)).await {
+                    Ok(answer) => answer,
+                    Err(_) => {
+                        return Err(ProviderError::outcome_unknown(
+                            format!(
+                                "launch abandoned unanswered at the launch deadline ({:?} after the attempt's intent)",
+                                self.launch_deadline
+                            ),
+                            None,
+                        ));
+                    }
+                }
+            }
+        }
+        .map_err(|e| launch_error(template.kind, e))?;
+        if let Some(created) = launched.created {
+            let received = self.clock.now();
+            self.skew
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .observe(sent, received, created);
+        }
         self.remember_kind(launched.id, launched.kind);
         if launched.ignored_fields.contains_key("extra_vars") {
             return Ok(Launch::PayloadIgnored(
@@ -487,15 +543,41 @@ impl AapProvider {
         })
     }
 
-    /// The kind of job `id`: remembered, or resolved with one `unified_jobs/?id=` request.
-    async fn kind_of(&self, id: u64) -> Result<JobKind, ProviderError> {
-        if let Some(kind) = self
-            .kinds
+    /// [`AapProviderBuilder::launch_deadline`] as a time delta.
+    fn deadline(&self) -> chrono::TimeDelta {
+        chrono::Duration::from_std(self.launch_deadline).unwrap_or(chrono::Duration::seconds(60))
+    }
+
+    /// The kind of job `id` if remembered (launched or looked up by this process).
+    fn remembered_kind(&self, id: u64) -> Option<JobKind> {
+        self.kinds
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&id)
-        {
-            return Ok(*kind);
+            .copied()
+    }
+
+    /// The kind of the jobs `action`'s template of `resource` creates, from the client's template
+    /// cache: a workflow job template's jobs are workflow jobs, a job template's are jobs (unless
+    /// it is sliced; the job detail's 404 then sends the caller to `unified_jobs/?id=`). `None`
+    /// when the template is unknown.
+    async fn template_job_kind(
+        &self,
+        action: TemplateAction,
+        resource: &ResourceView,
+    ) -> Option<JobKind> {
+        let name = self.template_name(action, resource).ok()?;
+        self.api
+            .get_template(&name)
+            .await
+            .ok()
+            .map(|t| t.kind.job_kind())
+    }
+
+    /// The kind of job `id`: remembered, or resolved with one `unified_jobs/?id=` request.
+    async fn kind_of(&self, id: u64) -> Result<JobKind, ProviderError> {
+        if let Some(kind) = self.remembered_kind(id) {
+            return Ok(kind);
         }
         match self.api.find_job_kind(id).await {
             Ok(Some(kind)) => {
@@ -508,12 +590,37 @@ impl AapProvider {
         }
     }
 
-    async fn status(&self, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
+    /// The status of job `job_id`, created by `action`'s template of `resource`. Its kind is
+    /// remembered, else the template's (no request: the template is cached); only when the
+    /// job detail of that kind answers "No … matches" (a sliced job template's workflow job, a
+    /// template that changed kind) does `unified_jobs/?id=` decide.
+    async fn status(
+        &self,
+        action: TemplateAction,
+        resource: &ResourceView,
+        job_id: &str,
+    ) -> Result<ProvisionStatus, ProviderError> {
         let id = Self::parse_id(job_id)?;
-        let kind = self.kind_of(id).await?;
-        let job = self.api.get_unified(kind, id).await.map_err(|e| {
-            query_error(format!("failed to get job: AAP {} {id}", kind.as_str()), e)
-        })?;
+        let (kind, guessed) = match self.remembered_kind(id) {
+            Some(kind) => (kind, false),
+            None => match self.template_job_kind(action, resource).await {
+                Some(kind) => (kind, true),
+                None => (self.kind_of(id).await?, false),
+            },
+        };
+        let get = |kind: JobKind| async move {
+            self.api.get_unified(kind, id).await.map_err(|e| {
+                query_error(format!("failed to get job: AAP {} {id}", kind.as_str()), e)
+            })
+        };
+        let job = match get(kind).await {
+            Err(err) if guessed && err.is_not_found() => match self.kind_of(id).await? {
+                other_kind if other_kind != kind => get(other_kind).await?,
+                _ => return Err(err),
+            },
+            answer => answer?,
+        };
+        self.remember_kind(id, job.kind);
         Ok(provision_status_with_outputs(self.api.as_ref(), job_id, &job).await)
     }
 
@@ -580,10 +687,10 @@ impl ProvisioningProvider for AapProvider {
 
     async fn provision_status(
         &self,
-        _resource: &ResourceView,
+        resource: &ResourceView,
         job_id: &str,
     ) -> Result<ProvisionStatus, ProviderError> {
-        self.status(job_id).await
+        self.status(TemplateAction::Create, resource, job_id).await
     }
 
     async fn trigger_deprovision(
@@ -596,7 +703,10 @@ impl ProvisioningProvider for AapProvider {
         if let Some(latest) = find_latest_job_by_type(jobs, &JobType::Provision)
             .filter(|j| j.job_id.trim().parse::<u64>().is_ok())
         {
-            match self.status(&latest.job_id).await {
+            match self
+                .status(TemplateAction::Create, resource, &latest.job_id)
+                .await
+            {
                 Err(err) if err.is_not_found() => {}
                 Err(err) => return Err(in_context("failed to get provision job status", err)),
                 Ok(st) if st.state.is_terminal() => provision_status = Some(st),
@@ -643,10 +753,10 @@ impl ProvisioningProvider for AapProvider {
 
     async fn deprovision_status(
         &self,
-        _resource: &ResourceView,
+        resource: &ResourceView,
         job_id: &str,
     ) -> Result<ProvisionStatus, ProviderError> {
-        self.status(job_id).await
+        self.status(TemplateAction::Delete, resource, job_id).await
     }
 
     fn idempotency_support(&self) -> IdempotencySupport {
@@ -684,28 +794,52 @@ impl ProvisioningProvider for AapProvider {
             .template(&name)
             .await
             .map_err(|e| in_context("idempotency lookup", e))?;
-        let since = match since {
+        // An intent's attempt: its job was created between the intent and the launch deadline
+        // (AAP's clock: the measured offset's bounds), read oldest first up to that end. Without
+        // an intent: since the attempt began (or the lookup window), newest first, up to now.
+        let (since, until) = match since {
             Some(at) => {
-                at - chrono::Duration::from_std(self.clock_skew)
-                    .unwrap_or(chrono::Duration::minutes(5))
+                let default = chrono::Duration::from_std(self.clock_skew)
+                    .unwrap_or(chrono::Duration::minutes(5));
+                let offset = self
+                    .skew
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .bounds(default);
+                (at + offset.low, Some(at + self.deadline() + offset.high))
             }
-            None => self.since(resource, key).await,
+            None => (self.since(resource, key).await, None),
         };
-        // Newest first, stopping at the first page holding the key (see
-        // `AapApi::newest_job_with_key`): one request in the usual case.
+        // Stopping at the first page holding the key: one request in the usual case.
         let find = |kind: JobKind| async move {
-            self.api
-                .newest_job_with_key(kind, template.kind, template.id, since, key.as_str())
-                .await
-                .map_err(|e| {
-                    query_error(
-                        format!(
-                            "idempotency lookup: failed to list the jobs of template {}",
-                            template.id
-                        ),
-                        e,
-                    )
-                })
+            match until {
+                Some(until) => {
+                    self.api
+                        .first_job_with_key_between(
+                            kind,
+                            template.kind,
+                            template.id,
+                            since,
+                            until,
+                            key.as_str(),
+                        )
+                        .await
+                }
+                None => {
+                    self.api
+                        .newest_job_with_key(kind, template.kind, template.id, since, key.as_str())
+                        .await
+                }
+            }
+            .map_err(|e| {
+                query_error(
+                    format!(
+                        "idempotency lookup: failed to list the jobs of template {}",
+                        template.id
+                    ),
+                    e,
+                )
+            })
         };
         let Some(job) = find(template.kind.job_kind()).await? else {
             return Ok(None);

@@ -693,10 +693,7 @@ impl AapClient {
         };
         let mut pages = 0;
         let found = self.newest_walk(&scan, &mut pages).await;
-        self.inner
-            .key_scans
-            .stats
-            .record(pages + u32::from(found.is_err()));
+        self.inner.key_scans.stats.record(sent_pages(pages, &found));
         found
     }
 
@@ -749,7 +746,7 @@ impl AapClient {
         let mut read = Read::default();
         let mut pages = 0;
         let found = self.key_walk(&scan, cursor, &mut read, &mut pages).await;
-        scans.stats.record(pages + u32::from(found.is_err()));
+        scans.stats.record(sent_pages(pages, &found));
         match (&found, read.span()) {
             (Ok(_), _) => scans.done(&scan),
             (Err(_), Some(span)) => scans.keep(scan, span),
@@ -915,6 +912,13 @@ fn decode_job_page(resp: &RawResponse) -> Result<Page<ListedJob>> {
 }
 
 /// `jobs/` query for a template's jobs created after `since`, newest first, 200 a page.
+/// The pages a lookup sent: those read, and the one that failed unless the circuit breaker
+/// refused to send it.
+fn sent_pages(read: u32, found: &Result<Option<Job>>) -> u32 {
+    let failed = found.as_ref().err().is_some_and(|e| !e.is_circuit_open());
+    read + u32::from(failed)
+}
+
 fn jobs_since_query<'a>(
     template_kind: TemplateKind,
     id_text: &'a str,

@@ -108,8 +108,12 @@ struct LookupCounters {
 }
 
 impl LookupCounters {
-    /// One lookup call that requested `pages` pages (a failed page counts).
+    /// One lookup call that requested `pages` pages (a failed page counts); a call that sent
+    /// nothing (refused by the circuit breaker) is not counted.
     fn record(&self, pages: u32) {
+        if pages == 0 {
+            return;
+        }
         let pages = u64::from(pages);
         self.lookups.fetch_add(1, Ordering::Relaxed);
         self.pages.fetch_add(pages, Ordering::Relaxed);
@@ -131,7 +135,8 @@ impl LookupCounters {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct KeyLookupStats {
-    /// Lookup calls (each call of `newest_job_with_key` / `first_job_with_key_between`).
+    /// Lookup calls that sent at least one request (of `newest_job_with_key` /
+    /// `first_job_with_key_between`).
     pub lookups: u64,
     /// Job-list pages they requested (a page that failed counts).
     pub pages: u64,

@@ -5,10 +5,16 @@
 //!   whole launch body capped ([`AapProviderBuilder::max_payload_bytes`]).
 //! - Status mapping of spec §4.4 ([`map_status`]); workflow jobs are polled and cancelled at
 //!   `/workflow_jobs/` while the job id stays the bare number Go writes. The kind of each id is
-//!   remembered: free for jobs this process launched, one `unified_jobs/?id=` request otherwise.
+//!   remembered (free for jobs this process launched) or follows from its template (cached); one
+//!   `unified_jobs/?id=` request only when the job detail of that kind answers "No … matches"
+//!   (a sliced job template's workflow job).
 //! - Exactly-once launches: the idempotency key goes into extra_vars as
 //!   [`IDEMPOTENCY_KEY_VAR`]; [`find_job_by_idempotency_key`](ProvisioningProvider::find_job_by_idempotency_key)
-//!   lists the template's jobs created since the attempt began and matches the key client-side.
+//!   lists the template's jobs of the attempt's window and matches the key client-side. With
+//!   the attempt's intent time (`find_job_by_idempotency_key_since`), the window is bounded on
+//!   both sides: a launch is sent only before its [launch deadline](AapProviderBuilder::launch_deadline)
+//!   and the clock offset to AAP is measured from launch answers, so the window is
+//!   `[intent + offset.low, intent + deadline + offset.high]`, read oldest first.
 //! - Templates that would drop the payload: before the first launch of a template its launch
 //!   requirements are read (`GET …/launch/`, cached per template) and a template that does not
 //!   prompt for variables is refused with [`Error::TemplateIgnoresExtraVars`]. A launch answer
@@ -24,6 +30,7 @@ mod extra_vars;
 mod naming;
 mod skew;
 mod status;
+mod windows;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -46,6 +53,7 @@ pub use status::{
     MAX_EVENT_DETAILS_BYTES, MAX_FAILED_EVENTS, map_status, provision_status,
     provision_status_with_outputs,
 };
+use windows::Windows;
 
 use crate::api::AapApi;
 use crate::client::AapClient;
@@ -159,6 +167,7 @@ impl AapProviderBuilder {
             clock_skew: self.clock_skew,
             launch_deadline: self.launch_deadline,
             skew: Mutex::new(SkewEstimator::default()),
+            windows: Mutex::new(Windows::default()),
             kinds: RwLock::new(HashMap::new()),
             attempts: Mutex::new(Attempts::default()),
             checked: RwLock::new(HashSet::new()),
@@ -190,6 +199,8 @@ pub struct AapProvider {
     launch_deadline: Duration,
     /// AAP's clock against this host's, measured from launch answers.
     skew: Mutex<SkewEstimator>,
+    /// The window of each intent being looked up, fixed at its first lookup.
+    windows: Mutex<Windows>,
     kinds: RwLock<HashMap<u64, JobKind>>,
     attempts: Mutex<Attempts>,
     /// Templates whose launch requirements were checked and keep `extra_vars`.
@@ -392,6 +403,13 @@ impl AapProvider {
         resource: &ResourceView,
         ctx: &LaunchContext,
     ) -> Result<Launch, ProviderError> {
+        // Until the launch request is attempted, nothing is sent for this attempt's intent.
+        let intent = ctx
+            .idempotency_key
+            .as_ref()
+            .zip(ctx.attempt_started)
+            .map(|(key, at)| (key.as_str(), at));
+        self.mark_not_sent(intent, true);
         let template = self.template(name).await?;
         let vars = resource
             .json()
@@ -429,10 +447,12 @@ impl AapProvider {
             attempts.record(key.as_str(), now, self.horizon(now));
         }
         let sent = self.clock.now();
+        self.mark_not_sent(intent, false);
         let launched = match ctx.attempt_started.map(|at| at + self.deadline()) {
             None => self.api.launch(&template, &request).await,
             Some(deadline) => {
                 let Some(left) = (deadline - sent).to_std().ok().filter(|d| !d.is_zero()) else {
+                    self.mark_not_sent(intent, true);
                     return Err(ProviderError::launch_not_made(
                         format!(
                             "launch not sent: the attempt's intent is older than the launch deadline ({:?}); the next attempt records a fresh intent",
@@ -455,7 +475,12 @@ impl AapProvider {
                 }
             }
         }
-        .map_err(|e| launch_error(template.kind, e))?;
+        .map_err(|e| launch_error(template.kind, e))
+        .inspect_err(|e| {
+            if e.launch_certainty() == provkit_lifecycle::LaunchCertainty::NotMade {
+                self.mark_not_sent(intent, true);
+            }
+        })?;
         if let Some(created) = launched.created {
             let received = self.clock.now();
             self.skew
@@ -541,6 +566,16 @@ impl AapProvider {
                 "job id {job_id:?} is not an AAP job id (AAP ids are decimal numbers)"
             ))
         })
+    }
+
+    /// Notes whether the launch of `intent` (key, intent time) is certainly not sent.
+    fn mark_not_sent(&self, intent: Option<(&str, DateTime<Utc>)>, not_sent: bool) {
+        if let Some((key, at)) = intent {
+            self.windows
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .not_sent(key, at, not_sent);
+        }
     }
 
     /// [`AapProviderBuilder::launch_deadline`] as a time delta.
@@ -773,9 +808,12 @@ impl ProvisioningProvider for AapProvider {
             .await
     }
 
-    /// Lists the template's jobs created since `since` minus the clock-skew allowance (or, when
-    /// `since` is `None`, since this process's first launch of `key`, else within the lookup
-    /// window and not before the resource's creation), newest first, until the key is found.
+    /// With `since` (the attempt's intent time): lists the template's jobs created from `since`
+    /// plus the measured clock offset's low bound to `since` plus the launch deadline plus its
+    /// high bound, oldest first, until the key is found or the window ends (the window is fixed
+    /// at the intent's first lookup, so a lookup cut short continues where it stopped). Without
+    /// it: since this process's first launch of `key`, else within the lookup window and not
+    /// before the resource's creation, newest first, up to now.
     /// Reaching the client's list cap without a match is an error, never "not found".
     async fn find_job_by_idempotency_key_since(
         &self,
@@ -797,6 +835,25 @@ impl ProvisioningProvider for AapProvider {
         // An intent's attempt: its job was created between the intent and the launch deadline
         // (AAP's clock: the measured offset's bounds), read oldest first up to that end. Without
         // an intent: since the attempt began (or the lookup window), newest first, up to now.
+        let intent = since;
+        if let Some(at) = intent
+            && self
+                .windows
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .is_not_sent(key.as_str(), at)
+        {
+            // This provider refused or was refused the intent's launch before any job existed.
+            return Ok(None);
+        }
+        let finished = || {
+            if let Some(at) = intent {
+                self.windows
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .done(key.as_str(), at);
+            }
+        };
         let (since, until) = match since {
             Some(at) => {
                 let default = chrono::Duration::from_std(self.clock_skew)
@@ -806,7 +863,16 @@ impl ProvisioningProvider for AapProvider {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .bounds(default);
-                (at + offset.low, Some(at + self.deadline() + offset.high))
+                let (since, until) = self
+                    .windows
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .fix(
+                        key.as_str(),
+                        at,
+                        (at + offset.low, at + self.deadline() + offset.high),
+                    );
+                (since, Some(until))
             }
             None => (self.since(resource, key).await, None),
         };
@@ -842,6 +908,7 @@ impl ProvisioningProvider for AapProvider {
             })
         };
         let Some(job) = find(template.kind.job_kind()).await? else {
+            finished();
             return Ok(None);
         };
         // A sliced job template's children carry the key too; the launch created their workflow job.
@@ -853,6 +920,7 @@ impl ProvisioningProvider for AapProvider {
         } else {
             job
         };
+        finished();
         self.remember_kind(job.id, job.kind);
         Ok(Some(FoundJob::new(
             job.id.to_string(),

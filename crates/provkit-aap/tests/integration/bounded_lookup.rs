@@ -61,7 +61,7 @@ async fn other_jobs(launcher: &AapClient, n: usize) {
 
 /// Today's failure at CI size: an attempt whose launch never reached AAP, half an hour ago, on a
 /// template that launched 2,400 jobs since (12 pages of 200) and 50 more after each failed
-/// lookup, with half of the job-list pages failing (no retries, no breaker). Reading the window
+/// lookup, with half of the job-list pages answered 502 (not retried: no client retries, and the walk re-reads only 500s and broken bodies; no breaker). Reading the window
 /// up to now, newest first, proves absence only once 12+ pages were read across attempts, which
 /// 8 attempts at this fault rate do not achieve (f3c9014's client fails here). The bounded window
 /// (intent − skew allowance to intent + launch deadline + allowance) holds none of those jobs: one
@@ -75,7 +75,8 @@ async fn an_absence_proof_on_a_busy_template_converges_under_faults() {
     let intent = Utc::now() - chrono::Duration::minutes(30);
     other_jobs(&launcher, 2_400).await;
     server.aap().add_fault(
-        Fault::new("GET", "*/jobs/", FaultAction::server_error()).trigger(Trigger::Fraction(0.5)),
+        Fault::new("GET", "*/jobs/", FaultAction::gateway_html(502))
+            .trigger(Trigger::Fraction(0.5)),
     );
     let looker = builder(&server)
         .retry(RetryConfig::disabled())

@@ -19,21 +19,22 @@ use chrono::{DateTime, Utc};
 /// How many unfinished lookups are remembered; past it the memory is dropped.
 const REMEMBERED: usize = 16_384;
 
-/// `(since, until)` of each intent `(key, intent time)` being looked up.
+/// An intent: its idempotency key and its time.
+type Intent = (String, DateTime<Utc>);
+
+/// A window: `(since, until)`.
+type Window = (DateTime<Utc>, DateTime<Utc>);
+
+/// The window of each intent being looked up, and the intents not sent.
 #[derive(Debug, Default)]
 pub(crate) struct Windows {
-    by_intent: HashMap<(String, DateTime<Utc>), (DateTime<Utc>, DateTime<Utc>)>,
-    not_sent: HashSet<(String, DateTime<Utc>)>,
+    by_intent: HashMap<Intent, Window>,
+    not_sent: HashSet<Intent>,
 }
 
 impl Windows {
     /// The window fixed for the intent, or `fresh` (then fixed).
-    pub(crate) fn fix(
-        &mut self,
-        key: &str,
-        at: DateTime<Utc>,
-        fresh: (DateTime<Utc>, DateTime<Utc>),
-    ) -> (DateTime<Utc>, DateTime<Utc>) {
+    pub(crate) fn fix(&mut self, key: &str, at: DateTime<Utc>, fresh: Window) -> Window {
         let id = (key.to_owned(), at);
         if let Some(window) = self.by_intent.get(&id) {
             return *window;

@@ -4,10 +4,9 @@
 
 use std::time::Duration;
 
-use chrono::Utc;
 use provkit_aap::provider::TemplateNames;
 use provkit_aap::{AapClient, AapProvider, CircuitBreakerConfig, LaunchRequest, RetryConfig};
-use provkit_core::JobType;
+use provkit_core::{Clock, JobType, SystemClock};
 use provkit_lifecycle::{
     IdempotencyKey, LaunchCertainty, LaunchContext, ProvisioningProvider, ResourceMeta,
     ResourceView,
@@ -31,6 +30,11 @@ fn resource(name: &str) -> ResourceView {
             "spec": {},
         }),
     )
+}
+
+/// The wall clock (tests read it through `Clock`, as the library does).
+fn now() -> chrono::DateTime<chrono::Utc> {
+    SystemClock.now()
 }
 
 fn provider(client: AapClient) -> AapProvider {
@@ -72,7 +76,7 @@ async fn an_absence_proof_on_a_busy_template_converges_under_faults() {
     const ATTEMPTS: usize = 8;
     let server = server(Mode::Awx).await;
     let launcher = client(&server);
-    let intent = Utc::now() - chrono::Duration::minutes(30);
+    let intent = now() - chrono::Duration::minutes(30);
     other_jobs(&launcher, 2_400).await;
     server.aap().add_fault(
         Fault::new("GET", "*/jobs/", FaultAction::gateway_html(502))
@@ -117,7 +121,7 @@ async fn an_intents_job_is_on_the_first_page_read_oldest_first() {
     let launcher = provider(client(&server));
     let r = resource("found");
     let key = IdempotencyKey::new("pk1-uid-found-p-00000000000000aa");
-    let intent = Utc::now();
+    let intent = now();
     let ctx = LaunchContext::new()
         .with_idempotency_key(key.clone())
         .with_attempt_started(Some(intent));
@@ -164,7 +168,7 @@ async fn a_launch_past_its_deadline_is_not_sent() {
     let r = resource("late");
     let ctx = LaunchContext::new()
         .with_idempotency_key(IdempotencyKey::new("pk1-uid-late-p-00000000000000aa"))
-        .with_attempt_started(Some(Utc::now() - chrono::Duration::seconds(61)));
+        .with_attempt_started(Some(now() - chrono::Duration::seconds(61)));
     let err = p.trigger_provision(&r, &ctx).await.unwrap_err();
     assert_eq!(err.launch_certainty(), LaunchCertainty::NotMade, "{err}");
     assert!(err.to_string().contains("launch deadline"), "{err}");
@@ -174,7 +178,7 @@ async fn a_launch_past_its_deadline_is_not_sent() {
             .all(|q| q.method != "POST")
     );
     // In time: sent.
-    let ctx = ctx.with_attempt_started(Some(Utc::now()));
+    let ctx = ctx.with_attempt_started(Some(now()));
     p.trigger_provision(&r, &ctx).await.unwrap();
     assert_eq!(
         requests_to(&server, "/launch/")

@@ -508,7 +508,8 @@ pub struct FleetReport {
     calls_table: String,
     /// Idempotency-key lookups of every client: calls, job-list pages requested, most pages of
     /// one call.
-    pub key_lookups: (u64, u64, u64),
+    /// Then the calls without an intent window and their pages.
+    pub key_lookups: (u64, u64, u64, u64, u64),
     /// `unified_jobs/?id=` kind look-ups the providers made.
     pub kind_lookups: u64,
 }
@@ -646,12 +647,12 @@ impl FleetReport {
         out.push('\n');
         out.push_str(&self.calls_table);
         out.push('\n');
-        let (lookups, pages, max_pages) = self.key_lookups;
+        let (lookups, pages, max_pages, unbounded, unbounded_pages) = self.key_lookups;
         #[allow(clippy::cast_precision_loss)]
         let per_lookup = pages as f64 / lookups.max(1) as f64;
         let _ = writeln!(
             out,
-            "idempotency lookups: {lookups} lookups, {pages} pages, {per_lookup:.2} pages per lookup (max {max_pages})"
+            "idempotency lookups: {lookups} lookups, {pages} pages, {per_lookup:.2} pages per lookup (max {max_pages}) · of which without an intent window: {unbounded} lookups, {unbounded_pages} pages"
         );
         let _ = writeln!(
             out,

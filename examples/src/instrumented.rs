@@ -131,13 +131,21 @@ impl CallStats {
     }
 
     /// The idempotency-key lookups of every client wrapped: `(calls, pages requested, most
-    /// pages of one call)`.
-    pub fn key_lookups(&self) -> (u64, u64, u64) {
+    /// pages of one call, calls without an intent window, their pages)`.
+    pub fn key_lookups(&self) -> (u64, u64, u64, u64, u64) {
         let meters = self.meters.lock().unwrap_or_else(PoisonError::into_inner);
-        meters.iter().fold((0, 0, 0), |(n, p, m), meter| {
-            let s = meter.stats();
-            (n + s.lookups, p + s.pages, m.max(s.max_pages))
-        })
+        meters
+            .iter()
+            .fold((0, 0, 0, 0, 0), |(n, p, m, un, up), meter| {
+                let s = meter.stats();
+                (
+                    n + s.lookups,
+                    p + s.pages,
+                    m.max(s.max_pages),
+                    un + s.unbounded_lookups,
+                    up + s.unbounded_pages,
+                )
+            })
     }
 
     fn record(&self, op: Op, job: Option<u64>, error: Option<String>) {

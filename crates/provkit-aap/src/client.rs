@@ -693,7 +693,10 @@ impl AapClient {
         };
         let mut pages = 0;
         let found = self.newest_walk(&scan, &mut pages).await;
-        self.inner.key_scans.stats.record(sent_pages(pages, &found));
+        self.inner
+            .key_scans
+            .stats
+            .record(sent_pages(pages, &found), false);
         found
     }
 
@@ -746,7 +749,7 @@ impl AapClient {
         let mut read = Read::default();
         let mut pages = 0;
         let found = self.key_walk(&scan, cursor, &mut read, &mut pages).await;
-        scans.stats.record(sent_pages(pages, &found));
+        scans.stats.record(sent_pages(pages, &found), true);
         match (&found, read.span()) {
             (Ok(_), _) => scans.done(&scan),
             (Err(_), Some(span)) => scans.keep(scan, span),

@@ -94,8 +94,8 @@ impl KeyLookupMeter {
         self.0.read()
     }
 
-    pub(crate) fn record(&self, pages: u32) {
-        self.0.record(pages);
+    pub(crate) fn record(&self, pages: u32, bounded: bool) {
+        self.0.record(pages, bounded);
     }
 }
 
@@ -105,12 +105,14 @@ struct LookupCounters {
     lookups: AtomicU64,
     pages: AtomicU64,
     max_pages: AtomicU64,
+    unbounded_lookups: AtomicU64,
+    unbounded_pages: AtomicU64,
 }
 
 impl LookupCounters {
     /// One lookup call that requested `pages` pages (a failed page counts); a call that sent
     /// nothing (refused by the circuit breaker) is not counted.
-    fn record(&self, pages: u32) {
+    fn record(&self, pages: u32, bounded: bool) {
         if pages == 0 {
             return;
         }
@@ -118,6 +120,10 @@ impl LookupCounters {
         self.lookups.fetch_add(1, Ordering::Relaxed);
         self.pages.fetch_add(pages, Ordering::Relaxed);
         self.max_pages.fetch_max(pages, Ordering::Relaxed);
+        if !bounded {
+            self.unbounded_lookups.fetch_add(1, Ordering::Relaxed);
+            self.unbounded_pages.fetch_add(pages, Ordering::Relaxed);
+        }
     }
 
     /// The counts so far.
@@ -126,6 +132,8 @@ impl LookupCounters {
             lookups: self.lookups.load(Ordering::Relaxed),
             pages: self.pages.load(Ordering::Relaxed),
             max_pages: self.max_pages.load(Ordering::Relaxed),
+            unbounded_lookups: self.unbounded_lookups.load(Ordering::Relaxed),
+            unbounded_pages: self.unbounded_pages.load(Ordering::Relaxed),
         }
     }
 }
@@ -142,6 +150,10 @@ pub struct KeyLookupStats {
     pub pages: u64,
     /// The most pages one call requested.
     pub max_pages: u64,
+    /// Of those, the calls without an end to their window (`newest_job_with_key`: no intent).
+    pub unbounded_lookups: u64,
+    /// The pages of those calls.
+    pub unbounded_pages: u64,
 }
 
 impl KeyScans {
@@ -207,15 +219,17 @@ mod tests {
     #[test]
     fn counters_sum_pages_and_keep_the_largest() {
         let c = LookupCounters::default();
-        for pages in [1, 3, 1] {
-            c.record(pages);
+        for pages in [1, 3, 0, 1] {
+            c.record(pages, pages != 3);
         }
         assert_eq!(
             c.read(),
             KeyLookupStats {
                 lookups: 3,
                 pages: 5,
-                max_pages: 3
+                max_pages: 3,
+                unbounded_lookups: 1,
+                unbounded_pages: 3,
             }
         );
     }

@@ -476,7 +476,9 @@ impl AapProvider {
             }
         }
         .map_err(|e| launch_error(template.kind, e))
+        .inspect(|_| self.note_launch(intent, sent))
         .inspect_err(|e| {
+            self.note_launch(intent, sent);
             if e.launch_certainty() == provkit_lifecycle::LaunchCertainty::NotMade {
                 self.mark_not_sent(intent, true);
             }
@@ -566,6 +568,17 @@ impl AapProvider {
                 "job id {job_id:?} is not an AAP job id (AAP ids are decimal numbers)"
             ))
         })
+    }
+
+    /// Notes that the launch of `intent` was sent at `sent` and ended now.
+    fn note_launch(&self, intent: Option<(&str, DateTime<Utc>)>, sent: DateTime<Utc>) {
+        if let Some((key, at)) = intent {
+            let ended = self.clock.now();
+            self.windows
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .launched(key, at, (sent, ended));
+        }
     }
 
     /// Notes whether the launch of `intent` (key, intent time) is certainly not sent.
@@ -863,15 +876,17 @@ impl ProvisioningProvider for AapProvider {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .bounds(default);
-                let (since, until) = self
+                let mut windows = self
                     .windows
                     .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .fix(
-                        key.as_str(),
-                        at,
-                        (at + offset.low, at + self.deadline() + offset.high),
-                    );
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                // This provider's own launch of the intent bounds the job's creation more
+                // tightly: between sending the request and its answer (or giving up on it).
+                let (sent, ended) = windows
+                    .launch_of(key.as_str(), at)
+                    .unwrap_or((at, at + self.deadline()));
+                let (since, until) =
+                    windows.fix(key.as_str(), at, (sent + offset.low, ended + offset.high));
                 (since, Some(until))
             }
             None => (self.since(resource, key).await, None),

@@ -30,6 +30,8 @@ type Window = (DateTime<Utc>, DateTime<Utc>);
 pub(crate) struct Windows {
     by_intent: HashMap<Intent, Window>,
     not_sent: HashSet<Intent>,
+    /// The local times this provider sent each intent's launch and had its answer (or gave up).
+    launched: HashMap<Intent, Window>,
 }
 
 impl Windows {
@@ -48,7 +50,23 @@ impl Windows {
 
     /// The intent's lookup ended.
     pub(crate) fn done(&mut self, key: &str, at: DateTime<Utc>) {
-        self.by_intent.remove(&(key.to_owned(), at));
+        let id = (key.to_owned(), at);
+        self.by_intent.remove(&id);
+        self.launched.remove(&id);
+    }
+
+    /// This provider sent the intent's launch at `sent` and had its answer (or gave up) at
+    /// `ended` (local clock): a job it created was created in between.
+    pub(crate) fn launched(&mut self, key: &str, at: DateTime<Utc>, sent_ended: Window) {
+        if self.launched.len() >= REMEMBERED {
+            self.launched.clear();
+        }
+        self.launched.insert((key.to_owned(), at), sent_ended);
+    }
+
+    /// When this provider sent the intent's launch and when it ended, if it did.
+    pub(crate) fn launch_of(&self, key: &str, at: DateTime<Utc>) -> Option<Window> {
+        self.launched.get(&(key.to_owned(), at)).copied()
     }
 
     /// Whether the intent's launch is (still) certainly not sent.
@@ -90,6 +108,16 @@ mod tests {
         );
         w.done("k", t(10));
         assert_eq!(w.fix("k", t(10), (t(8), t(75))), (t(8), t(75)));
+    }
+
+    #[test]
+    fn a_launch_is_remembered_until_its_lookup_ends() {
+        let mut w = Windows::default();
+        w.launched("k", t(10), (t(11), t(12)));
+        assert_eq!(w.launch_of("k", t(10)), Some((t(11), t(12))));
+        assert_eq!(w.launch_of("k", t(9)), None);
+        w.done("k", t(10));
+        assert_eq!(w.launch_of("k", t(10)), None);
     }
 
     #[test]

@@ -341,11 +341,20 @@ impl AapApi for CountingApi {
         template_id: u64,
         since: DateTime<Utc>,
         until: DateTime<Utc>,
+        from_end: bool,
         key: &str,
     ) -> provkit_aap::Result<Option<Job>> {
         let r = self
             .inner
-            .first_job_with_key_between(kind, template_kind, template_id, since, until, key)
+            .first_job_with_key_between(
+                kind,
+                template_kind,
+                template_id,
+                since,
+                until,
+                from_end,
+                key,
+            )
             .await;
         self.stats
             .record(Op::ListJobs, None, r.as_ref().err().map(short));

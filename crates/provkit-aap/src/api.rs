@@ -46,9 +46,10 @@ pub trait AapApi: Send + Sync {
         since: DateTime<Utc>,
         key: &str,
     ) -> Result<Option<Job>>;
-    /// The oldest job of `kind` created by template `template_id` in `(since, until)` whose
-    /// `extra_vars` carry the idempotency key `key`; pages oldest first and stops at the first
-    /// match or the window's end (see [`AapClient::first_job_with_key_between`]).
+    /// The first job of `kind` created by template `template_id` in `(since, until)` whose
+    /// `extra_vars` carry the idempotency key `key`; pages oldest first (newest first with
+    /// `from_end`) and stops at the first match or the window's other end (see
+    /// [`AapClient::first_job_with_key_between`]).
     async fn first_job_with_key_between(
         &self,
         kind: JobKind,
@@ -56,6 +57,7 @@ pub trait AapApi: Send + Sync {
         template_id: u64,
         since: DateTime<Utc>,
         until: DateTime<Utc>,
+        from_end: bool,
         key: &str,
     ) -> Result<Option<Job>>;
     /// The first `limit` events of job `id` flagged `failed` (one request; see
@@ -112,6 +114,7 @@ impl AapApi for AapClient {
         template_id: u64,
         since: DateTime<Utc>,
         until: DateTime<Utc>,
+        from_end: bool,
         key: &str,
     ) -> Result<Option<Job>> {
         AapClient::first_job_with_key_between(
@@ -121,6 +124,7 @@ impl AapApi for AapClient {
             template_id,
             since,
             until,
+            from_end,
             key,
         )
         .await

@@ -714,16 +714,19 @@ impl AapClient {
         self.inner.key_scans.stats.clone()
     }
 
-    /// The oldest job of `kind` created from template `template_id` in `(since, until)` whose
-    /// `extra_vars` carry `key`: one launch attempt's window (its intent time minus the clock-skew
-    /// allowance, to its launch deadline plus the allowance).
+    /// The first job of `kind` created from template `template_id` in `(since, until)` whose
+    /// `extra_vars` carry `key`, read from the end where it is expected: one launch attempt's
+    /// window (its intent time minus the clock-skew allowance, to its launch deadline plus the
+    /// allowance).
     ///
-    /// Reads oldest first (`order_by=id`, `page_size=200`): the attempt's job was created
-    /// moments after the window starts, so it is on the first page in the usual case, and the
-    /// walk stops at the window's end (`created__lt`), so proving absence costs the window, not
-    /// the fleet's history. A walk cut short (a page timed out, the circuit opened) is
-    /// remembered by every clone of this client: the next call continues above the last id read
-    /// (`id__gt`). The window is fixed, so every page read is progress that stays.
+    /// Reads oldest first (`order_by=id`, `page_size=200`), or newest first (`order_by=-id`)
+    /// with `from_end`: the attempt's job was created moments after the window starts (or, for a
+    /// launch whose answer came back or failed, moments before it ends), so it is on the first
+    /// page in the usual case; the walk stays within the window (`created__gt`, `created__lt`),
+    /// so proving absence costs the window, not the fleet's history. A walk cut short (a page
+    /// timed out, the circuit opened) is remembered by every clone of this client: the next call
+    /// continues past the last id read (`id__gt` / `id__lt`). The window is fixed, so every page
+    /// read is progress that stays.
     ///
     /// # Errors
     /// HTTP/decoding errors.
@@ -734,6 +737,7 @@ impl AapClient {
         template_id: u64,
         since: DateTime<Utc>,
         until: DateTime<Utc>,
+        from_end: bool,
         key: &str,
     ) -> Result<Option<Job>> {
         let scan = ScanKey {
@@ -741,11 +745,17 @@ impl AapClient {
             template_kind,
             template_id,
             since,
-            until: Some(until),
+            until: Some((until, from_end)),
             key: key.to_owned(),
         };
         let scans = &self.inner.key_scans;
-        let cursor = scans.get(&scan).map(|span| ("id__gt", span.top));
+        let cursor = scans.get(&scan).map(|span| {
+            if from_end {
+                ("id__lt", span.bottom)
+            } else {
+                ("id__gt", span.top)
+            }
+        });
         let mut read = Read::default();
         let mut pages = 0;
         let found = self.key_walk(&scan, cursor, &mut read, &mut pages).await;
@@ -813,7 +823,11 @@ impl AapClient {
         let since_text = scan.since.to_rfc3339_opts(SecondsFormat::Micros, true);
         let until_text = scan
             .until
-            .map(|t| t.to_rfc3339_opts(SecondsFormat::Micros, true));
+            .map(|(t, _)| t.to_rfc3339_opts(SecondsFormat::Micros, true));
+        let order = match scan.until {
+            Some((_, false)) => "id",
+            _ => "-id",
+        };
         let bound = ids.map(|(term, id)| (term, id.to_string()));
         let mut query = jobs_since_query(scan.template_kind, &id_text, &since_text).to_vec();
         if let Some((term, id)) = &bound {
@@ -823,7 +837,7 @@ impl AapClient {
             query.insert(2, ("created__lt", until.as_str()));
             for (name, value) in &mut query {
                 if *name == "order_by" {
-                    *value = "id";
+                    *value = order;
                 }
             }
         }

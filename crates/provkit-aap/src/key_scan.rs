@@ -12,7 +12,7 @@
 //!
 //! A lookup bounded on both sides (an attempt's intent time and its launch deadline, see
 //! [`AapClient::first_job_with_key_between`](crate::AapClient::first_job_with_key_between)) reads
-//! oldest first; its span's `top` is then a cursor: every job of the fixed window up to `top`
+//! from one end; its span's `top` (oldest first) or `bottom` (newest first) is then a cursor: every job of the fixed window up to `top`
 //! was read, and the next attempt continues above it. The window does not grow, so each page
 //! read is progress that no later fault takes back.
 //!
@@ -37,8 +37,9 @@ pub(crate) struct ScanKey {
     pub(crate) template_kind: TemplateKind,
     pub(crate) template_id: u64,
     pub(crate) since: DateTime<Utc>,
-    /// The window's end (`created__lt`), for a bounded, oldest-first lookup.
-    pub(crate) until: Option<DateTime<Utc>>,
+    /// The window's end (`created__lt`) for a bounded lookup, and whether it reads from there
+    /// (newest first) rather than from the start.
+    pub(crate) until: Option<(DateTime<Utc>, bool)>,
     pub(crate) key: String,
 }
 

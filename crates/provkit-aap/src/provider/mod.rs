@@ -882,19 +882,20 @@ impl ProvisioningProvider for AapProvider {
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 // This provider's own launch of the intent bounds the job's creation more
                 // tightly: between sending the request and its answer (or giving up on it).
-                let (sent, ended) = windows
-                    .launch_of(key.as_str(), at)
-                    .unwrap_or((at, at + self.deadline()));
+                // Its job is expected just before the answer (or the failure) that ended it, so
+                // that window is read from its end; without one, from its start.
+                let own = windows.launch_of(key.as_str(), at);
+                let (sent, ended) = own.unwrap_or((at, at + self.deadline()));
                 let (since, until) =
                     windows.fix(key.as_str(), at, (sent + offset.low, ended + offset.high));
-                (since, Some(until))
+                (since, Some((until, own.is_some())))
             }
             None => (self.since(resource, key).await, None),
         };
         // Stopping at the first page holding the key: one request in the usual case.
         let find = |kind: JobKind| async move {
             match until {
-                Some(until) => {
+                Some((until, from_end)) => {
                     self.api
                         .first_job_with_key_between(
                             kind,
@@ -902,6 +903,7 @@ impl ProvisioningProvider for AapProvider {
                             template.id,
                             since,
                             until,
+                            from_end,
                             key.as_str(),
                         )
                         .await

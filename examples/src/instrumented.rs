@@ -334,6 +334,7 @@ impl AapApi for CountingApi {
         r
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn first_job_with_key_between(
         &self,
         kind: JobKind,

@@ -50,6 +50,7 @@ pub trait AapApi: Send + Sync {
     /// `extra_vars` carry the idempotency key `key`; pages oldest first (newest first with
     /// `from_end`) and stops at the first match or the window's other end (see
     /// [`AapClient::first_job_with_key_between`]).
+    #[allow(clippy::too_many_arguments)] // the window's parts, as `newest_job_with_key` has them
     async fn first_job_with_key_between(
         &self,
         kind: JobKind,
@@ -107,6 +108,7 @@ impl AapApi for AapClient {
     ) -> Result<Option<Job>> {
         AapClient::newest_job_with_key(self, kind, template_kind, template_id, since, key).await
     }
+    #[allow(clippy::too_many_arguments)]
     async fn first_job_with_key_between(
         &self,
         kind: JobKind,

@@ -730,6 +730,7 @@ impl AapClient {
     ///
     /// # Errors
     /// HTTP/decoding errors.
+    #[allow(clippy::too_many_arguments)] // the window's parts, as `newest_job_with_key` has them
     pub async fn first_job_with_key_between(
         &self,
         kind: JobKind,

@@ -138,8 +138,9 @@ impl AapProviderBuilder {
 
     /// Allowance for clock skew between this host and AAP in lookups until the skew is measured
     /// (default 5 min). From the first launch answer on, the allowance is measured: the `created`
-    /// of the launched job against the local times around the request, plus a 500 ms drift
-    /// margin (docs/aap.md of the repository describes the failure mode).
+    /// of the launched job against the local times around the request, plus a drift margin of
+    /// 50 ms and 1 ms per second of the sample's age (docs/aap.md of the repository describes
+    /// the failure mode).
     pub fn clock_skew(mut self, skew: Duration) -> Self {
         self.clock_skew = skew;
         self
@@ -875,7 +876,7 @@ impl ProvisioningProvider for AapProvider {
                     .skew
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .bounds(default);
+                    .bounds(default, self.clock.now());
                 let mut windows = self
                     .windows
                     .lock()

@@ -3,14 +3,15 @@
 //! A launch answer carries the new job's `created` (AWX's clock, microseconds). The job was
 //! created while the request was in flight, so with `sent` and `received` read on the local
 //! clock around the request, the offset `AAP − local` lies in `[created − received,
-//! created − sent]`. The narrowest of the recent samples is the estimate, widened by
-//! [`DRIFT_MARGIN`] for what the clocks may drift apart between that sample and its use. Until
-//! the first sample the configured allowance applies on both sides (conservative default).
+//! created − sent]`. The tightest of the recent samples is the estimate, widened on each side by
+//! [`DRIFT_MARGIN`] plus [`DRIFT_RATE`] times the sample's age: what two clocks disciplined by NTP
+//! (which slews at most 500 ppm) may drift apart between the sample and its use. Until the first
+//! sample the configured allowance applies on both sides (conservative default).
 //!
-//! Failure mode: a clock step larger than the margin (on either host) between the sample and a
+//! Failure mode: a clock step (on either host) larger than that margin between the sample and a
 //! lookup narrows the real window's start or end past what the lookup reads; a job created in
-//! that sliver would be missed and its attempt launched again. NTP slews by well under the margin
-//! per minute; steps happen at boot, before any sample.
+//! that sliver would be missed and its attempt launched again. Steps happen at boot, before any
+//! sample, or by hand.
 //!
 //! Hand-written: a ring of intervals; no crate models a clock-offset bound.
 
@@ -18,11 +19,15 @@ use std::collections::VecDeque;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-/// Samples kept (the narrowest of them is used).
+/// Samples kept (the tightest of them is used).
 const SAMPLES: usize = 32;
 
 /// Added on both sides of the measured interval.
-pub(crate) const DRIFT_MARGIN: TimeDelta = TimeDelta::milliseconds(500);
+pub(crate) const DRIFT_MARGIN: TimeDelta = TimeDelta::milliseconds(50);
+
+/// Added per second of a sample's age, on both sides (NTP's largest slew, 500 ppm, for each of
+/// the two clocks).
+pub(crate) const DRIFT_RATE: f64 = 1e-3;
 
 /// The offset `AAP clock − local clock` lies in `[low, high]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,10 +36,34 @@ pub(crate) struct Offset {
     pub(crate) high: TimeDelta,
 }
 
+/// One sample: the offset's bounds and when (local clock) they were measured.
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    offset: Offset,
+    at: DateTime<Utc>,
+}
+
+impl Sample {
+    /// The bounds widened for the drift since the sample, at `now`.
+    fn widened(&self, now: DateTime<Utc>) -> Offset {
+        let age_us = (now - self.at)
+            .num_microseconds()
+            .unwrap_or(i64::MAX)
+            .max(0);
+        #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+        let drift = TimeDelta::microseconds((age_us as f64 * DRIFT_RATE) as i64);
+        let margin = DRIFT_MARGIN + drift;
+        Offset {
+            low: self.offset.low - margin,
+            high: self.offset.high + margin,
+        }
+    }
+}
+
 /// The recent launch samples.
 #[derive(Debug, Default)]
 pub(crate) struct SkewEstimator {
-    samples: VecDeque<Offset>,
+    samples: VecDeque<Sample>,
 }
 
 impl SkewEstimator {
@@ -52,24 +81,25 @@ impl SkewEstimator {
         if self.samples.len() >= SAMPLES {
             self.samples.pop_front();
         }
-        self.samples.push_back(Offset {
-            low: created - received,
-            high: created - sent,
+        self.samples.push_back(Sample {
+            offset: Offset {
+                low: created - received,
+                high: created - sent,
+            },
+            at: received,
         });
     }
 
-    /// The offset's bounds, margin included; `±default` before the first sample.
-    pub(crate) fn bounds(&self, default: TimeDelta) -> Offset {
-        self.samples.iter().min_by_key(|o| o.high - o.low).map_or(
-            Offset {
+    /// The offset's bounds at `now`, margins included; `±default` before the first sample.
+    pub(crate) fn bounds(&self, default: TimeDelta, now: DateTime<Utc>) -> Offset {
+        self.samples
+            .iter()
+            .map(|s| s.widened(now))
+            .min_by_key(|o| o.high - o.low)
+            .unwrap_or(Offset {
                 low: -default,
                 high: default,
-            },
-            |o| Offset {
-                low: o.low - DRIFT_MARGIN,
-                high: o.high + DRIFT_MARGIN,
-            },
-        )
+            })
     }
 }
 
@@ -84,7 +114,7 @@ mod tests {
     #[test]
     fn the_default_applies_until_the_first_sample() {
         let e = SkewEstimator::default();
-        let b = e.bounds(TimeDelta::minutes(5));
+        let b = e.bounds(TimeDelta::minutes(5), t(0));
         assert_eq!(
             (b.low, b.high),
             (-TimeDelta::minutes(5), TimeDelta::minutes(5))
@@ -97,7 +127,7 @@ mod tests {
         // AAP is 10 s ahead; one slow launch (2 s), one fast (100 ms).
         e.observe(t(0), t(2_000), t(10_500));
         e.observe(t(5_000), t(5_100), t(15_050));
-        let b = e.bounds(TimeDelta::minutes(5));
+        let b = e.bounds(TimeDelta::minutes(5), t(5_100));
         assert_eq!(b.low, TimeDelta::milliseconds(9_950) - DRIFT_MARGIN);
         assert_eq!(b.high, TimeDelta::milliseconds(10_050) + DRIFT_MARGIN);
         assert!(b.low <= TimeDelta::seconds(10) && TimeDelta::seconds(10) <= b.high);
@@ -111,10 +141,22 @@ mod tests {
         for i in 0..SAMPLES as i64 {
             e.observe(t(i * 1000), t(i * 1000 + 400), t(i * 1000 + 200));
         }
-        let b = e.bounds(TimeDelta::zero());
+        let last = (SAMPLES as i64 - 1) * 1000 + 400;
+        let b = e.bounds(TimeDelta::zero(), t(last));
         assert_eq!(
             b.high - b.low,
             TimeDelta::milliseconds(400) + DRIFT_MARGIN * 2
         );
+    }
+
+    #[test]
+    fn the_margin_grows_with_the_samples_age() {
+        let mut e = SkewEstimator::default();
+        e.observe(t(0), t(100), t(50));
+        let fresh = e.bounds(TimeDelta::zero(), t(100));
+        // 1,000 s later: 1 s more on each side (two clocks slewing at 500 ppm).
+        let old = e.bounds(TimeDelta::zero(), t(1_000_100));
+        assert_eq!(fresh.low - old.low, TimeDelta::seconds(1));
+        assert_eq!(old.high - fresh.high, TimeDelta::seconds(1));
     }
 }

@@ -89,8 +89,10 @@ pub struct BackendConfig {
     pub retry: RetryConfig,
     /// Delay between a cancel request and the job showing `canceled`.
     pub cancel_delay: Duration,
-    /// The provider's allowance for clock skew in idempotency lookups.
+    /// The provider's allowance for clock skew in idempotency lookups (until measured).
     pub clock_skew: Duration,
+    /// The provider's launch deadline after an attempt's intent (wall).
+    pub launch_deadline: Duration,
     /// More templates (e.g. a probe's), declared as they are.
     pub extra_templates: Vec<JobTemplateSpec>,
     /// The client's circuit breaker (wall durations; default: the library's).
@@ -121,6 +123,9 @@ impl BackendConfig {
         bc.seed = seed;
         bc.cancel_delay = scale.of(Duration::from_secs(5));
         bc.client_timeout = scale.of(client_timeout);
+        // Sent at once and answered within the client's timeout, with 5 s of room for the
+        // template check and admission.
+        bc.launch_deadline = scale.of(client_timeout + Duration::from_secs(5));
         bc.retry = RetryConfig::default()
             .max_retries(4)
             .initial_backoff(scale.of(Duration::from_millis(200)))
@@ -139,6 +144,7 @@ impl BackendConfig {
             retry: RetryConfig::default(),
             cancel_delay: Duration::from_secs(5),
             clock_skew: Duration::from_secs(2),
+            launch_deadline: provkit_aap::provider::DEFAULT_LAUNCH_DEADLINE,
             extra_templates: Vec::new(),
             circuit_breaker: CircuitBreakerConfig::default(),
             rate_limit: None,
@@ -290,6 +296,7 @@ impl Backend {
         Ok(AapProvider::builder(api)
             .template_prefix(TEMPLATE_PREFIX)
             .clock_skew(self.config.clock_skew)
+            .launch_deadline(self.config.launch_deadline)
             .build())
     }
 

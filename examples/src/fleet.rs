@@ -506,6 +506,12 @@ pub struct FleetReport {
     pub aap_client: AapSnapshot,
     /// Rendered provider-call table.
     calls_table: String,
+    /// Idempotency-key lookups of every client: calls, job-list pages requested, most pages of
+    /// one call.
+    /// Then the calls without an intent window and their pages.
+    pub key_lookups: (u64, u64, u64, u64, u64),
+    /// `unified_jobs/?id=` kind look-ups the providers made.
+    pub kind_lookups: u64,
 }
 
 impl FleetReport {
@@ -641,6 +647,20 @@ impl FleetReport {
         out.push('\n');
         out.push_str(&self.calls_table);
         out.push('\n');
+        let (lookups, pages, max_pages, unbounded, unbounded_pages) = self.key_lookups;
+        #[allow(clippy::cast_precision_loss)]
+        let per_lookup = pages as f64 / lookups.max(1) as f64;
+        let _ = writeln!(
+            out,
+            "idempotency lookups: {lookups} lookups, {pages} pages, {per_lookup:.2} pages per lookup (max {max_pages}) · of which without an intent window: {unbounded} lookups, {unbounded_pages} pages"
+        );
+        let _ = writeln!(
+            out,
+            "unified_jobs look-ups (job kind): {} ({} per resource) · AAP requests per resource: {}",
+            self.kind_lookups,
+            per(self.kind_lookups, n),
+            per(self.requests.total(), n),
+        );
         let mut hist: BTreeMap<u32, usize> = BTreeMap::new();
         for i in 0..n {
             *hist.entry(self.audit.launches(i)).or_default() += 1;
@@ -1335,6 +1355,8 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         aap_client,
         metrics: h.metrics.clone(),
         calls_table,
+        key_lookups: h.backend.calls.key_lookups(),
+        kind_lookups: h.backend.calls.total(crate::instrumented::Op::FindKind),
         config,
     })
 }

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 use provkit_aap::{
-    AapApi, AapClient, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template, TemplateKind,
+    AapApi, AapClient, CancelOutcome, Job, JobKind, KeyLookupMeter, LaunchRequest, Launched,
+    Template, TemplateKind,
 };
 
 /// The provider-level operations.
@@ -114,6 +115,8 @@ pub struct CallStats {
     total: [AtomicU64; 6],
     errors: [AtomicU64; 6],
     per_resource: Vec<[AtomicU32; 6]>,
+    /// The idempotency-lookup counters of every client wrapped.
+    meters: Mutex<Vec<KeyLookupMeter>>,
 }
 
 impl CallStats {
@@ -123,7 +126,26 @@ impl CallStats {
             total: Default::default(),
             errors: Default::default(),
             per_resource: (0..resources).map(|_| Default::default()).collect(),
+            meters: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The idempotency-key lookups of every client wrapped: `(calls, pages requested, most
+    /// pages of one call, calls without an intent window, their pages)`.
+    pub fn key_lookups(&self) -> (u64, u64, u64, u64, u64) {
+        let meters = self.meters.lock().unwrap_or_else(PoisonError::into_inner);
+        meters
+            .iter()
+            .fold((0, 0, 0, 0, 0), |(n, p, m, un, up), meter| {
+                let s = meter.stats();
+                (
+                    n + s.lookups,
+                    p + s.pages,
+                    m.max(s.max_pages),
+                    un + s.unbounded_lookups,
+                    up + s.unbounded_pages,
+                )
+            })
     }
 
     fn record(&self, op: Op, job: Option<u64>, error: Option<String>) {
@@ -174,6 +196,11 @@ pub struct CountingApi {
 impl CountingApi {
     /// Wraps `client`.
     pub fn new(client: AapClient, stats: Arc<CallStats>) -> Self {
+        stats
+            .meters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(client.key_lookup_meter());
         Self {
             inner: client,
             stats,
@@ -301,6 +328,34 @@ impl AapApi for CountingApi {
         let r = self
             .inner
             .newest_job_with_key(kind, template_kind, template_id, since, key)
+            .await;
+        self.stats
+            .record(Op::ListJobs, None, r.as_ref().err().map(short));
+        r
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn first_job_with_key_between(
+        &self,
+        kind: JobKind,
+        template_kind: TemplateKind,
+        template_id: u64,
+        since: DateTime<Utc>,
+        until: DateTime<Utc>,
+        from_end: bool,
+        key: &str,
+    ) -> provkit_aap::Result<Option<Job>> {
+        let r = self
+            .inner
+            .first_job_with_key_between(
+                kind,
+                template_kind,
+                template_id,
+                since,
+                until,
+                from_end,
+                key,
+            )
             .await;
         self.stats
             .record(Op::ListJobs, None, r.as_ref().err().map(short));

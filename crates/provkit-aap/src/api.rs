@@ -46,6 +46,21 @@ pub trait AapApi: Send + Sync {
         since: DateTime<Utc>,
         key: &str,
     ) -> Result<Option<Job>>;
+    /// The first job of `kind` created by template `template_id` in `(since, until)` whose
+    /// `extra_vars` carry the idempotency key `key`; pages oldest first (newest first with
+    /// `from_end`) and stops at the first match or the window's other end (see
+    /// [`AapClient::first_job_with_key_between`]).
+    #[allow(clippy::too_many_arguments)] // the window's parts, as `newest_job_with_key` has them
+    async fn first_job_with_key_between(
+        &self,
+        kind: JobKind,
+        template_kind: TemplateKind,
+        template_id: u64,
+        since: DateTime<Utc>,
+        until: DateTime<Utc>,
+        from_end: bool,
+        key: &str,
+    ) -> Result<Option<Job>>;
     /// The first `limit` events of job `id` flagged `failed` (one request; see
     /// [`AapClient::failed_job_events`]).
     async fn failed_job_events(&self, id: u64, limit: usize) -> Result<Vec<AapJobEvent>>;
@@ -92,6 +107,29 @@ impl AapApi for AapClient {
         key: &str,
     ) -> Result<Option<Job>> {
         AapClient::newest_job_with_key(self, kind, template_kind, template_id, since, key).await
+    }
+    #[allow(clippy::too_many_arguments)]
+    async fn first_job_with_key_between(
+        &self,
+        kind: JobKind,
+        template_kind: TemplateKind,
+        template_id: u64,
+        since: DateTime<Utc>,
+        until: DateTime<Utc>,
+        from_end: bool,
+        key: &str,
+    ) -> Result<Option<Job>> {
+        AapClient::first_job_with_key_between(
+            self,
+            kind,
+            template_kind,
+            template_id,
+            since,
+            until,
+            from_end,
+            key,
+        )
+        .await
     }
     async fn failed_job_events(&self, id: u64, limit: usize) -> Result<Vec<AapJobEvent>> {
         AapClient::failed_job_events(self, id, limit).await

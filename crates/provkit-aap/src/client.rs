@@ -12,7 +12,7 @@ use crate::endpoints::api_path;
 use crate::error::{Error, Result, TemplateCandidate};
 use crate::gateway_token::{GatewayToken, GatewayTokenOptions};
 use crate::inner::{Inner, TemplateKey};
-use crate::key_scan::{Read, ScanKey, Span};
+use crate::key_scan::{KeyLookupMeter, KeyLookupStats, Read, ScanKey, Span};
 use crate::response::RawResponse;
 use crate::types::{
     AapJobEvent, AapJobStatus, CancelOutcome, Job, JobKind, JobWire, LaunchRequest, Launched,
@@ -688,12 +688,93 @@ impl AapClient {
             template_kind,
             template_id,
             since,
+            until: None,
+            key: key.to_owned(),
+        };
+        let mut pages = 0;
+        let found = self.newest_walk(&scan, &mut pages).await;
+        self.inner
+            .key_scans
+            .stats
+            .record(sent_pages(pages, &found), false);
+        found
+    }
+
+    /// What the idempotency-key lookups of this client and its clones cost so far (calls,
+    /// pages requested, the most pages of one call).
+    #[must_use]
+    pub fn key_lookup_stats(&self) -> KeyLookupStats {
+        self.inner.key_scans.stats.stats()
+    }
+
+    /// A handle on the counters of [`key_lookup_stats`](Self::key_lookup_stats) that outlives
+    /// the client (for reports over many clients).
+    #[must_use]
+    pub fn key_lookup_meter(&self) -> KeyLookupMeter {
+        self.inner.key_scans.stats.clone()
+    }
+
+    /// The first job of `kind` created from template `template_id` in `(since, until)` whose
+    /// `extra_vars` carry `key`, read from the end where it is expected: one launch attempt's
+    /// window (its intent time minus the clock-skew allowance, to its launch deadline plus the
+    /// allowance).
+    ///
+    /// Reads oldest first (`order_by=id`, `page_size=200`), or newest first (`order_by=-id`)
+    /// with `from_end`: the attempt's job was created moments after the window starts (or, for a
+    /// launch whose answer came back or failed, moments before it ends), so it is on the first
+    /// page in the usual case; the walk stays within the window (`created__gt`, `created__lt`),
+    /// so proving absence costs the window, not the fleet's history. A walk cut short (a page
+    /// timed out, the circuit opened) is remembered by every clone of this client: the next call
+    /// continues past the last id read (`id__gt` / `id__lt`). The window is fixed, so every page
+    /// read is progress that stays.
+    ///
+    /// # Errors
+    /// HTTP/decoding errors.
+    #[allow(clippy::too_many_arguments)] // the window's parts, as `newest_job_with_key` has them
+    pub async fn first_job_with_key_between(
+        &self,
+        kind: JobKind,
+        template_kind: TemplateKind,
+        template_id: u64,
+        since: DateTime<Utc>,
+        until: DateTime<Utc>,
+        from_end: bool,
+        key: &str,
+    ) -> Result<Option<Job>> {
+        let scan = ScanKey {
+            kind,
+            template_kind,
+            template_id,
+            since,
+            until: Some((until, from_end)),
             key: key.to_owned(),
         };
         let scans = &self.inner.key_scans;
+        let cursor = scans.get(&scan).map(|span| {
+            if from_end {
+                ("id__lt", span.bottom)
+            } else {
+                ("id__gt", span.top)
+            }
+        });
+        let mut read = Read::default();
+        let mut pages = 0;
+        let found = self.key_walk(&scan, cursor, &mut read, &mut pages).await;
+        scans.stats.record(sent_pages(pages, &found), true);
+        match (&found, read.span()) {
+            (Ok(_), _) => scans.done(&scan),
+            (Err(_), Some(span)) => scans.keep(scan, span),
+            (Err(_), None) => {}
+        }
+        found
+    }
+
+    async fn newest_walk(&self, scan: &ScanKey, pages: &mut u32) -> Result<Option<Job>> {
+        let scan = scan.clone();
+        let scans = &self.inner.key_scans;
         let Some(known) = scans.get(&scan) else {
             let mut read = Read::default();
-            let found = self.key_walk(&scan, None, &mut read).await;
+            let found = self.key_walk(&scan, None, &mut read, pages).await;
             match (&found, read.span()) {
                 (Err(_), Some(span)) => scans.keep(scan, span),
                 (Err(_), None) => {}
@@ -705,7 +786,7 @@ impl AapClient {
         // ones it did not reach: the first match is still the newest.
         let mut newer = Read::default();
         let found = self
-            .key_walk(&scan, Some(("id__gt", known.top)), &mut newer)
+            .key_walk(&scan, Some(("id__gt", known.top)), &mut newer, pages)
             .await;
         if !matches!(found, Ok(None)) {
             if found.is_ok() {
@@ -716,7 +797,7 @@ impl AapClient {
         let top = newer.span().map_or(known.top, |s| s.top.max(known.top));
         let mut older = Read::default();
         let found = self
-            .key_walk(&scan, Some(("id__lt", known.bottom)), &mut older)
+            .key_walk(&scan, Some(("id__lt", known.bottom)), &mut older, pages)
             .await;
         match &found {
             Ok(_) => scans.done(&scan),
@@ -728,25 +809,43 @@ impl AapClient {
         found
     }
 
-    /// One newest-first walk of `scan`'s window (narrowed by `ids`, an `id__gt` / `id__lt` term)
-    /// to the first job carrying the key, noting in `read` the id of every job of every page read.
+    /// One walk of `scan`'s window (narrowed by `ids`, an `id__gt` / `id__lt` term) to the first
+    /// job carrying the key — newest first, or oldest first up to `created__lt` when the window
+    /// has an end — noting in `read` the id of every job of every page read and in `pages` the
+    /// pages read.
     async fn key_walk(
         &self,
         scan: &ScanKey,
         ids: Option<(&str, u64)>,
         read: &mut Read,
+        pages: &mut u32,
     ) -> Result<Option<Job>> {
         let id_text = scan.template_id.to_string();
         let since_text = scan.since.to_rfc3339_opts(SecondsFormat::Micros, true);
+        let until_text = scan
+            .until
+            .map(|(t, _)| t.to_rfc3339_opts(SecondsFormat::Micros, true));
+        let order = match scan.until {
+            Some((_, false)) => "id",
+            _ => "-id",
+        };
         let bound = ids.map(|(term, id)| (term, id.to_string()));
         let mut query = jobs_since_query(scan.template_kind, &id_text, &since_text).to_vec();
         if let Some((term, id)) = &bound {
             query.insert(2, (term, id.as_str()));
         }
+        if let Some(until) = &until_text {
+            query.insert(2, ("created__lt", until.as_str()));
+            for (name, value) in &mut query {
+                if *name == "order_by" {
+                    *value = order;
+                }
+            }
+        }
         let first = self.path(&[scan.kind.endpoint()], &query).await?;
         // Each page is decoded into slim `JobWire`s (a list item is mostly `related` and
         // `summary_fields`) and dropped before the next one is fetched.
-        crate::pagination::find_first(&self.inner, first, decode_job_page, |item| {
+        crate::pagination::find_first(&self.inner, first, decode_job_page, pages, |item| {
             let job = Job::from_value(&item.into_value(), scan.kind)?;
             read.saw(job.id);
             crate::marker::carries_key(&job, &scan.key).then_some(job)
@@ -831,6 +930,13 @@ fn decode_job_page(resp: &RawResponse) -> Result<Page<ListedJob>> {
 }
 
 /// `jobs/` query for a template's jobs created after `since`, newest first, 200 a page.
+/// The pages a lookup sent: those read, and the one that failed unless the circuit breaker
+/// refused to send it.
+fn sent_pages(read: u32, found: &Result<Option<Job>>) -> u32 {
+    let failed = found.as_ref().err().is_some_and(|e| !e.is_circuit_open());
+    read + u32::from(failed)
+}
+
 fn jobs_since_query<'a>(
     template_kind: TemplateKind,
     id_text: &'a str,

@@ -10,10 +10,17 @@
 //! first, so no job of the window between the two was missed), and the next lookup reads only
 //! the jobs above `top` (created since) and those below `bottom`.
 //!
+//! A lookup bounded on both sides (an attempt's intent time and its launch deadline, see
+//! [`AapClient::first_job_with_key_between`](crate::AapClient::first_job_with_key_between)) reads
+//! from one end; its span's `top` (oldest first) or `bottom` (newest first) is then a cursor: every job of the fixed window up to `top`
+//! was read, and the next attempt continues above it. The window does not grow, so each page
+//! read is progress that no later fault takes back.
+//!
 //! Hand-written: a bounded map of spans keyed by the lookup; no crate models this.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, Utc};
 
@@ -30,6 +37,9 @@ pub(crate) struct ScanKey {
     pub(crate) template_kind: TemplateKind,
     pub(crate) template_id: u64,
     pub(crate) since: DateTime<Utc>,
+    /// The window's end (`created__lt`) for a bounded lookup, and whether it reads from there
+    /// (newest first) rather than from the start.
+    pub(crate) until: Option<(DateTime<Utc>, bool)>,
     pub(crate) key: String,
 }
 
@@ -69,6 +79,82 @@ impl Read {
 #[derive(Debug, Default)]
 pub(crate) struct KeyScans {
     spans: Mutex<HashMap<ScanKey, Span>>,
+    pub(crate) stats: KeyLookupMeter,
+}
+
+/// A handle on the lookup counters of a client and its clones
+/// ([`AapClient::key_lookup_meter`](crate::AapClient::key_lookup_meter)); it stays readable
+/// after the client is dropped.
+#[derive(Clone, Debug, Default)]
+pub struct KeyLookupMeter(std::sync::Arc<LookupCounters>);
+
+impl KeyLookupMeter {
+    /// The counts so far.
+    #[must_use]
+    pub fn stats(&self) -> KeyLookupStats {
+        self.0.read()
+    }
+
+    pub(crate) fn record(&self, pages: u32, bounded: bool) {
+        self.0.record(pages, bounded);
+    }
+}
+
+/// Counters of the idempotency-key lookups a client made (every call, failed ones included).
+#[derive(Debug, Default)]
+struct LookupCounters {
+    lookups: AtomicU64,
+    pages: AtomicU64,
+    max_pages: AtomicU64,
+    unbounded_lookups: AtomicU64,
+    unbounded_pages: AtomicU64,
+}
+
+impl LookupCounters {
+    /// One lookup call that requested `pages` pages (a failed page counts); a call that sent
+    /// nothing (refused by the circuit breaker) is not counted.
+    fn record(&self, pages: u32, bounded: bool) {
+        if pages == 0 {
+            return;
+        }
+        let pages = u64::from(pages);
+        self.lookups.fetch_add(1, Ordering::Relaxed);
+        self.pages.fetch_add(pages, Ordering::Relaxed);
+        self.max_pages.fetch_max(pages, Ordering::Relaxed);
+        if !bounded {
+            self.unbounded_lookups.fetch_add(1, Ordering::Relaxed);
+            self.unbounded_pages.fetch_add(pages, Ordering::Relaxed);
+        }
+    }
+
+    /// The counts so far.
+    fn read(&self) -> KeyLookupStats {
+        KeyLookupStats {
+            lookups: self.lookups.load(Ordering::Relaxed),
+            pages: self.pages.load(Ordering::Relaxed),
+            max_pages: self.max_pages.load(Ordering::Relaxed),
+            unbounded_lookups: self.unbounded_lookups.load(Ordering::Relaxed),
+            unbounded_pages: self.unbounded_pages.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// What the idempotency-key lookups of a client (and its clones) cost so far
+/// ([`AapClient::key_lookup_stats`](crate::AapClient::key_lookup_stats)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeyLookupStats {
+    /// Lookup calls that sent at least one request (of `newest_job_with_key` /
+    /// `first_job_with_key_between`).
+    pub lookups: u64,
+    /// Job-list pages they requested (a page that failed counts).
+    pub pages: u64,
+    /// The most pages one call requested.
+    pub max_pages: u64,
+    /// Of those, the calls without an end to their window (`newest_job_with_key`: no intent).
+    pub unbounded_lookups: u64,
+    /// The pages of those calls.
+    pub unbounded_pages: u64,
 }
 
 impl KeyScans {
@@ -110,6 +196,7 @@ mod tests {
             template_kind: TemplateKind::JobTemplate,
             template_id: 7,
             since: DateTime::<Utc>::UNIX_EPOCH,
+            until: None,
             key: k.to_owned(),
         }
     }
@@ -127,6 +214,24 @@ mod tests {
                 top: 41,
                 bottom: 12
             })
+        );
+    }
+
+    #[test]
+    fn counters_sum_pages_and_keep_the_largest() {
+        let c = LookupCounters::default();
+        for pages in [1, 3, 0, 1] {
+            c.record(pages, pages != 3);
+        }
+        assert_eq!(
+            c.read(),
+            KeyLookupStats {
+                lookups: 3,
+                pages: 5,
+                max_pages: 3,
+                unbounded_lookups: 1,
+                unbounded_pages: 3,
+            }
         );
     }
 

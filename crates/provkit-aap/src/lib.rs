@@ -40,6 +40,7 @@ pub use client::AapClient;
 pub use config::AapClientBuilder;
 pub use error::{Error, RequestContext, Result, TemplateCandidate};
 pub use gateway_token::{GatewayToken, GatewayTokenOptions, TokenScope};
+pub use key_scan::{KeyLookupMeter, KeyLookupStats};
 pub use launch_check::LaunchRequirements;
 pub use provider::{AapProvider, AapProviderBuilder};
 pub use rate_limit::RateLimit;

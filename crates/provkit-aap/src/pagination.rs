@@ -80,15 +80,18 @@ pub(crate) async fn collect(client: &Inner, first: String) -> Result<Vec<Value>>
 /// (returned) or the pages run out (`None`: provably no match). Each page is dropped before the
 /// next is fetched. Reaching the configured item cap without a match is
 /// [`Error::ListIncomplete`]: the absence of a match is not proven.
+/// `pages` counts the pages read (answered whole).
 pub(crate) async fn find_first<T, R>(
     client: &Inner,
     first: String,
     decode: fn(&RawResponse) -> Result<Page<T>>,
+    pages: &mut u32,
     mut hit: impl FnMut(T) -> Option<R>,
 ) -> Result<Option<R>> {
     let mut found = None;
     let first_path = first.clone();
     let end = walk(client, first, client.max_lookup_items, decode, |page| {
+        *pages = pages.saturating_add(1);
         found = page.into_iter().find_map(&mut hit);
         found.is_some()
     })

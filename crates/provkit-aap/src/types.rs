@@ -550,6 +550,9 @@ pub struct Launched {
     pub ignored_fields: Map<String, Value>,
     /// Root-relative `url` of the new job.
     pub url: Option<String>,
+    /// When AAP created the job (`created`, AAP's clock); the provider measures clock skew
+    /// from it.
+    pub created: Option<DateTime<Utc>>,
 }
 
 impl Launched {
@@ -582,6 +585,7 @@ impl Launched {
                 .cloned()
                 .unwrap_or_default(),
             url: obj.get("url").and_then(Value::as_str).map(str::to_owned),
+            created: as_time(obj.get("created")),
         })
     }
 }

@@ -135,6 +135,11 @@ pub struct LaunchContext {
     /// [`find_job_by_idempotency_key`](crate::ProvisioningProvider::find_job_by_idempotency_key) must
     /// attach it to the job they create.
     pub idempotency_key: Option<IdempotencyKey>,
+    /// When the attempt's durable launch intent was written (set by the engine when it has an
+    /// intent store). Every launch after a proven absence writes a fresh intent first, so a job
+    /// of this attempt is created after this time; a provider may refuse to send the launch
+    /// when it is too late (to keep the upper bound of its idempotency lookups sound).
+    pub attempt_started: Option<chrono::DateTime<chrono::Utc>>,
     /// Storage classes resolved for the tenant (AAP: `tenant_storage_classes`).
     pub tenant_storage_classes: Vec<ResolvedStorageClass>,
     /// An admin kubeconfig (AAP: `admin_kubeconfig`); redacted in `Debug`.
@@ -195,6 +200,13 @@ impl LaunchContext {
     #[must_use]
     pub fn with_idempotency_key(mut self, key: IdempotencyKey) -> Self {
         self.idempotency_key = Some(key);
+        self
+    }
+
+    /// Sets the time the attempt's durable launch intent was written (the engine does this).
+    #[must_use]
+    pub fn with_attempt_started(mut self, at: Option<chrono::DateTime<chrono::Utc>>) -> Self {
+        self.attempt_started = at;
         self
     }
 }

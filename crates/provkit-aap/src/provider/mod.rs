@@ -6,10 +6,16 @@
 //!   whole launch body capped ([`AapProviderBuilder::max_payload_bytes`]).
 //! - Status mapping of spec §4.4 ([`map_status`]); workflow jobs are polled and cancelled at
 //!   `/workflow_jobs/` while the job id stays the bare number Go writes. The kind of each id is
-//!   remembered: free for jobs this process launched, one `unified_jobs/?id=` request otherwise.
+//!   remembered (free for jobs this process launched) or follows from its template (cached); one
+//!   `unified_jobs/?id=` request only when the job detail of that kind answers "No … matches"
+//!   (a sliced job template's workflow job).
 //! - Exactly-once launches: the idempotency key goes into extra_vars as
 //!   [`IDEMPOTENCY_KEY_VAR`]; [`find_job_by_idempotency_key`](ProvisioningProvider::find_job_by_idempotency_key)
-//!   lists the template's jobs created since the attempt began and matches the key client-side.
+//!   lists the template's jobs of the attempt's window and matches the key client-side. With
+//!   the attempt's intent time (`find_job_by_idempotency_key_since`), the window is bounded on
+//!   both sides: a launch is sent only before its [launch deadline](AapProviderBuilder::launch_deadline)
+//!   and the clock offset to AAP is measured from launch answers, so the window is
+//!   `[intent + offset.low, intent + deadline + offset.high]`, read oldest first.
 //! - Templates that would drop the payload: before the first launch of a template its launch
 //!   requirements are read (`GET …/launch/`, cached per template) and a template that does not
 //!   prompt for variables is refused with [`Error::TemplateIgnoresExtraVars`]. A launch answer
@@ -23,7 +29,9 @@
 mod attempts;
 mod extra_vars;
 mod naming;
+mod skew;
 mod status;
+mod windows;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -41,15 +49,20 @@ pub use crate::marker::{IDEMPOTENCY_KEY_VAR, find_marked_job};
 use attempts::Attempts;
 pub use extra_vars::{Envelope, ExtraVarsError, build_extra_vars, payload};
 pub use naming::{NamingError, OSAC_KIND_SUFFIXES, TemplateAction, TemplateNames, kebab_case};
+use skew::SkewEstimator;
 pub use status::{
     MAX_EVENT_DETAILS_BYTES, MAX_FAILED_EVENTS, map_status, provision_status,
     provision_status_with_outputs,
 };
+use windows::Windows;
 
 use crate::api::AapApi;
 use crate::client::AapClient;
 use crate::error::Error;
 use crate::types::{CancelOutcome, JobKind, LaunchRequest, Launched, Template, TemplateKind};
+
+/// Default [`AapProviderBuilder::launch_deadline`].
+pub const DEFAULT_LAUNCH_DEADLINE: Duration = Duration::from_secs(60);
 
 /// Default cap on the launch body (1 MiB: below common gateway/ingress body limits).
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 1024 * 1024;
@@ -64,6 +77,7 @@ pub struct AapProviderBuilder {
     max_payload_bytes: usize,
     lookup_window: Duration,
     clock_skew: Duration,
+    launch_deadline: Duration,
 }
 
 impl fmt::Debug for AapProviderBuilder {
@@ -132,9 +146,24 @@ impl AapProviderBuilder {
         self
     }
 
-    /// Allowance for clock skew between this host and AAP in lookups (default 5 min).
+    /// Allowance for clock skew between this host and AAP in lookups until the skew is measured
+    /// (default 5 min). From the first launch answer on, the allowance is measured: the `created`
+    /// of the launched job against the local times around the request, plus a drift margin of
+    /// 50 ms and 1 ms per second of the sample's age (docs/aap.md of the repository describes
+    /// the failure mode).
     pub fn clock_skew(mut self, skew: Duration) -> Self {
         self.clock_skew = skew;
+        self
+    }
+
+    /// How long after its durable launch intent an attempt's launch may still be sent and
+    /// awaited (default 60 s): a launch not sent by then is refused (nothing sent; the next
+    /// attempt records a fresh intent), one still unanswered then is abandoned (outcome
+    /// unknown). It makes a lookup of an intent's job end at `intent + deadline` (plus the
+    /// skew allowance) instead of at the lookup's own time. Keep it above the client's request
+    /// timeout.
+    pub fn launch_deadline(mut self, deadline: Duration) -> Self {
+        self.launch_deadline = deadline;
         self
     }
 
@@ -148,6 +177,9 @@ impl AapProviderBuilder {
             max_payload_bytes: self.max_payload_bytes,
             lookup_window: self.lookup_window,
             clock_skew: self.clock_skew,
+            launch_deadline: self.launch_deadline,
+            skew: Mutex::new(SkewEstimator::default()),
+            windows: Mutex::new(Windows::default()),
             kinds: RwLock::new(HashMap::new()),
             attempts: Mutex::new(Attempts::default()),
             checked: RwLock::new(HashSet::new()),
@@ -177,6 +209,11 @@ pub struct AapProvider {
     max_payload_bytes: usize,
     lookup_window: Duration,
     clock_skew: Duration,
+    launch_deadline: Duration,
+    /// AAP's clock against this host's, measured from launch answers.
+    skew: Mutex<SkewEstimator>,
+    /// The window of each intent being looked up, fixed at its first lookup.
+    windows: Mutex<Windows>,
     kinds: RwLock<HashMap<u64, JobKind>>,
     attempts: Mutex<Attempts>,
     /// Templates whose launch requirements were checked and keep `extra_vars`.
@@ -308,6 +345,7 @@ impl AapProvider {
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
             lookup_window: Duration::from_secs(24 * 3600),
             clock_skew: Duration::from_secs(300),
+            launch_deadline: DEFAULT_LAUNCH_DEADLINE,
         }
     }
 
@@ -390,6 +428,13 @@ impl AapProvider {
         resource: &ResourceView,
         ctx: &LaunchContext,
     ) -> Result<Launch, ProviderError> {
+        // Until the launch request is attempted, nothing is sent for this attempt's intent.
+        let intent = ctx
+            .idempotency_key
+            .as_ref()
+            .zip(ctx.attempt_started)
+            .map(|(key, at)| (key.as_str(), at));
+        self.mark_not_sent(intent, true);
         let template = self.template(name).await?;
         let vars = resource
             .json()
@@ -426,11 +471,50 @@ impl AapProvider {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             attempts.record(key.as_str(), now, self.horizon(now));
         }
-        let launched = self
-            .api
-            .launch(&template, &request)
-            .await
-            .map_err(|e| launch_error(template.kind, e))?;
+        let sent = self.clock.now();
+        self.mark_not_sent(intent, false);
+        let launched = match ctx.attempt_started.map(|at| at + self.deadline()) {
+            None => self.api.launch(&template, &request).await,
+            Some(deadline) => {
+                let Some(left) = (deadline - sent).to_std().ok().filter(|d| !d.is_zero()) else {
+                    self.mark_not_sent(intent, true);
+                    return Err(ProviderError::launch_not_made(
+                        format!(
+                            "launch not sent: the attempt's intent is older than the launch deadline ({:?}); the next attempt records a fresh intent",
+                            self.launch_deadline
+                        ),
+                        None,
+                    ));
+                };
+                match tokio::time::timeout(left, self.api.launch(&template, &request)).await {
+                    Ok(answer) => answer,
+                    Err(_) => {
+                        return Err(ProviderError::outcome_unknown(
+                            format!(
+                                "launch abandoned unanswered at the launch deadline ({:?} after the attempt's intent)",
+                                self.launch_deadline
+                            ),
+                            None,
+                        ));
+                    }
+                }
+            }
+        }
+        .map_err(|e| launch_error(template.kind, e))
+        .inspect(|_| self.note_launch(intent, sent))
+        .inspect_err(|e| {
+            self.note_launch(intent, sent);
+            if e.launch_certainty() == provkit_lifecycle::LaunchCertainty::NotMade {
+                self.mark_not_sent(intent, true);
+            }
+        })?;
+        if let Some(created) = launched.created {
+            let received = self.clock.now();
+            self.skew
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .observe(sent, received, created);
+        }
         self.remember_kind(launched.id, launched.kind);
         if launched.ignored_fields.contains_key("extra_vars") {
             return Ok(Launch::PayloadIgnored(
@@ -511,15 +595,62 @@ impl AapProvider {
         })
     }
 
-    /// The kind of job `id`: remembered, or resolved with one `unified_jobs/?id=` request.
-    async fn kind_of(&self, id: u64) -> Result<JobKind, ProviderError> {
-        if let Some(kind) = self
-            .kinds
+    /// Notes that the launch of `intent` was sent at `sent` and ended now.
+    fn note_launch(&self, intent: Option<(&str, DateTime<Utc>)>, sent: DateTime<Utc>) {
+        if let Some((key, at)) = intent {
+            let ended = self.clock.now();
+            self.windows
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .launched(key, at, (sent, ended));
+        }
+    }
+
+    /// Notes whether the launch of `intent` (key, intent time) is certainly not sent.
+    fn mark_not_sent(&self, intent: Option<(&str, DateTime<Utc>)>, not_sent: bool) {
+        if let Some((key, at)) = intent {
+            self.windows
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .not_sent(key, at, not_sent);
+        }
+    }
+
+    /// [`AapProviderBuilder::launch_deadline`] as a time delta.
+    fn deadline(&self) -> chrono::TimeDelta {
+        chrono::Duration::from_std(self.launch_deadline).unwrap_or(chrono::Duration::seconds(60))
+    }
+
+    /// The kind of job `id` if remembered (launched or looked up by this process).
+    fn remembered_kind(&self, id: u64) -> Option<JobKind> {
+        self.kinds
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&id)
-        {
-            return Ok(*kind);
+            .copied()
+    }
+
+    /// The kind of the jobs `action`'s template of `resource` creates, from the client's template
+    /// cache: a workflow job template's jobs are workflow jobs, a job template's are jobs (unless
+    /// it is sliced; the job detail's 404 then sends the caller to `unified_jobs/?id=`). `None`
+    /// when the template is unknown.
+    async fn template_job_kind(
+        &self,
+        action: TemplateAction,
+        resource: &ResourceView,
+    ) -> Option<JobKind> {
+        let name = self.template_name(action, resource).ok()?;
+        self.api
+            .get_template(&name)
+            .await
+            .ok()
+            .map(|t| t.kind.job_kind())
+    }
+
+    /// The kind of job `id`: remembered, or resolved with one `unified_jobs/?id=` request.
+    async fn kind_of(&self, id: u64) -> Result<JobKind, ProviderError> {
+        if let Some(kind) = self.remembered_kind(id) {
+            return Ok(kind);
         }
         match self.api.find_job_kind(id).await {
             Ok(Some(kind)) => {
@@ -532,12 +663,37 @@ impl AapProvider {
         }
     }
 
-    async fn status(&self, job_id: &str) -> Result<ProvisionStatus, ProviderError> {
+    /// The status of job `job_id`, created by `action`'s template of `resource`. Its kind is
+    /// remembered, else the template's (no request: the template is cached); only when the
+    /// job detail of that kind answers "No … matches" (a sliced job template's workflow job, a
+    /// template that changed kind) does `unified_jobs/?id=` decide.
+    async fn status(
+        &self,
+        action: TemplateAction,
+        resource: &ResourceView,
+        job_id: &str,
+    ) -> Result<ProvisionStatus, ProviderError> {
         let id = Self::parse_id(job_id)?;
-        let kind = self.kind_of(id).await?;
-        let job = self.api.get_unified(kind, id).await.map_err(|e| {
-            query_error(format!("failed to get job: AAP {} {id}", kind.as_str()), e)
-        })?;
+        let (kind, guessed) = match self.remembered_kind(id) {
+            Some(kind) => (kind, false),
+            None => match self.template_job_kind(action, resource).await {
+                Some(kind) => (kind, true),
+                None => (self.kind_of(id).await?, false),
+            },
+        };
+        let get = |kind: JobKind| async move {
+            self.api.get_unified(kind, id).await.map_err(|e| {
+                query_error(format!("failed to get job: AAP {} {id}", kind.as_str()), e)
+            })
+        };
+        let job = match get(kind).await {
+            Err(err) if guessed && err.is_not_found() => match self.kind_of(id).await? {
+                other_kind if other_kind != kind => get(other_kind).await?,
+                _ => return Err(err),
+            },
+            answer => answer?,
+        };
+        self.remember_kind(id, job.kind);
         Ok(provision_status_with_outputs(self.api.as_ref(), job_id, &job).await)
     }
 
@@ -604,10 +760,10 @@ impl ProvisioningProvider for AapProvider {
 
     async fn provision_status(
         &self,
-        _resource: &ResourceView,
+        resource: &ResourceView,
         job_id: &str,
     ) -> Result<ProvisionStatus, ProviderError> {
-        self.status(job_id).await
+        self.status(TemplateAction::Create, resource, job_id).await
     }
 
     async fn trigger_deprovision(
@@ -620,7 +776,10 @@ impl ProvisioningProvider for AapProvider {
         if let Some(latest) = find_latest_job_by_type(jobs, &JobType::Provision)
             .filter(|j| j.job_id.trim().parse::<u64>().is_ok())
         {
-            match self.status(&latest.job_id).await {
+            match self
+                .status(TemplateAction::Create, resource, &latest.job_id)
+                .await
+            {
                 Err(err) if err.is_not_found() => {}
                 Err(err) => return Err(in_context("failed to get provision job status", err)),
                 Ok(st) if st.state.is_terminal() => provision_status = Some(st),
@@ -667,10 +826,10 @@ impl ProvisioningProvider for AapProvider {
 
     async fn deprovision_status(
         &self,
-        _resource: &ResourceView,
+        resource: &ResourceView,
         job_id: &str,
     ) -> Result<ProvisionStatus, ProviderError> {
-        self.status(job_id).await
+        self.status(TemplateAction::Delete, resource, job_id).await
     }
 
     fn idempotency_support(&self) -> IdempotencySupport {
@@ -687,9 +846,12 @@ impl ProvisioningProvider for AapProvider {
             .await
     }
 
-    /// Lists the template's jobs created since `since` minus the clock-skew allowance (or, when
-    /// `since` is `None`, since this process's first launch of `key`, else within the lookup
-    /// window and not before the resource's creation), newest first, until the key is found.
+    /// With `since` (the attempt's intent time): lists the template's jobs created from `since`
+    /// plus the measured clock offset's low bound to `since` plus the launch deadline plus its
+    /// high bound, oldest first, until the key is found or the window ends (the window is fixed
+    /// at the intent's first lookup, so a lookup cut short continues where it stopped). Without
+    /// it: since this process's first launch of `key`, else within the lookup window and not
+    /// before the resource's creation, newest first, up to now.
     /// Reaching the client's list cap without a match is an error, never "not found".
     async fn find_job_by_idempotency_key_since(
         &self,
@@ -708,30 +870,87 @@ impl ProvisioningProvider for AapProvider {
             .template(&name)
             .await
             .map_err(|e| in_context("idempotency lookup", e))?;
-        let since = match since {
-            Some(at) => {
-                at - chrono::Duration::from_std(self.clock_skew)
-                    .unwrap_or(chrono::Duration::minutes(5))
+        // An intent's attempt: its job was created between the intent and the launch deadline
+        // (AAP's clock: the measured offset's bounds), read oldest first up to that end. Without
+        // an intent: since the attempt began (or the lookup window), newest first, up to now.
+        let intent = since;
+        if let Some(at) = intent
+            && self
+                .windows
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .is_not_sent(key.as_str(), at)
+        {
+            // This provider refused or was refused the intent's launch before any job existed.
+            return Ok(None);
+        }
+        let finished = || {
+            if let Some(at) = intent {
+                self.windows
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .done(key.as_str(), at);
             }
-            None => self.since(resource, key).await,
         };
-        // Newest first, stopping at the first page holding the key (see
-        // `AapApi::newest_job_with_key`): one request in the usual case.
+        let (since, until) = match since {
+            Some(at) => {
+                let default = chrono::Duration::from_std(self.clock_skew)
+                    .unwrap_or(chrono::Duration::minutes(5));
+                let offset = self
+                    .skew
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .bounds(default, self.clock.now());
+                let mut windows = self
+                    .windows
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                // This provider's own launch of the intent bounds the job's creation more
+                // tightly: between sending the request and its answer (or giving up on it).
+                // Its job is expected just before the answer (or the failure) that ended it, so
+                // that window is read from its end; without one, from its start.
+                let own = windows.launch_of(key.as_str(), at);
+                let (sent, ended) = own.unwrap_or((at, at + self.deadline()));
+                let (since, until) =
+                    windows.fix(key.as_str(), at, (sent + offset.low, ended + offset.high));
+                (since, Some((until, own.is_some())))
+            }
+            None => (self.since(resource, key).await, None),
+        };
+        // Stopping at the first page holding the key: one request in the usual case.
         let find = |kind: JobKind| async move {
-            self.api
-                .newest_job_with_key(kind, template.kind, template.id, since, key.as_str())
-                .await
-                .map_err(|e| {
-                    query_error(
-                        format!(
-                            "idempotency lookup: failed to list the jobs of template {}",
-                            template.id
-                        ),
-                        e,
-                    )
-                })
+            match until {
+                Some((until, from_end)) => {
+                    self.api
+                        .first_job_with_key_between(
+                            kind,
+                            template.kind,
+                            template.id,
+                            since,
+                            until,
+                            from_end,
+                            key.as_str(),
+                        )
+                        .await
+                }
+                None => {
+                    self.api
+                        .newest_job_with_key(kind, template.kind, template.id, since, key.as_str())
+                        .await
+                }
+            }
+            .map_err(|e| {
+                query_error(
+                    format!(
+                        "idempotency lookup: failed to list the jobs of template {}",
+                        template.id
+                    ),
+                    e,
+                )
+            })
         };
         let Some(job) = find(template.kind.job_kind()).await? else {
+            finished();
             return Ok(None);
         };
         // A sliced job template's children carry the key too; the launch created their workflow job.
@@ -743,6 +962,7 @@ impl ProvisioningProvider for AapProvider {
         } else {
             job
         };
+        finished();
         self.remember_kind(job.id, job.kind);
         Ok(Some(FoundJob::new(
             job.id.to_string(),

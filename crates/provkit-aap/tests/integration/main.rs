@@ -8,6 +8,7 @@
 
 mod support;
 
+mod bounded_lookup;
 mod client_auth;
 mod client_circuit;
 mod client_discovery;

@@ -623,7 +623,7 @@ async fn s73_factory_combinations() {
 }
 
 #[tokio::test]
-async fn kind_resolution_costs_at_most_one_request_per_id() {
+async fn kind_follows_from_the_template_and_a_wrong_guess_costs_one_request() {
     let server = server(Mode::Gateway).await;
     let launcher =
         AapProvider::with_templates(client(&server), "provision-workflow", "deprovision-job");
@@ -640,16 +640,31 @@ async fn kind_resolution_costs_at_most_one_request_per_id() {
         requests_to(&server, "unified_jobs").is_empty(),
         "the launcher knows the kind"
     );
-    // Another process (fresh provider) resolves it once, then remembers.
+    // Another process (fresh provider): the kind follows from the (cached) template, no
+    // `unified_jobs/?id=` at all.
     let other =
         AapProvider::with_templates(client(&server), "provision-workflow", "deprovision-job");
     for _ in 0..3 {
         other.provision_status(&r, &id).await.unwrap();
     }
-    assert_eq!(requests_to(&server, "unified_jobs").len(), 1);
+    assert!(
+        requests_to(&server, "unified_jobs").is_empty(),
+        "the template tells the kind"
+    );
     assert_eq!(
         requests_to(&server, &format!("/workflow_jobs/{id}/")).len(),
         6
+    );
+    // A template that now names a job template (changed, or sliced): the job detail's "No Job
+    // matches" 404 sends it to `unified_jobs/?id=` once, then the kind is remembered.
+    let changed = AapProvider::with_templates(client(&server), "provision-job", "deprovision-job");
+    for _ in 0..3 {
+        changed.provision_status(&r, &id).await.unwrap();
+    }
+    assert_eq!(requests_to(&server, "unified_jobs").len(), 1);
+    assert_eq!(
+        requests_to(&server, &format!("/workflow_jobs/{id}/")).len(),
+        9
     );
 }
 

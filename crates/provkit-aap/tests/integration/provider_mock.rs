@@ -87,6 +87,7 @@ async fn launched_workflow_jobs_are_polled_as_workflow_jobs_without_a_kind_looku
             status: AapJobStatus::Pending,
             ignored_fields: Default::default(),
             url: None,
+            created: None,
         })
     });
     // A terminal workflow's outputs come from its node jobs: one list request.

@@ -371,6 +371,13 @@ impl World {
         );
         stack.crash().await;
     }
+
+    fn intent_time(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.object()
+            .provisioning_status()
+            .and_then(|s| s.launch_intent.as_ref())
+            .map(|i| i.created_at)
+    }
 }
 
 /// Polls `cond` every 5 ms; fails after 30 s (a hang, not a timing claim).
@@ -511,6 +518,62 @@ async fn crash_after_the_flush_gives_one_job() {
     assert!(!w.intent_pending(), "the flush cleared the intent");
     w.server.clear_faults();
     w.settle_and_check_one_job().await;
+}
+
+/// A relaunch after a proven absence records a fresh attempt first (issue 33): a process dies
+/// with its launch lost (AAP never acted on it); the next one proves the absence, writes a new
+/// intent (a later time, same key) and dies before AAP handles that launch; the third finds the
+/// pending fresh intent, proves absence in its window and launches once. The intent time of
+/// every launch is its own, so a lookup may end a launch deadline after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_after_the_fresh_intent_of_a_relaunch_gives_one_job() {
+    let w = World::standard().await;
+    let launches = Arc::new(AtomicUsize::new(0));
+    let seen = launches.clone();
+    w.aap().observe(Arc::new(move |req, phase| {
+        if req.method == "POST" && req.path.ends_with("/launch/") {
+            if phase == Phase::Received {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+            Verdict::Abandon
+        } else {
+            Verdict::Continue
+        }
+    }));
+    let stack = w.process();
+    w.create_network().await;
+    until("a launch was attempted", || {
+        launches.load(Ordering::SeqCst) >= 1
+    })
+    .await;
+    stack.crash().await;
+    w.aap().clear_observer();
+    let first = w.intent_time().expect("the first intent is pending");
+    assert_eq!(w.aap().jobs().len(), 0);
+
+    // Later, AAP holds launches before handling them: the relaunch's intent lands, no job.
+    w.clock.advance(Duration::from_secs(90));
+    w.aap()
+        .add_fault(Fault::new("POST", "/api/*/launch/", FaultAction::Latency(HOUR)).before());
+    let stack = w.process();
+    until("a fresh intent replaced the first", || {
+        w.intent_time().is_some_and(|t| t > first)
+    })
+    .await;
+    stack.crash().await;
+    let fresh = w
+        .intent_time()
+        .expect("the fresh intent survives the crash");
+    assert_eq!(fresh - first, chrono::Duration::seconds(90));
+    assert_eq!(w.aap().jobs().len(), 0);
+    assert!(w.provision_jobs().is_empty());
+    w.aap().clear_faults();
+    w.settle_and_check_one_job().await;
+    let job = &w.aap().jobs()[0];
+    assert!(
+        job.created >= fresh,
+        "the job belongs to the fresh attempt's window"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -117,7 +117,10 @@ impl Lifecycle {
             .persist_intent(store, &resolution, &key, &JobType::Deprovision, "")
             .await?;
 
-        let call_ctx = ctx.clone().with_idempotency_key(key.clone());
+        let call_ctx = ctx
+            .clone()
+            .with_idempotency_key(key.clone())
+            .with_attempt_started(since);
         let result = match self
             .provider
             .trigger_deprovision(resource, jobs, &call_ctx)

@@ -99,10 +99,12 @@ pub(super) enum Resolution {
     /// No intent store: the engine's in-memory journal decides about lookups.
     NoStore,
     /// Nothing pending, or the pending intent's job provably does not exist. `reuse` is the
-    /// pending intent's time when it is the attempt about to launch (its intent is already
-    /// persisted, so it is not written again).
+    /// pending intent's time when it is the attempt about to launch: its absence was just
+    /// proven (no second lookup before the launch), and the launch still records a fresh intent
+    /// first, so that every launch has an intent time of its own and a lookup's window can end
+    /// a bounded time after it.
     Clear {
-        /// `created_at` of the pending intent of this very attempt.
+        /// `created_at` of the pending intent of this very attempt (proven absent).
         reuse: Option<DateTime<Utc>>,
     },
     /// The pending intent's job exists and was appended to the history (or already was).
@@ -203,8 +205,10 @@ impl Lifecycle {
         true
     }
 
-    /// Persists the intent of the attempt about to launch (unless it is already pending) and
-    /// returns its time, the start of any later lookup's window.
+    /// Persists a fresh intent of the attempt about to launch (also when the same attempt's
+    /// intent was pending and proven absent: a relaunch never reuses an older intent's time)
+    /// and returns its time, the start of any later lookup's window (and, with the provider's
+    /// launch deadline, its end).
     ///
     /// # Errors
     /// [`LifecycleError::IntentWrite`]: nothing may be launched.
@@ -220,7 +224,7 @@ impl Lifecycle {
             return Ok(None);
         };
         if let Resolution::Clear { reuse: Some(at) } = resolution {
-            return Ok(Some(*at));
+            tracing::debug!(key = %key, previous = %at, "relaunch after a proven absence: fresh intent");
         }
         let intent = LaunchIntent::new(
             key.as_str(),

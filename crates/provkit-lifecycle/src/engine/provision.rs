@@ -186,7 +186,10 @@ impl Lifecycle {
             .persist_intent(store, &resolution, &key, &JobType::Provision, desired)
             .await?;
 
-        let call_ctx = ctx.clone().with_idempotency_key(key.clone());
+        let call_ctx = ctx
+            .clone()
+            .with_idempotency_key(key.clone())
+            .with_attempt_started(since);
         let result = match self.provider.trigger_provision(resource, &call_ctx).await {
             Ok(result) => result,
             Err(e) => {

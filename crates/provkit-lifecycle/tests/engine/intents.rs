@@ -72,3 +72,67 @@ async fn the_intent_is_written_before_the_launch_and_resolved_by_it() {
     let key = provider.jobs()[0].key.clone();
     assert!(key.is_some(), "the launch carried the attempt's key");
 }
+
+/// Records every intent written (and keeps the last one pending, as a store does).
+#[derive(Default)]
+struct Recording {
+    inner: MemoryIntentStore,
+    written: std::sync::Mutex<Vec<LaunchIntent>>,
+}
+
+#[async_trait::async_trait]
+impl IntentStore for Recording {
+    fn pending(&self) -> Option<LaunchIntent> {
+        self.inner.pending()
+    }
+    async fn write(&self, intent: &LaunchIntent) -> Result<(), BoxError> {
+        self.written.lock().unwrap().push(intent.clone());
+        self.inner.write(intent).await
+    }
+    fn resolve(&self, key: &str) {
+        self.inner.resolve(key);
+    }
+}
+
+/// Issue 33: a pending intent of the very attempt about to launch, whose job provably does not
+/// exist, is not reused: the launch first records a fresh intent (same key, the current time),
+/// so every launch has an intent time of its own and a lookup may end a launch deadline after
+/// it. The provider is told that time (`LaunchContext::attempt_started`).
+#[tokio::test]
+async fn a_relaunch_after_a_proven_absence_records_a_fresh_intent_first() {
+    let provider = ScriptedProvider::new();
+    let (clock, dyn_clock) = clock_at(t0());
+    let engine = Lifecycle::new(Arc::new(provider.clone()), dyn_clock);
+    let r = resource("uid-1");
+    let key =
+        provkit_lifecycle::IdempotencyKey::for_attempt("uid-1", &JobType::Provision, "v1", None);
+    let old = LaunchIntent::new(key.as_str(), JobType::Provision, "v1", t0());
+    let store = Recording {
+        inner: MemoryIntentStore::with_pending(Some(old)),
+        ..Recording::default()
+    };
+    clock.advance(std::time::Duration::from_secs(100));
+    let mut jobs = Vec::new();
+    let mut hooks = ProvisionHooks::new().intents(&store);
+    let out = engine
+        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
+        .await
+        .unwrap();
+    assert!(
+        matches!(out.step, ProvisionStep::Launched { .. }),
+        "{out:?}"
+    );
+    let written = store.written.lock().unwrap().clone();
+    assert_eq!(written.len(), 1, "one fresh intent: {written:?}");
+    assert_eq!(
+        written[0].idempotency_key,
+        key.as_str(),
+        "same attempt, same key"
+    );
+    assert_eq!(
+        written[0].created_at,
+        t0() + chrono::Duration::seconds(100),
+        "a time of its own"
+    );
+    assert_eq!(provider.jobs_created("uid-1", &JobType::Provision), 1);
+}

@@ -1,0 +1,133 @@
+//! The lookup window of each launch intent, fixed at its first lookup.
+//!
+//! The window's ends come from the measured clock offset, which changes as launch answers
+//! arrive; a lookup cut short is continued by the client only for the very same window (its
+//! cursor is keyed by it). So the first lookup of an intent fixes the window, and every retry
+//! reads that one until the lookup ends (found, or absence proven).
+//!
+//! It also remembers the intents whose launch this provider certainly did not send (refused
+//! before the request, by the circuit breaker, a 4xx or 429 answer, the launch deadline): every
+//! launch has an intent of its own, so a lookup of such an intent needs no request — its answer
+//! is "no job". A process that did not make the launch does not know and reads the window.
+//!
+//! Hand-written: bounded maps; no crate needed.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+
+/// How many unfinished lookups are remembered; past it the memory is dropped.
+const REMEMBERED: usize = 16_384;
+
+/// An intent: its idempotency key and its time.
+type Intent = (String, DateTime<Utc>);
+
+/// A window: `(since, until)`.
+type Window = (DateTime<Utc>, DateTime<Utc>);
+
+/// The window of each intent being looked up, and the intents not sent.
+#[derive(Debug, Default)]
+pub(crate) struct Windows {
+    by_intent: HashMap<Intent, Window>,
+    not_sent: HashSet<Intent>,
+    /// The local times this provider sent each intent's launch and had its answer (or gave up).
+    launched: HashMap<Intent, Window>,
+}
+
+impl Windows {
+    /// The window fixed for the intent, or `fresh` (then fixed).
+    pub(crate) fn fix(&mut self, key: &str, at: DateTime<Utc>, fresh: Window) -> Window {
+        let id = (key.to_owned(), at);
+        if let Some(window) = self.by_intent.get(&id) {
+            return *window;
+        }
+        if self.by_intent.len() >= REMEMBERED {
+            self.by_intent.clear();
+        }
+        self.by_intent.insert(id, fresh);
+        fresh
+    }
+
+    /// The intent's lookup ended.
+    pub(crate) fn done(&mut self, key: &str, at: DateTime<Utc>) {
+        let id = (key.to_owned(), at);
+        self.by_intent.remove(&id);
+        self.launched.remove(&id);
+    }
+
+    /// This provider sent the intent's launch at `sent` and had its answer (or gave up) at
+    /// `ended` (local clock): a job it created was created in between.
+    pub(crate) fn launched(&mut self, key: &str, at: DateTime<Utc>, sent_ended: Window) {
+        if self.launched.len() >= REMEMBERED {
+            self.launched.clear();
+        }
+        self.launched.insert((key.to_owned(), at), sent_ended);
+    }
+
+    /// When this provider sent the intent's launch and when it ended, if it did.
+    pub(crate) fn launch_of(&self, key: &str, at: DateTime<Utc>) -> Option<Window> {
+        self.launched.get(&(key.to_owned(), at)).copied()
+    }
+
+    /// Whether the intent's launch is (still) certainly not sent.
+    pub(crate) fn not_sent(&mut self, key: &str, at: DateTime<Utc>, not_sent: bool) {
+        let id = (key.to_owned(), at);
+        if not_sent {
+            if self.not_sent.len() >= REMEMBERED {
+                self.not_sent.clear();
+            }
+            self.not_sent.insert(id);
+        } else {
+            self.not_sent.remove(&id);
+        }
+    }
+
+    /// The intent's launch was certainly not sent by this provider.
+    pub(crate) fn is_not_sent(&self, key: &str, at: DateTime<Utc>) -> bool {
+        self.not_sent.contains(&(key.to_owned(), at))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(s, 0).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_first_window_stays_until_done() {
+        let mut w = Windows::default();
+        assert_eq!(w.fix("k", t(10), (t(9), t(70))), (t(9), t(70)));
+        assert_eq!(w.fix("k", t(10), (t(8), t(75))), (t(9), t(70)));
+        assert_eq!(
+            w.fix("k", t(11), (t(8), t(75))),
+            (t(8), t(75)),
+            "another intent"
+        );
+        w.done("k", t(10));
+        assert_eq!(w.fix("k", t(10), (t(8), t(75))), (t(8), t(75)));
+    }
+
+    #[test]
+    fn a_launch_is_remembered_until_its_lookup_ends() {
+        let mut w = Windows::default();
+        w.launched("k", t(10), (t(11), t(12)));
+        assert_eq!(w.launch_of("k", t(10)), Some((t(11), t(12))));
+        assert_eq!(w.launch_of("k", t(9)), None);
+        w.done("k", t(10));
+        assert_eq!(w.launch_of("k", t(10)), None);
+    }
+
+    #[test]
+    fn not_sent_is_per_intent_and_undone_by_a_send() {
+        let mut w = Windows::default();
+        w.not_sent("k", t(10), true);
+        assert!(w.is_not_sent("k", t(10)));
+        assert!(!w.is_not_sent("k", t(11)));
+        assert!(!w.is_not_sent("j", t(10)));
+        w.not_sent("k", t(10), false);
+        assert!(!w.is_not_sent("k", t(10)));
+    }
+}

@@ -28,12 +28,13 @@
 use std::sync::Arc;
 
 use provkit_aap::AapProvider;
-use provkit_aap::provider::IntoAapApi;
+use provkit_aap::provider::{Envelope, IntoAapApi, TemplateNames};
 use provkit_core::Clock;
 use provkit_kube::{ManagementStatePolicy, ProvisionedResource, Provisioner};
 use provkit_lifecycle::{Lifecycle, LifecyclePolicy};
 
-/// The OSAC [`AapProvider`] ([`AapProvider::osac`]) in a [`Lifecycle`] with `clock` and `policy`,
+/// The OSAC [`AapProvider`] (the names and envelope of [`AapProvider::osac`], dating its launch
+/// attempts with `clock` like the engine does) in a [`Lifecycle`] with `clock` and `policy`,
 /// wrapped in a [`Provisioner`] that reads OSAC's management-state annotation
 /// ([`ManagementStatePolicy::osac`]). See the [module docs](self).
 pub fn provisioner<K: ProvisionedResource>(
@@ -43,6 +44,11 @@ pub fn provisioner<K: ProvisionedResource>(
     policy: LifecyclePolicy,
     finalizer: impl Into<String>,
 ) -> Provisioner<K> {
-    let lifecycle = Lifecycle::new(Arc::new(AapProvider::osac(aap)), clock).with_policy(policy);
+    let provider = AapProvider::builder(aap)
+        .templates(TemplateNames::osac())
+        .envelope(Envelope::OsacJobVars)
+        .clock(clock.clone())
+        .build();
+    let lifecycle = Lifecycle::new(Arc::new(provider), clock).with_policy(policy);
     Provisioner::new(client, lifecycle, finalizer).with_management(ManagementStatePolicy::osac())
 }

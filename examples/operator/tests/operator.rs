@@ -33,12 +33,13 @@ fn body_eq(want: impl Fn(&[String]) -> Value + Send + 'static) -> Check {
     Box::new(move |got, ids| assert_json_diff::assert_json_eq!(got.clone(), want(ids)))
 }
 
-/// The write-ahead launch intent (`status.launchIntent` alone, with the precondition), answered
-/// with `reply` (same resourceVersion, so the next steps keep their numbers).
+/// The write-ahead launch intent (`status.launchIntent` alone, with the precondition, under the
+/// operator's field manager like every status write), answered with `reply` (same
+/// resourceVersion, so the next steps keep their numbers).
 fn intent(rv: &'static str, job_type: &'static str, reply: Value) -> Step {
     Step(
         Method::PATCH,
-        format!("{BASE}/status?"),
+        format!("{BASE}/status?{FIELD_MANAGER}"),
         Box::new(move |b, _| {
             assert_eq!(b["metadata"]["resourceVersion"], rv, "{b}");
             assert_eq!(b["status"].as_object().map(|s| s.len()), Some(1), "{b}");

@@ -53,8 +53,21 @@ pub fn payload(resource: &Value) -> Value {
     payload
 }
 
-/// Where the resource and the launch context's values go in the extra_vars (see the
-/// [module documentation](self) for the three layouts).
+/// Where the resource and the launch context's values go in the extra_vars:
+///
+/// ```text
+/// OsacJobVars: { "osac_job_vars": { "resource": <resource>, <optional keys>, <extras> },
+///                "provkit_idempotency_key": "<key>" }
+/// AnsibleEda:  { "ansible_eda": { "event": { "payload": <resource>, <optional keys>, <extras> } },
+///                "provkit_idempotency_key": "<key>" }
+/// TopLevel:    { "resource": <resource>, <optional keys>, <extras>,
+///                "provkit_idempotency_key": "<key>" }
+/// ```
+///
+/// The optional keys (`tenant_storage_classes`, `admin_kubeconfig`, `storage_tier_definitions`,
+/// `storage_backend_connections`) appear only when the launch context sets them; the resource
+/// key wins over a caller's extra of the same name; the idempotency key is at the top level in
+/// every envelope, so one lookup finds the jobs of every envelope.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Envelope {

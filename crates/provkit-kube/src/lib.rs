@@ -72,7 +72,7 @@ pub use recorder::EventRecorder;
 #[doc(inline)]
 pub use resource::NamespaceScope;
 #[doc(inline)]
-pub use resource::ProvisionedResource;
+pub use resource::{HasProvisioningStatus, ProvisionedResource};
 #[doc(inline)]
 pub use stale_check::{OnStaleCheckError, api_server_has_non_terminal_provision_job};
 #[doc(inline)]

@@ -59,6 +59,15 @@ pub trait ProvisioningCallbacks<K>: Send + Sync {
     fn on_deleting(&self, obj: &mut K) {
         let _ = obj;
     }
+    /// After the lifecycle ran on deletion, when the latest deprovision job failed or was
+    /// canceled (`message` is its message). Called on every deletion reconcile while that
+    /// holds, after [`on_deleting`](Self::on_deleting), so a condition set here stays: with
+    /// `blockDeletionOnFailure` the finalizer is kept until someone intervenes, and without
+    /// this the object would go on saying what `on_deleting` set. Once another deprovision
+    /// job is launched, it is no longer called.
+    fn on_deprovision_failed(&self, obj: &mut K, message: &str) {
+        let _ = (obj, message);
+    }
     /// The launch context for this object's launches (tenant storage classes, extra fields…).
     fn launch_context(&self, obj: &K) -> LaunchContext {
         let _ = obj;
@@ -484,6 +493,9 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 .await
         };
         working.provisioning_status_mut().provisioning_jobs = jobs;
+        if let Some(failed) = latest_failed_deprovision(working.provisioning_jobs()) {
+            callbacks.on_deprovision_failed(&mut working, &failed);
+        }
         show_launch_blocked(&mut working, result.as_ref().err(), &self.lifecycle);
         // As on apply: no status write when the cache proved stale (the API server already
         // holds a newer deprovision job); the next reconcile works on the fresh object.
@@ -701,6 +713,18 @@ pub(crate) fn lifecycle_error(object: &str, source: LifecycleError) -> Reconcile
 /// A resync `period` shortened by up to a tenth: `roll` in `0.0..1.0` picks how much.
 fn resync_delay(period: std::time::Duration, roll: f64) -> std::time::Duration {
     period.mul_f64(1.0 - roll.clamp(0.0, 1.0) / 10.0)
+}
+
+/// The message of the latest deprovision job when it failed or was canceled.
+fn latest_failed_deprovision(jobs: &[JobStatus]) -> Option<String> {
+    provkit_core::find_latest_job_by_type(jobs, &provkit_core::JobType::Deprovision)
+        .filter(|j| {
+            matches!(
+                j.state,
+                provkit_core::JobState::Failed | provkit_core::JobState::Canceled
+            )
+        })
+        .map(|j| j.message.clone())
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 
 use std::fmt::Debug;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::core::object::{HasSpec, HasStatus};
 use kube::{Api, Client, Resource};
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -11,7 +13,34 @@ use crate::status::ProvisioningStatus;
 /// [`ProvisioningStatus`].
 ///
 /// Three small methods: where the config version is hashed from, and where the
-/// provisioning status lives.
+/// provisioning status lives. For the common shape — a derived custom resource whose status
+/// struct embeds a [`ProvisioningStatus`] and whose config version is hashed from `spec` — you
+/// write none of them: mark the status with [`provisioning_status!`](crate::provisioning_status)
+/// (or implement [`HasProvisioningStatus`]) and the blanket implementation does the rest.
+///
+/// ```
+/// use kube::CustomResource;
+/// use provkit_kube::{ProvisionedResource, ProvisioningStatus};
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+/// #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced, status = "WidgetStatus")]
+/// pub struct WidgetSpec { size: u32 }
+///
+/// #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+/// pub struct WidgetStatus {
+///     #[serde(flatten)]
+///     provisioning: ProvisioningStatus,
+/// }
+/// provkit_kube::provisioning_status!(WidgetStatus.provisioning);
+///
+/// let w = Widget::new("w", WidgetSpec { size: 1 });
+/// assert!(w.provisioning_status().is_none());
+/// # fn main() {}
+/// ```
+///
+/// Spelled out (another config source, or a status without [`HasProvisioningStatus`]):
 ///
 /// ```
 /// use kube::CustomResource;
@@ -88,6 +117,79 @@ pub trait ProvisionedResource:
     fn provisioning_jobs(&self) -> &[provkit_core::JobStatus] {
         self.provisioning_status()
             .map_or(&[], |s| s.provisioning_jobs.as_slice())
+    }
+
+    /// The status condition of that type (`obj.condition("Ready")`), if any.
+    fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.provisioning_status().and_then(|s| s.condition(type_))
+    }
+}
+
+/// A status struct that embeds a [`ProvisioningStatus`] (flattened, as the Go CRDs have it).
+/// With it, a derived custom resource whose `status` is this type is a [`ProvisionedResource`]
+/// (config version hashed from `spec`) without writing that trait's methods. The
+/// [`provisioning_status!`](crate::provisioning_status) macro implements it in one line.
+pub trait HasProvisioningStatus: Default {
+    /// The embedded provisioning status.
+    fn provisioning(&self) -> &ProvisioningStatus;
+    /// The embedded provisioning status, mutably.
+    fn provisioning_mut(&mut self) -> &mut ProvisioningStatus;
+}
+
+impl HasProvisioningStatus for ProvisioningStatus {
+    fn provisioning(&self) -> &ProvisioningStatus {
+        self
+    }
+    fn provisioning_mut(&mut self) -> &mut ProvisioningStatus {
+        self
+    }
+}
+
+/// Implements [`HasProvisioningStatus`] for a status struct through its field that holds the
+/// [`ProvisioningStatus`]: `provisioning_status!(WidgetStatus.provisioning);`. The custom
+/// resource whose `status` it is then is a [`ProvisionedResource`] (see there).
+#[macro_export]
+macro_rules! provisioning_status {
+    ($status:ident . $field:ident) => {
+        impl $crate::HasProvisioningStatus for $status {
+            fn provisioning(&self) -> &$crate::ProvisioningStatus {
+                &self.$field
+            }
+            fn provisioning_mut(&mut self) -> &mut $crate::ProvisioningStatus {
+                &mut self.$field
+            }
+        }
+    };
+}
+
+/// The common shape: a derived custom resource (`kube::CustomResource` implements `HasSpec`
+/// and `HasStatus`) whose status embeds a [`ProvisioningStatus`]; the config version is hashed
+/// from `spec`, as Go's operators do.
+impl<K> ProvisionedResource for K
+where
+    K: Resource<DynamicType = (), Scope: NamespaceScope>
+        + HasSpec
+        + HasStatus
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+    K::Spec: Serialize,
+    K::Status: HasProvisioningStatus,
+{
+    fn config_source(&self) -> impl Serialize + '_ {
+        self.spec()
+    }
+    fn provisioning_status(&self) -> Option<&ProvisioningStatus> {
+        self.status().map(HasProvisioningStatus::provisioning)
+    }
+    fn provisioning_status_mut(&mut self) -> &mut ProvisioningStatus {
+        self.status_mut()
+            .get_or_insert_with(Default::default)
+            .provisioning_mut()
     }
 }
 

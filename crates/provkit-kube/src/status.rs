@@ -208,6 +208,14 @@ pub fn set_condition(
     }
 }
 
+impl ProvisioningStatus {
+    /// The condition of that type, if any (`status.condition("Ready")`).
+    #[must_use]
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        find_condition(&self.conditions, type_)
+    }
+}
+
 /// The condition of that type, if any.
 #[must_use]
 pub fn find_condition<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {

@@ -238,6 +238,23 @@ impl LifecyclePolicy {
         self
     }
 
+    /// Sets the smallest timed requeue ([`min_requeue`](Self::min_requeue)). Tests that poll
+    /// fast lower it with the poll interval:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use provkit_lifecycle::LifecyclePolicy;
+    /// let fast = LifecyclePolicy::default()
+    ///     .with_poll_interval(Duration::from_millis(100))
+    ///     .with_min_requeue(Duration::from_millis(10));
+    /// assert_eq!(fast.min_requeue, Duration::from_millis(10));
+    /// ```
+    #[must_use]
+    pub fn with_min_requeue(mut self, min_requeue: Duration) -> Self {
+        self.min_requeue = min_requeue;
+        self
+    }
+
     /// Sets the history cap.
     #[must_use]
     pub fn with_max_history(mut self, max_history: NonZeroUsize) -> Self {

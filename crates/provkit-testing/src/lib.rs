@@ -15,6 +15,10 @@ pub mod fake_apiserver;
 #[cfg_attr(docsrs, doc(cfg(feature = "machines")))]
 pub mod machines;
 
+#[cfg(feature = "operator")]
+#[cfg_attr(docsrs, doc(cfg(feature = "operator")))]
+pub mod operator_env;
+
 /// The mockall mocks of provkit's provider traits, in one place (feature `mock`).
 #[cfg(feature = "mock")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]

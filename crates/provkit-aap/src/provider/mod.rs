@@ -361,7 +361,10 @@ impl AapProvider {
     }
 
     /// Go's `NewAAPProviderWithPrefix`: names derived from a prefix, with no kind overrides
-    /// (OSAC users: [`AapProvider::osac`]).
+    /// (OSAC users: [`AapProvider::osac`]). Like every shortcut constructor it reads the system
+    /// clock; in tests with a `ManualClock` add [`with_clock`](Self::with_clock) (or use
+    /// [`builder`](Self::builder)`.clock(..)`), or idempotency lookups and launch deadlines
+    /// measure real time while the jobs run in virtual time.
     pub fn with_prefix(api: impl IntoAapApi, prefix: impl Into<String>) -> Self {
         Self::builder(api)
             .templates(TemplateNames::with_prefix(prefix))
@@ -378,6 +381,25 @@ impl AapProvider {
             .templates(TemplateNames::osac())
             .envelope(Envelope::OsacJobVars)
             .build()
+    }
+
+    /// The same provider reading `clock` (as [`AapProviderBuilder::clock`]): the shortcut
+    /// constructors ([`with_prefix`](Self::with_prefix), [`osac`](Self::osac),
+    /// [`with_templates`](Self::with_templates)) start on the system clock.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use provkit_aap::{AapClient, AapProvider};
+    /// use provkit_core::ManualClock;
+    /// let client = AapClient::builder("https://aap.example.com").token("t").build().unwrap();
+    /// let clock = Arc::new(ManualClock::new(chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap()));
+    /// let provider = AapProvider::with_prefix(client, "osac").with_clock(clock);
+    /// # let _ = provider;
+    /// ```
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The extra_vars envelope of this provider's launches.

@@ -108,6 +108,12 @@ impl ProvisioningCallbacks<VirtualNetwork> for VirtualNetworkCallbacks {
             "the network is being deprovisioned",
         );
     }
+
+    fn on_deprovision_failed(&self, obj: &mut VirtualNetwork, message: &str) {
+        // The AAP provider blocks deletion on a failed delete job (`blockDeletionOnFailure`):
+        // the finalizer stays until someone intervenes, so the condition says why.
+        self.ready(obj, ConditionStatus::False, "DeprovisionFailed", message);
+    }
 }
 
 #[cfg(test)]
@@ -177,6 +183,14 @@ mod tests {
         assert_eq!(
             (ready.status.as_str(), ready.reason.as_str()),
             ("False", "Deleting")
+        );
+        cb.on_deprovision_failed(&mut n, "delete job 7 failed");
+        let s = n.status.as_ref().unwrap();
+        assert_eq!(s.phase, Some(Phase::Deleting));
+        let ready = &s.provisioning.conditions[0];
+        assert_eq!(
+            (ready.reason.as_str(), ready.message.as_str()),
+            ("DeprovisionFailed", "delete job 7 failed")
         );
     }
 }

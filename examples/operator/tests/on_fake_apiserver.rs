@@ -1,7 +1,8 @@
 //! The example operator, unchanged, on the provkit-testing fake API server (in-process
 //! `kube::Client`) and the fake AAP over loopback: the whole controller loop
 //! (`controller::run`), leader election between two instances, and the CRD schema pruning a
-//! status field. The request-exact exchange test stays in `operator.rs`.
+//! status field; the operator's reconcile in provkit-testing's `OperatorTestEnv` (a failed job,
+//! a failed deprovision). The request-exact exchange test stays in `operator.rs`.
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use std::sync::Arc;
@@ -11,12 +12,15 @@ use chrono::{TimeZone, Utc};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use provkit_core::JobState;
 use provkit_core::{Clock, ManualClock};
-use provkit_example_operator::controller::FINALIZER;
+use provkit_example_operator::controller::{self, Context, FINALIZER};
 use provkit_example_operator::crd::{Phase, VirtualNetwork, VirtualNetworkSpec};
 use provkit_kube::LeaderElector;
+use provkit_kube::ProvisionedResource;
 use provkit_testing::fake_aap::JobScript;
 use provkit_testing::fake_apiserver::FakeApiServer;
+use provkit_testing::operator_env::{EnvError, OperatorTestEnv, OperatorWiring};
 use serde_json::json;
 
 mod common;
@@ -180,48 +184,63 @@ async fn the_crd_schema_prunes_an_undeclared_status_field() {
     assert_eq!(stored[0]["status"], json!({"phase": "Ready"}));
 }
 
+/// The operator's reconcile in `OperatorTestEnv` (provkit-testing): the fake API server with the
+/// CRD, the fake AAP with the two templates (the create job runs `create`, the delete job
+/// `delete`), one virtual clock and the test-speed policy.
+async fn env(create: JobScript, delete: JobScript) -> OperatorTestEnv<VirtualNetwork> {
+    OperatorTestEnv::builder()
+        .organization("osac")
+        .template_script(CREATE, create)
+        .template_script(DELETE, delete)
+        .template_prefix("osac")
+        .namespace("tenant-1")
+        .controller_name(controller::CONTROLLER_NAME)
+        .start(
+            |w: OperatorWiring| {
+                Context::new(
+                    w.client,
+                    w.provider,
+                    w.policy,
+                    w.clock,
+                    "test-0",
+                    controller::CONTROLLER_NAME,
+                )
+            },
+            controller::reconcile,
+            controller::error_policy,
+        )
+        .await
+        .unwrap()
+}
+
+const CREATE: &str = "osac-create-virtual-network";
+const DELETE: &str = "osac-delete-virtual-network";
+const MINUTE: Duration = Duration::from_secs(60);
+
 /// Issue 16, problem 8: a failed job's Event note and status message say "failed" once
 /// (it read `provision job 1 failed: failed: playbook failed…`), on what the API server stores.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_job_is_reported_without_repeated_words() {
-    let Running {
-        clock,
-        aap,
-        server,
-        api,
-        stop,
-        run,
-        ..
-    } = run_operator(JobScript::playbook_failure(
-        "create network",
-        "localhost",
-        "simulated failure",
-    ))
-    .await;
-    let vn = VirtualNetwork::new(
-        "net-f",
-        VirtualNetworkSpec {
-            cidr: "10.0.0.0/24".into(),
-            region: None,
-        },
-    );
-    api.create(&PostParams::default(), &vn).await.unwrap();
-    eventually("create job", || async { aap.aap().jobs().len() == 1 }).await;
-    clock.advance(Duration::from_secs(60));
-    eventually("the failure Event", || async {
-        server
+async fn a_failed_job_is_reported_without_repeated_words() -> Result<(), EnvError> {
+    let failing = JobScript::playbook_failure("create network", "localhost", "simulated failure");
+    let env = env(failing, JobScript::successful(Duration::from_secs(10))).await;
+    env.create(&common::virtual_network("net-f")).await?;
+    env.wait_launches(CREATE, 1).await?;
+    env.advance(MINUTE);
+    env.eventually("the failure Event", || async {
+        env.apiserver()
             .events()
             .iter()
             .any(|e| e["reason"] == "ProvisionJobFailed")
     })
-    .await;
-    let notes: Vec<String> = server
+    .await?;
+    let notes: Vec<String> = env
+        .apiserver()
         .events()
         .iter()
         .filter(|e| e["reason"] == "ProvisionJobFailed")
         .filter_map(|e| e["note"].as_str().map(str::to_owned))
         .collect();
-    let id = aap.aap().jobs()[0].id.to_string();
+    let id = env.jobs(CREATE)[0].id.to_string();
     for note in &notes {
         assert!(
             note.starts_with(&format!("provision job {id} failed")),
@@ -233,18 +252,66 @@ async fn a_failed_job_is_reported_without_repeated_words() {
             "the cause is kept: {note}"
         );
     }
-    let stored = api.get("net-f").await.unwrap();
-    let job = &stored
-        .status
-        .as_ref()
-        .unwrap()
-        .provisioning
-        .provisioning_jobs[0];
+    let stored = env
+        .wait_for("net-f", "the job recorded as failed", |v| {
+            v.provisioning_jobs()
+                .first()
+                .is_some_and(|j| j.state == JobState::Failed)
+        })
+        .await?;
+    let job = &stored.provisioning_jobs()[0];
     assert!(
         !job.message.to_lowercase().contains("failed: failed"),
         "{}",
         job.message
     );
-    let _ = stop.send(());
-    run.await.unwrap();
+    assert_eq!(
+        stored.condition("Ready").unwrap().reason,
+        "ProvisioningFailed"
+    );
+    Ok(())
+}
+
+/// Issue 29, point 4: the AAP provider blocks deletion when the delete job fails
+/// (`blockDeletionOnFailure`); the finalizer stays and the `Ready` condition says why (it said
+/// `Deleting` for as long as the object stayed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_deprovision_shows_in_the_ready_condition() -> Result<(), EnvError> {
+    let failing = JobScript::playbook_failure("delete network", "localhost", "quota backend down");
+    let env = env(JobScript::successful(Duration::from_secs(10)), failing).await;
+    env.create(&common::virtual_network("net-d")).await?;
+    env.wait_launches(CREATE, 1).await?;
+    env.advance(MINUTE);
+    env.wait_condition("net-d", "Ready", "True").await?;
+
+    env.delete("net-d").await?;
+    env.wait_launches(DELETE, 1).await?;
+    env.advance(MINUTE);
+    let blocked = env
+        .wait_for("net-d", "Ready says the deprovision failed", |v| {
+            v.condition("Ready")
+                .is_some_and(|c| c.reason == "DeprovisionFailed")
+        })
+        .await?;
+    let ready = blocked.condition("Ready").unwrap();
+    assert_eq!(ready.status, "False");
+    assert!(
+        ready.message.contains("quota backend down"),
+        "{}",
+        ready.message
+    );
+    assert_eq!(phase(&blocked), Some(Phase::Deleting));
+    assert_eq!(
+        blocked.metadata.finalizers,
+        Some(vec![FINALIZER.to_owned()])
+    );
+    // Blocked: no second delete job, and the object stays (a few more reconciles).
+    env.advance(MINUTE);
+    env.wait_for("net-d", "still blocked after a later poll", |v| {
+        v.condition("Ready")
+            .is_some_and(|c| c.reason == "DeprovisionFailed")
+    })
+    .await?;
+    assert_eq!(env.launches(DELETE), 1);
+    Ok(())
 }

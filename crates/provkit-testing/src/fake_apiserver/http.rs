@@ -260,7 +260,12 @@ pub(crate) async fn handle(inner: Arc<Inner>, req: Request<Body>) -> Response<Bo
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or("application/json")
                         .to_owned();
+                    let accept = parts
+                        .headers
+                        .get(header::ACCEPT)
+                        .and_then(|v| v.to_str().ok());
                     let call = Call {
+                        table: super::table::wants_table(accept),
                         rt: &rt,
                         namespace: namespace.as_deref(),
                         name: name.as_deref(),
@@ -288,6 +293,8 @@ pub(crate) async fn handle(inner: Arc<Inner>, req: Request<Body>) -> Response<Bo
 
 /// One resource request, parsed.
 struct Call<'a> {
+    /// The client asked for a `meta.k8s.io/v1` Table (GET and list answer one).
+    table: bool,
     rt: &'a ResourceType,
     namespace: Option<&'a str>,
     name: Option<&'a str>,
@@ -352,6 +359,10 @@ fn dispatch(inner: &Arc<Inner>, verb: Verb, c: &Call<'_>) -> Response<Body> {
         Verb::Delete => delete(inner, c, ns, name),
     };
     match result {
+        Ok((200, doc)) if c.table && verb == Verb::Get => {
+            let rv = doc.value()["metadata"]["resourceVersion"].clone();
+            as_table(inner, c, &[doc], &json!({ "resourceVersion": rv }))
+        }
         Ok((code, doc)) => bytes_response(code, doc.json().clone()),
         Err(s) => status_response(&s),
     }
@@ -441,6 +452,9 @@ fn list(inner: &Arc<Inner>, c: &Call<'_>) -> Result<Response<Body>, ApiStatus> {
     {
         list_meta["continue"] = json!(format!("{rv}/{ns}/{name}"));
         list_meta["remainingItemCount"] = json!(page.remaining);
+    }
+    if c.table {
+        return Ok(as_table(inner, c, &page.items, &list_meta));
     }
     let body = json!({
         "apiVersion": c.rt.api_version(),
@@ -536,4 +550,15 @@ fn watch(inner: &Arc<Inner>, c: &Call<'_>) -> Response<Body> {
         }
     }
     response
+}
+
+/// The Table answer for `docs` ([`super::table`]).
+fn as_table(inner: &Arc<Inner>, c: &Call<'_>, docs: &[Doc], list_meta: &Value) -> Response<Body> {
+    let now = inner.lock_store().clock.now();
+    let objects: Vec<Value> = docs.iter().map(Doc::value).collect();
+    let include = c.query.get("includeObject").map(String::as_str);
+    json_response(
+        200,
+        &super::table::table(c.rt, &objects, list_meta, include, now),
+    )
 }

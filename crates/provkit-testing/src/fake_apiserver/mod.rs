@@ -44,6 +44,10 @@
 //!   patch types answer 415; delete with `uid`/`resourceVersion` preconditions.
 //! - **Status subresource**, **finalizers** and **pruning** as on a real server, errors as
 //!   `metav1.Status` bodies.
+//! - **Table output** for `kubectl get` (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`):
+//!   a GET or list of a custom resource answers a `meta.k8s.io/v1` Table with `Name` and the CRD
+//!   version's `additionalPrinterColumns` (JSONPath cells typed as the column says; `Age` when the
+//!   CRD declares none).
 //! - **Faults** ([`Fault`]) per verb, resource, name and client; **inspection** of objects,
 //!   requests, counters, Events, Lease holders and the store's memory footprint
 //!   ([`FakeApiServer::footprint`]); a **request observer**
@@ -64,7 +68,7 @@
 //! admission webhooks, RBAC and authentication, CRD conversion between versions (every served
 //! version shares one stored form), validation beyond structural types and `required`
 //! (formats, enums, patterns, CEL), defaulting, garbage collection of owner references and
-//! namespace content, Table output (kubectl prints its default columns), `fieldsV1` contents
+//! namespace content, Table output of built-in types beyond `Name` and `Age` and of watches, `fieldsV1` contents
 //! of `managedFields`, exact-`resourceVersion` reads of the past (a list without `continue`
 //! answers the current state), and the legacy `/watch/` paths.
 
@@ -82,6 +86,7 @@ mod serve;
 mod server;
 mod status;
 mod store;
+mod table;
 mod watch;
 
 pub use faults::{Fault, FaultEffect, FaultId, Verb};

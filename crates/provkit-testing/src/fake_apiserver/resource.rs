@@ -43,6 +43,8 @@ pub(crate) struct ResourceType {
     /// Whether the server keeps `metadata.generation` for it (custom resources and types with a
     /// spec; ConfigMap, Secret, Lease and Event have none on a real server).
     pub(crate) has_generation: bool,
+    /// The CRD version's `additionalPrinterColumns` (Table output).
+    pub(crate) printer_columns: Vec<super::table::PrinterColumn>,
 }
 
 impl ResourceType {
@@ -77,6 +79,7 @@ impl ResourceType {
             schema: None,
             custom: false,
             has_generation: false,
+            printer_columns: Vec::new(),
         }
     }
 
@@ -160,6 +163,7 @@ impl ResourceType {
                 schema,
                 custom: true,
                 has_generation: true,
+                printer_columns: super::table::printer_columns(v),
             });
         }
         if out.is_empty() {

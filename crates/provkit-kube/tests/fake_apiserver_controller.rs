@@ -4,8 +4,10 @@
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
 mod common;
-use common::{FINALIZER, Network, NetworkSpec, eventually};
+// Your CRD (a `ProvisionedResource`, see provkit-kube's crate docs) and finalizer.
+use common::{FINALIZER, Network, NetworkSpec};
 
+// guide: imports
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,8 +23,11 @@ use provkit_kube::{EventPublisher, NoCallbacks, ProvisionedResource, Provisioner
 use provkit_lifecycle::{Lifecycle, LifecyclePolicy};
 use provkit_testing::fake_aap::{FakeAap, JobScript, JobTemplateSpec};
 use provkit_testing::fake_apiserver::FakeApiServer;
+use provkit_testing::operator_env::{DEFAULT_WAIT, eventually};
 use serde_json::json;
+// guide: end
 
+// guide: context
 struct Ctx {
     provisioner: Provisioner<Network>,
 }
@@ -40,6 +45,7 @@ async fn reconcile(
     ctx.provisioner.reconcile(obj, &NoCallbacks).await
 }
 
+/// The latest provision job's state and config version.
 fn latest_provision_state(n: &Network) -> Option<(JobState, String)> {
     let st = n.provisioning_status()?;
     let job = st
@@ -49,9 +55,11 @@ fn latest_provision_state(n: &Network) -> Option<(JobState, String)> {
         .find(|j| j.job_type == provkit_core::JobType::Provision)?;
     Some((job.state.clone(), job.config_version.clone()))
 }
+// guide: end
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn controller_and_provisioner_create_ready_update_delete() {
+    // guide: fakes
     let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap());
     let dyn_clock: Arc<dyn Clock> = Arc::new(clock.clone());
     let template = |name: &str| JobTemplateSpec {
@@ -76,9 +84,12 @@ async fn controller_and_provisioner_create_ready_update_delete() {
     .template_prefix("osac")
     .clock(dyn_clock.clone())
     .build();
-    let mut policy = LifecyclePolicy::default().with_poll_interval(Duration::from_millis(100));
-    policy.min_requeue = Duration::from_millis(10);
+    // Test speed: the default 30 s poll would keep each job "running" for 30 s of real time.
+    let policy = LifecyclePolicy::default()
+        .with_poll_interval(Duration::from_millis(100))
+        .with_min_requeue(Duration::from_millis(10));
     let lifecycle = Lifecycle::new(Arc::new(provider), dyn_clock.clone()).with_policy(policy);
+    // guide: end
 
     // guide: register
     let server = FakeApiServer::builder()
@@ -119,18 +130,24 @@ async fn controller_and_provisioner_create_ready_update_delete() {
     let v1 = compute_desired_config_version(&spec).unwrap();
 
     // create → finalizer, one AAP create job, then Succeeded once the job ends.
-    eventually("the create job is launched", || async {
+    eventually("the create job is launched", DEFAULT_WAIT, || async {
         aap.aap().jobs().len() == 1
     })
-    .await;
+    .await
+    .unwrap();
     let obj = api.get("net-a").await.unwrap();
     assert_eq!(obj.metadata.finalizers, Some(vec![FINALIZER.to_owned()]));
     clock.advance(Duration::from_secs(60));
-    eventually("the object reports the provision succeeded", || async {
-        latest_provision_state(&api.get("net-a").await.unwrap())
-            == Some((JobState::Succeeded, v1.clone()))
-    })
-    .await;
+    eventually(
+        "the object reports the provision succeeded",
+        DEFAULT_WAIT,
+        || async {
+            latest_provision_state(&api.get("net-a").await.unwrap())
+                == Some((JobState::Succeeded, v1.clone()))
+        },
+    )
+    .await
+    .unwrap();
     // guide: end
     let ready = api.get("net-a").await.unwrap();
     assert_eq!(
@@ -164,23 +181,28 @@ async fn controller_and_provisioner_create_ready_update_delete() {
         .await
         .unwrap();
     assert_eq!(changed.metadata.generation, Some(2));
-    eventually("a job for the new spec is launched", || async {
-        aap.aap().jobs().len() == 2
-    })
-    .await;
+    eventually(
+        "a job for the new spec is launched",
+        DEFAULT_WAIT,
+        || async { aap.aap().jobs().len() == 2 },
+    )
+    .await
+    .unwrap();
     clock.advance(Duration::from_secs(60));
-    eventually("the new spec is provisioned", || async {
+    eventually("the new spec is provisioned", DEFAULT_WAIT, || async {
         latest_provision_state(&api.get("net-a").await.unwrap())
             == Some((JobState::Succeeded, v2.clone()))
     })
-    .await;
+    .await
+    .unwrap();
 
     // delete → the object stays (finalizer) while the delete job runs, then goes.
     api.delete("net-a", &DeleteParams::default()).await.unwrap();
-    eventually("the delete job is launched", || async {
+    eventually("the delete job is launched", DEFAULT_WAIT, || async {
         aap.aap().jobs().len() == 3
     })
-    .await;
+    .await
+    .unwrap();
     assert!(
         api.get("net-a")
             .await
@@ -190,10 +212,11 @@ async fn controller_and_provisioner_create_ready_update_delete() {
             .is_some()
     );
     clock.advance(Duration::from_secs(60));
-    eventually("the object is gone", || async {
+    eventually("the object is gone", DEFAULT_WAIT, || async {
         matches!(api.get("net-a").await, Err(kube::Error::Api(s)) if s.code == 404)
     })
-    .await;
+    .await
+    .unwrap();
 
     let names: Vec<String> = aap.aap().jobs().iter().map(|j| j.name.clone()).collect();
     assert_eq!(
@@ -286,4 +309,25 @@ fn the_testing_guide_excerpts_are_this_files_code() {
             i + 1
         );
     }
+}
+
+/// The guide's `OperatorTestEnv` section shows the user-shaped example package's whole test
+/// file (after its attributes), so the guide cannot drift from the test CI runs.
+#[test]
+fn the_testing_guide_shows_the_compute_instance_tests() {
+    let guide = include_str!("../../../docs/testing-your-operator.md");
+    let shown = guide
+        .split("<!-- examples/compute-instance/tests/operator_env.rs -->\n```rust,ignore\n")
+        .nth(1)
+        .expect("the guide has the block")
+        .split("\n```\n")
+        .next()
+        .unwrap();
+    let file = include_str!("../../../examples/compute-instance/tests/operator_env.rs");
+    let body = file
+        .split("#![allow(missing_docs, clippy::unwrap_used)]\n")
+        .nth(1)
+        .unwrap()
+        .trim_matches('\n');
+    assert_eq!(shown, body);
 }

@@ -37,7 +37,6 @@ use crate::status::ProvisioningStatus;
 ///
 /// let w = Widget::new("w", WidgetSpec { size: 1 });
 /// assert!(w.provisioning_status().is_none());
-/// # fn main() {}
 /// ```
 ///
 /// Spelled out (another config source, or a status without [`HasProvisioningStatus`]):

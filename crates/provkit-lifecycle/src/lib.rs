@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod outcome;
 pub mod policy;
 pub mod provider;
+pub mod redact;
 pub mod resource;
 
 #[doc(inline)]
@@ -63,6 +64,8 @@ pub use provider::MockProvisioningProvider;
 pub use provider::{
     DeprovisionAction, DeprovisionResult, ProvisionResult, ProvisionStatus, ProvisioningProvider,
 };
+#[doc(inline)]
+pub use redact::{REDACTED, RedactedError, Redactor};
 #[doc(inline)]
 pub use resource::{ResourceMeta, ResourceView, ViewError};
 

@@ -1,23 +1,26 @@
-//! The extra_vars sent to AAP: the EDA envelope playbooks already read.
+//! The extra_vars sent to AAP: the resource and the launch context's keys, inside the provider's
+//! [`Envelope`].
 //!
-//! ```text
-//! { "ansible_eda": { "event": {
-//!       "payload": <resource JSON without metadata.managedFields>,
-//!       "tenant_storage_classes": [...],        // each optional key only when set
-//!       "admin_kubeconfig": "...",
-//!       "storage_tier_definitions": [...],
-//!       "storage_backend_connections": {...},
-//!       <caller's extra fields>
-//!   } },
-//!   "provkit_idempotency_key": "<key>"          // when the launch context carries one
-//! }
-//! ```
+//! What goes in, whatever the envelope (each optional key only when set, as Go's
+//! `extractExtraVars`):
+//!
+//! | key | value |
+//! |---|---|
+//! | `resource` (`payload` in [`Envelope::AnsibleEda`]) | the object's JSON without `metadata.managedFields` |
+//! | `tenant_storage_classes` | `[{"name", "tier"}]`, in the context's order |
+//! | `admin_kubeconfig` | the kubeconfig text |
+//! | `storage_tier_definitions` | `[{"name", "protocol", "provider", "backend_id", "qos_limits": {"static_limits": {"max_reads_bw_mbps", "max_writes_bw_mbps"}}, "quota_bytes"}]`, `quota_bytes` = GiB × 2^30 |
+//! | `storage_backend_connections` | `{<backend id>: {"endpoint", "username", "password"}}` |
+//! | caller fields | [`LaunchContext::extra`] and [`LaunchContext::secret_extra`] (never overriding the keys above) |
+//!
+//! and, at the top level next to the envelope in every shape, [`IDEMPOTENCY_KEY_VAR`] when the
+//! launch context carries a key.
 
 use serde_json::{Map, Value, json};
 
 use provkit_lifecycle::LaunchContext;
 
-use crate::marker::IDEMPOTENCY_KEY_VAR;
+use super::envelope::Envelope;
 
 /// Why extra_vars could not be built.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -42,7 +45,9 @@ pub fn payload(resource: &Value) -> Value {
     payload
 }
 
-/// Builds the extra_vars object for a launch.
+/// Builds the extra_vars of the OSAC preset ([`Envelope::OsacJobVars`], Go's newest
+/// `extractExtraVars`): `{"osac_job_vars": {"resource": …, <context keys>}}`. Other envelopes:
+/// [`Envelope::build`].
 ///
 /// ```
 /// use provkit_aap::provider::build_extra_vars;
@@ -51,8 +56,9 @@ pub fn payload(resource: &Value) -> Value {
 /// let resource = json!({"metadata": {"name": "n", "managedFields": [{"manager": "kubectl"}]}, "spec": {}});
 /// let ctx = LaunchContext::new().with_tenant_storage_classes(vec![ResolvedStorageClass::new("ceph-fast", "fast")]);
 /// let vars = build_extra_vars(&resource, &ctx).unwrap();
-/// assert_eq!(vars["ansible_eda"]["event"]["payload"]["metadata"], json!({"name": "n"}));
-/// assert_eq!(vars["ansible_eda"]["event"]["tenant_storage_classes"], json!([{"name": "ceph-fast", "tier": "fast"}]));
+/// assert_eq!(serde_json::Value::Object(vars), json!({"osac_job_vars": {
+///     "resource": {"metadata": {"name": "n"}, "spec": {}},
+///     "tenant_storage_classes": [{"name": "ceph-fast", "tier": "fast"}]}}));
 /// ```
 ///
 /// # Errors
@@ -61,18 +67,31 @@ pub fn build_extra_vars(
     resource: &Value,
     ctx: &LaunchContext,
 ) -> Result<Map<String, Value>, ExtraVarsError> {
-    let mut event = ctx.extra.clone();
-    event.insert("payload".into(), payload(resource));
+    Envelope::OsacJobVars.build(resource, ctx)
+}
+
+/// The variables of one launch, before an envelope wraps them: the caller's fields, then the
+/// resource under `resource_key`, then the context's optional keys (the last two win).
+pub(super) fn job_vars(
+    resource: &Value,
+    ctx: &LaunchContext,
+    resource_key: &str,
+) -> Result<Map<String, Value>, ExtraVarsError> {
+    let mut vars = ctx.extra.clone();
+    for (key, value) in &ctx.secret_extra {
+        vars.insert(key.clone(), Value::String(value.expose().to_owned()));
+    }
+    vars.insert(resource_key.into(), payload(resource));
     if !ctx.tenant_storage_classes.is_empty() {
         let classes: Vec<Value> = ctx
             .tenant_storage_classes
             .iter()
             .map(|c| json!({"name": c.name, "tier": c.tier}))
             .collect();
-        event.insert("tenant_storage_classes".into(), Value::Array(classes));
+        vars.insert("tenant_storage_classes".into(), Value::Array(classes));
     }
     if let Some(kubeconfig) = ctx.admin_kubeconfig.as_ref().filter(|k| !k.is_empty()) {
-        event.insert(
+        vars.insert(
             "admin_kubeconfig".into(),
             Value::String(kubeconfig.expose().to_owned()),
         );
@@ -98,7 +117,7 @@ pub fn build_extra_vars(
                 "quota_bytes": quota_bytes,
             }));
         }
-        event.insert("storage_tier_definitions".into(), Value::Array(tiers));
+        vars.insert("storage_tier_definitions".into(), Value::Array(tiers));
     }
     if !ctx.storage_backend_connections.is_empty() {
         let connections: Map<String, Value> = ctx
@@ -108,130 +127,10 @@ pub fn build_extra_vars(
                 (id.clone(), json!({"endpoint": c.endpoint, "username": c.username, "password": c.password.expose()}))
             })
             .collect();
-        event.insert(
+        vars.insert(
             "storage_backend_connections".into(),
             Value::Object(connections),
         );
     }
-    let mut vars = Map::new();
-    vars.insert(
-        "ansible_eda".into(),
-        json!({ "event": Value::Object(event) }),
-    );
-    if let Some(key) = &ctx.idempotency_key {
-        vars.insert(
-            IDEMPOTENCY_KEY_VAR.into(),
-            Value::String(key.as_str().to_owned()),
-        );
-    }
     Ok(vars)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::BTreeMap;
-
-    use provkit_lifecycle::{
-        BackendConnection, IdempotencyKey, ResolvedStorageClass, SecretText, TierDefinition,
-        TierQosLimits,
-    };
-
-    fn resource() -> Value {
-        json!({"apiVersion": "v1", "kind": "VirtualNetwork",
-               "metadata": {"name": "test-resource", "namespace": "default", "managedFields": [{"x": 1}]},
-               "spec": {"cidr": "10.0.0.0/24"}, "status": {"provisioningJobs": []}})
-    }
-
-    #[test]
-    fn minimal_envelope() {
-        let vars = build_extra_vars(&resource(), &LaunchContext::new()).unwrap();
-        assert_eq!(
-            Value::Object(vars.clone()),
-            json!({"ansible_eda": {"event": {"payload": {
-            "apiVersion": "v1", "kind": "VirtualNetwork",
-            "metadata": {"name": "test-resource", "namespace": "default"},
-            "spec": {"cidr": "10.0.0.0/24"}, "status": {"provisioningJobs": []}}}}})
-        );
-        let event = &vars["ansible_eda"]["event"];
-        for absent in [
-            "tenant_storage_classes",
-            "admin_kubeconfig",
-            "storage_tier_definitions",
-            "storage_backend_connections",
-        ] {
-            assert!(event.get(absent).is_none(), "{absent}");
-        }
-        assert!(vars.get(IDEMPOTENCY_KEY_VAR).is_none());
-    }
-
-    #[test]
-    fn optional_event_fields() {
-        let mut connections = BTreeMap::new();
-        connections.insert(
-            "backend-1".to_owned(),
-            BackendConnection {
-                endpoint: "https://san".into(),
-                username: "u".into(),
-                password: SecretText::new("p4ss"),
-            },
-        );
-        let ctx = LaunchContext::new()
-            .with_tenant_storage_classes(vec![
-                ResolvedStorageClass::new("ceph-fast", "fast"),
-                ResolvedStorageClass::new("ceph-default", "default"),
-            ])
-            .with_admin_kubeconfig("apiVersion: v1")
-            .with_storage_tier_definitions(vec![TierDefinition {
-                name: "gold".into(),
-                protocol: "nvme-tcp".into(),
-                provider: "p".into(),
-                backend_id: "backend-1".into(),
-                qos_limits: TierQosLimits {
-                    max_read_bandwidth_mbs: 100,
-                    max_write_bandwidth_mbs: 50,
-                },
-                quota_gib: 500,
-            }])
-            .with_storage_backend_connections(connections)
-            .with_extra("cluster_domain", json!("example.com"))
-            .with_extra("payload", json!("must not win"))
-            .with_idempotency_key(IdempotencyKey::new("pk1-uid-p-0123456789abcdef"));
-        let vars = build_extra_vars(&resource(), &ctx).unwrap();
-        let event = &vars["ansible_eda"]["event"];
-        assert_eq!(
-            event["tenant_storage_classes"],
-            json!([{"name": "ceph-fast", "tier": "fast"}, {"name": "ceph-default", "tier": "default"}])
-        );
-        assert_eq!(event["admin_kubeconfig"], "apiVersion: v1");
-        assert_eq!(
-            event["storage_tier_definitions"],
-            json!([{"name": "gold", "protocol": "nvme-tcp", "provider": "p", "backend_id": "backend-1",
-            "qos_limits": {"static_limits": {"max_reads_bw_mbps": 100, "max_writes_bw_mbps": 50}}, "quota_bytes": 500u64 << 30}])
-        );
-        assert!(
-            event["storage_tier_definitions"][0]
-                .get("qos_policy")
-                .is_none()
-        );
-        assert_eq!(
-            event["storage_backend_connections"],
-            json!({"backend-1": {"endpoint": "https://san", "username": "u", "password": "p4ss"}})
-        );
-        assert_eq!(event["cluster_domain"], "example.com");
-        assert_eq!(event["payload"]["metadata"]["name"], "test-resource");
-        assert_eq!(vars[IDEMPOTENCY_KEY_VAR], "pk1-uid-p-0123456789abcdef");
-    }
-
-    #[test]
-    fn quota_overflow_is_an_error() {
-        let ctx = LaunchContext::new().with_storage_tier_definitions(vec![TierDefinition {
-            quota_gib: i64::MAX,
-            ..TierDefinition::default()
-        }]);
-        assert!(matches!(
-            build_extra_vars(&resource(), &ctx),
-            Err(ExtraVarsError::QuotaOverflow { .. })
-        ));
-    }
 }

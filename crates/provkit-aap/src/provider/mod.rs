@@ -1,8 +1,14 @@
 //! [`AapProvider`]: a [`ProvisioningProvider`] that launches AAP job or workflow templates.
 //!
 //! - Template names: explicit and/or `{prefix}-{create|delete}-{kind}` ([`TemplateNames`]).
-//! - extra_vars: the EDA envelope ([`build_extra_vars`]), `metadata.managedFields` removed, the
-//!   whole launch body capped ([`AapProviderBuilder::max_payload_bytes`]).
+//! - extra_vars: the resource (`metadata.managedFields` removed) and the launch context's keys in
+//!   the provider's [`Envelope`] (a named choice: OSAC's current `osac_job_vars` for
+//!   [`AapProvider::osac`], the legacy `ansible_eda` event, or the neutral `provkit_job_vars` of
+//!   the builder), the whole launch body capped ([`AapProviderBuilder::max_payload_bytes`]).
+//! - Secrets: the launch context's secret values (admin kubeconfig, back-end passwords, fields
+//!   marked secret) are sent — AWX keeps them in the job record — but never appear in this
+//!   provider's errors or logs: a launch error that echoes one is redacted
+//!   ([`provkit_lifecycle::Redactor`]).
 //! - Status mapping of spec §4.4 ([`map_status`]); workflow jobs are polled and cancelled at
 //!   `/workflow_jobs/` while the job id stays the bare number Go writes. The kind of each id is
 //!   remembered: free for jobs this process launched, one `unified_jobs/?id=` request otherwise.
@@ -20,6 +26,7 @@
 //! - Deprovision: cancel a running provision job first (spec §4.5).
 
 mod attempts;
+mod envelope;
 mod extra_vars;
 mod naming;
 mod status;
@@ -38,6 +45,7 @@ use provkit_lifecycle::{
 
 pub use crate::marker::{IDEMPOTENCY_KEY_VAR, find_marked_job};
 use attempts::Attempts;
+pub use envelope::{Envelope, UnknownEnvelope};
 pub use extra_vars::{ExtraVarsError, build_extra_vars, payload};
 pub use naming::{NamingError, OSAC_KIND_SUFFIXES, TemplateAction, TemplateNames, kebab_case};
 pub use status::{
@@ -58,6 +66,7 @@ pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 1024 * 1024;
 pub struct AapProviderBuilder {
     api: Arc<dyn AapApi>,
     names: TemplateNames,
+    envelope: Envelope,
     clock: Arc<dyn Clock>,
     max_payload_bytes: usize,
     lookup_window: Duration,
@@ -68,6 +77,7 @@ impl fmt::Debug for AapProviderBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AapProviderBuilder")
             .field("names", &self.names)
+            .field("envelope", &self.envelope)
             .finish_non_exhaustive()
     }
 }
@@ -103,6 +113,13 @@ impl AapProviderBuilder {
         self
     }
 
+    /// The extra_vars [`Envelope`] (default [`Envelope::Neutral`]; [`AapProvider::osac`] uses
+    /// [`Envelope::OsacJobVars`]).
+    pub fn envelope(mut self, envelope: Envelope) -> Self {
+        self.envelope = envelope;
+        self
+    }
+
     /// The wall clock (default [`SystemClock`]) used to date launch attempts.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
@@ -133,6 +150,7 @@ impl AapProviderBuilder {
         AapProvider {
             api: self.api,
             names: self.names,
+            envelope: self.envelope,
             clock: self.clock,
             max_payload_bytes: self.max_payload_bytes,
             lookup_window: self.lookup_window,
@@ -161,6 +179,7 @@ impl AapProviderBuilder {
 pub struct AapProvider {
     api: Arc<dyn AapApi>,
     names: TemplateNames,
+    envelope: Envelope,
     clock: Arc<dyn Clock>,
     max_payload_bytes: usize,
     lookup_window: Duration,
@@ -175,6 +194,7 @@ impl fmt::Debug for AapProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AapProvider")
             .field("names", &self.names)
+            .field("envelope", &self.envelope)
             .field("max_payload_bytes", &self.max_payload_bytes)
             .finish_non_exhaustive()
     }
@@ -290,6 +310,7 @@ impl AapProvider {
         AapProviderBuilder {
             api: api.into_api(),
             names: TemplateNames::default(),
+            envelope: Envelope::default(),
             clock: Arc::new(SystemClock),
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
             lookup_window: Duration::from_secs(24 * 3600),
@@ -297,7 +318,8 @@ impl AapProvider {
         }
     }
 
-    /// Go's `NewAAPProvider`: explicit template names.
+    /// Go's `NewAAPProvider`: explicit template names, the builder's neutral [`Envelope`] (OSAC
+    /// playbooks: [`AapProvider::osac`], or the builder with [`Envelope::OsacJobVars`]).
     pub fn with_templates(
         api: impl IntoAapApi,
         provision: impl Into<String>,
@@ -308,8 +330,8 @@ impl AapProvider {
             .build()
     }
 
-    /// Go's `NewAAPProviderWithPrefix`: names derived from a prefix, with no kind overrides
-    /// (OSAC users: [`AapProvider::osac`]).
+    /// Go's `NewAAPProviderWithPrefix`: names derived from a prefix, with no kind overrides and
+    /// the builder's neutral [`Envelope`] (OSAC users: [`AapProvider::osac`]).
     pub fn with_prefix(api: impl IntoAapApi, prefix: impl Into<String>) -> Self {
         Self::builder(api)
             .templates(TemplateNames::with_prefix(prefix))
@@ -317,15 +339,26 @@ impl AapProvider {
     }
 
     /// The OSAC preset: the template names the Go OSAC operator derives ([`TemplateNames::osac`]:
-    /// prefix `osac`, `ClusterOrder` → `osac-create-hosted-cluster`). Migrating from
-    /// `with_prefix(api, "osac")` before the preset existed is this one call.
+    /// prefix `osac`, `ClusterOrder` → `osac-create-hosted-cluster`) and the extra_vars of its
+    /// newest `extractExtraVars` ([`Envelope::OsacJobVars`]: `osac_job_vars.resource`, since
+    /// osac-project/osac `232f1752e`). Migrating from `with_prefix(api, "osac")` is this one call;
+    /// playbooks not yet migrated to `osac_job_vars` keep the old shape with
+    /// `AapProvider::builder(api).templates(TemplateNames::osac()).envelope(Envelope::AnsibleEda)`.
     pub fn osac(api: impl IntoAapApi) -> Self {
-        Self::builder(api).templates(TemplateNames::osac()).build()
+        Self::builder(api)
+            .templates(TemplateNames::osac())
+            .envelope(Envelope::OsacJobVars)
+            .build()
     }
 
     /// The naming rules.
     pub fn template_names(&self) -> &TemplateNames {
         &self.names
+    }
+
+    /// The extra_vars envelope.
+    pub fn envelope(&self) -> Envelope {
+        self.envelope
     }
 
     fn template_name(
@@ -366,11 +399,24 @@ impl AapProvider {
         resource: &ResourceView,
         ctx: &LaunchContext,
     ) -> Result<Launch, ProviderError> {
+        let redactor = ctx.redactor();
+        self.launch_unredacted(name, resource, ctx)
+            .await
+            .map_err(|e| e.redacted(&redactor))
+    }
+
+    async fn launch_unredacted(
+        &self,
+        name: &str,
+        resource: &ResourceView,
+        ctx: &LaunchContext,
+    ) -> Result<Launch, ProviderError> {
         let template = self.template(name).await?;
+        let envelope = self.envelope;
         let vars = resource
             .json()
             .map_err(BoxError::from)
-            .and_then(|json| build_extra_vars(json, ctx).map_err(BoxError::from))
+            .and_then(|json| envelope.build(json, ctx).map_err(BoxError::from))
             .map_err(|e| {
                 // Flattened (no source): the message already holds the whole chain.
                 ProviderError::launch_not_made(

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use provkit_aap::provider::{IDEMPOTENCY_KEY_VAR, TemplateNames};
+use provkit_aap::provider::{Envelope, IDEMPOTENCY_KEY_VAR, TemplateNames};
 use provkit_aap::{AapProvider, LaunchRequest};
 use provkit_core::{JobState, JobStatus, JobType};
 use provkit_lifecycle::{
@@ -42,8 +42,12 @@ fn edited(view: &ResourceView, edit: impl FnOnce(&mut serde_json::Value)) -> Res
     ResourceView::new(view.meta(), json)
 }
 
+/// Go's `NewAAPProvider` as the newest Go builds it: explicit names, the `osac_job_vars` envelope.
 fn explicit(server: &FakeAapServer) -> AapProvider {
-    AapProvider::with_templates(client(server), "provision-job", "deprovision-job")
+    AapProvider::builder(client(server))
+        .templates(TemplateNames::explicit("provision-job", "deprovision-job"))
+        .envelope(Envelope::OsacJobVars)
+        .build()
 }
 
 fn launch_body(server: &FakeAapServer) -> serde_json::Value {
@@ -109,7 +113,7 @@ async fn s72_trigger_provision_job_template_envelope_and_result() {
         "numeric id in the path"
     );
     let body = launch_body(&server);
-    let payload = &body["extra_vars"]["ansible_eda"]["event"]["payload"];
+    let payload = &body["extra_vars"]["osac_job_vars"]["resource"];
     assert_eq!(payload["metadata"]["name"], "test-resource");
     assert_eq!(payload["metadata"]["namespace"], "default");
     assert!(
@@ -117,7 +121,7 @@ async fn s72_trigger_provision_job_template_envelope_and_result() {
         "managedFields stripped"
     );
     assert!(
-        body["extra_vars"]["ansible_eda"]["event"]
+        body["extra_vars"]["osac_job_vars"]
             .get("tenant_storage_classes")
             .is_none()
     );
@@ -193,7 +197,7 @@ async fn s72_tenant_storage_classes_in_order_and_absent_when_unset() {
         .await
         .unwrap();
     assert_eq!(
-        launch_body(&server)["extra_vars"]["ansible_eda"]["event"]["tenant_storage_classes"],
+        launch_body(&server)["extra_vars"]["osac_job_vars"]["tenant_storage_classes"],
         serde_json::json!([{"name": "ceph-fast", "tier": "fast"}, {"name": "ceph-default", "tier": "default"}])
     );
 }
@@ -705,7 +709,7 @@ async fn the_resource_json_is_rendered_for_a_launch_only_and_a_view_that_cannot_
         .unwrap();
     assert_eq!(renders.load(std::sync::atomic::Ordering::Relaxed), 1);
     assert_eq!(
-        launch_body(&server)["extra_vars"]["ansible_eda"]["event"]["payload"]["metadata"]["name"],
+        launch_body(&server)["extra_vars"]["osac_job_vars"]["resource"]["metadata"]["name"],
         "lazy"
     );
     // A poll needs only the job id: a fresh lazy view is never rendered.
@@ -741,7 +745,7 @@ async fn secrets_in_extra_vars_are_sent_but_never_in_debug_output() {
         .await
         .unwrap();
     assert_eq!(
-        launch_body(&server)["extra_vars"]["ansible_eda"]["event"]["admin_kubeconfig"],
+        launch_body(&server)["extra_vars"]["osac_job_vars"]["admin_kubeconfig"],
         "apiVersion: v1\ntoken: sup3r-secret"
     );
     let req = LaunchRequest::new(

@@ -48,6 +48,7 @@ mod filter;
 mod http;
 mod ovalue;
 mod pagination;
+mod playbook;
 mod pyjson;
 mod query;
 mod render;
@@ -106,6 +107,9 @@ pub struct JobInfo {
     pub parent_workflow: Option<u64>,
     /// Creation time.
     pub created: DateTime<Utc>,
+    /// What the template's playbook reads ([`JobTemplateSpec::reads`]) from this job's
+    /// `extra_vars`: each path with its value, or Ansible's undefined-variable error.
+    pub reads: Vec<(String, Result<serde_json::Value, String>)>,
 }
 
 /// Handle to a fake AAP server's state: build the axum router, inspect and steer it.
@@ -598,7 +602,18 @@ fn job_info(st: &mut state::State, id: u64, now: DateTime<Utc>) -> Option<JobInf
         ),
     };
     let status = st.status_of(id, now)?.as_str();
+    let paths = match template.and_then(|t| st.templates.get(&t)) {
+        Some(state::Template::Job(t)) if kind == "job" => t.spec.reads.clone(),
+        _ => Vec::new(),
+    };
+    let reads = if paths.is_empty() {
+        Vec::new()
+    } else {
+        let vars = serde_json::from_str(&extra_vars).unwrap_or(serde_json::Value::Null);
+        playbook::reads(&vars, &paths)
+    };
     Some(JobInfo {
+        reads,
         id,
         kind,
         template,

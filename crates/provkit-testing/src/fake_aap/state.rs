@@ -714,6 +714,12 @@ impl State {
         let Some(Template::Job(jt)) = self.templates.get(&new.template) else {
             return None;
         };
+        let script = if jt.spec.reads.is_empty() {
+            script
+        } else {
+            let vars = OValue::Object(new.extra_vars.clone()).to_json();
+            super::playbook::run(script, &jt.spec.reads, &vars)
+        };
         let allow = jt.spec.allow_simultaneous || simultaneous;
         let blocked_by = if allow { None } else { jt.last_job };
         let c = Common {

@@ -3,6 +3,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod decide;
+pub mod dispatch;
 mod engine;
 pub mod engine_error;
 pub mod error;

@@ -19,9 +19,8 @@ use super::script::{JobScript, Outcome};
 pub(crate) fn read(vars: &Value, path: &str) -> Result<Value, String> {
     let mut parts = path.split('.');
     let first = parts.next().unwrap_or_default();
-    let mut current = match vars.get(first) {
-        Some(v) => v,
-        None => return Err(format!("'{first}' is undefined")),
+    let Some(mut current) = vars.get(first) else {
+        return Err(format!("'{first}' is undefined"));
     };
     for part in parts {
         current = match current {

@@ -327,3 +327,49 @@ fn envelope_names_round_trip() {
     assert!("eda".parse::<Envelope>().is_err());
     assert_eq!(Envelope::default(), Envelope::Neutral);
 }
+
+/// The same vectors on the wire: what `AapProvider::osac` sends in the launch body (a JSON object
+/// under `extra_vars`, never a string) and what the fake AAP's job record keeps (AWX's
+/// `extra_vars` text, secrets included) both equal Go's `extractExtraVars`, with nothing of
+/// provkit's added when the launch context carries no idempotency key.
+#[tokio::test]
+async fn the_osac_preset_sends_go_extract_extra_vars_on_the_wire() {
+    use provkit_aap::AapProvider;
+    use provkit_lifecycle::{ProvisioningProvider, ResourceMeta, ResourceView};
+    use provkit_testing::fake_aap::{JobTemplateSpec, Mode};
+
+    use crate::support::{client, requests_to, server_with};
+
+    let server = server_with(Mode::Awx, |b| {
+        b.job_template(JobTemplateSpec::new("osac-create-subnet", "osac"))
+    })
+    .await;
+    let provider = AapProvider::osac(client(&server));
+    for v in vectors() {
+        let view = ResourceView::new(
+            ResourceMeta {
+                kind: "Subnet".into(),
+                name: "subnet-a".into(),
+                namespace: Some("tenant-a".into()),
+                uid: "6f1c0c2e-0000-4000-8000-00000000000a".into(),
+                ..Default::default()
+            },
+            v.object.clone(),
+        );
+        let launched = provider.trigger_provision(&view, &v.ctx).await.unwrap();
+        let launch = requests_to(&server, "/launch/")
+            .into_iter()
+            .filter(|r| r.method == "POST")
+            .last()
+            .expect("a launch request");
+        let body: Value = serde_json::from_str(&launch.body).unwrap();
+        assert!(body["extra_vars"].is_object(), "{}: {body}", v.name);
+        assert_eq!(body["extra_vars"], v.go, "{}: launch body", v.name);
+        let record = server
+            .aap()
+            .job(launched.job_id.parse().unwrap())
+            .expect("the job record");
+        let stored: Value = serde_json::from_str(&record.extra_vars).unwrap();
+        assert_eq!(stored, v.go, "{}: job record", v.name);
+    }
+}

@@ -9,7 +9,9 @@
 //! [`REDACTED`]: the literal value, its JSON/Python string-escaped forms (how a multi-line
 //! kubeconfig appears inside a JSON or `repr` echo, once or twice escaped), and a secret cut off by
 //! a truncated summary (a prefix of at least [`MIN_TRUNCATED`] characters that ends the text or
-//! is followed by an ellipsis).
+//! is followed by an ellipsis). A multi-line secret (a kubeconfig) is also redacted piecewise:
+//! each of its [fragments](MIN_FRAGMENT) — a token, a certificate's base64 — wherever it appears
+//! alone, since an error quoting one line of the document would otherwise carry its token.
 //!
 //! Hand-written: substring replacement over a handful of strings; no crate models the echo forms.
 
@@ -22,6 +24,25 @@ pub const REDACTED: &str = "[REDACTED]";
 /// The shortest secret prefix redacted where a summary cut the secret off (shorter secrets are
 /// redacted only whole).
 pub const MIN_TRUNCATED: usize = 8;
+
+/// The shortest fragment of a multi-line secret redacted on its own: a run of at least this many
+/// characters between whitespace, quotes or YAML/JSON punctuation (`:`, `,`, brackets) —
+/// tokens, keys, certificate data. Shorter runs (`apiVersion`, `v1`, user names) are redacted only
+/// as part of the whole secret.
+pub const MIN_FRAGMENT: usize = 16;
+
+/// A character that ends a fragment of a multi-line secret.
+fn splits_fragments(c: char) -> bool {
+    c.is_whitespace() || matches!(c, ':' | '"' | '\'' | ',' | '{' | '}' | '[' | ']')
+}
+
+/// The fragments of `secret` redacted on their own (none for a single-line secret).
+fn fragments(secret: &str) -> impl Iterator<Item = &str> {
+    let multi_line = secret.contains('\n');
+    secret
+        .split(splits_fragments)
+        .filter(move |f| multi_line && f.chars().count() >= MIN_FRAGMENT)
+}
 
 /// The secret values of a launch and the scrubbing of texts that may echo them.
 ///
@@ -71,7 +92,8 @@ impl Redactor {
             }
             let once = json_escaped(secret);
             let twice = json_escaped(&once);
-            for form in [secret.to_owned(), once, twice] {
+            let pieces = fragments(secret).map(str::to_owned);
+            for form in [secret.to_owned(), once, twice].into_iter().chain(pieces) {
                 if !forms.contains(&form) {
                     forms.push(form);
                 }
@@ -301,6 +323,84 @@ mod tests {
         for (text, want) in cases {
             assert_eq!(r.redact(text), want, "{text:?}");
             assert_eq!(r.contains_secret(text), text != want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_multi_line_secret_is_redacted_piecewise_too() {
+        let kubeconfig = "apiVersion: v1\nkind: Config\nusers:\n- name: admin\n  user:\n    token: \"kc-T0KEN-5ecret-91f2\"\n    client-key-data: LS0tLS1CRUdJTiBSU0E=\n";
+        let r = Redactor::new([kubeconfig, "single-line-password-of-some-length"]);
+        let cases = [
+            // One line of the document quoted alone: its token still goes.
+            (
+                "Unauthorized: token kc-T0KEN-5ecret-91f2 rejected",
+                "Unauthorized: token [REDACTED] rejected",
+            ),
+            (
+                "bad key LS0tLS1CRUdJTiBSU0E= in line 7",
+                "bad key [REDACTED] in line 7",
+            ),
+            // Short pieces of the document are ordinary words.
+            (
+                "apiVersion: v1 with kind: Config, name: admin",
+                "apiVersion: v1 with kind: Config, name: admin",
+            ),
+            // A single-line secret is redacted whole only.
+            (
+                "single-line-password is wrong",
+                "single-line-password is wrong",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(r.redact(text), want, "{text:?}");
+        }
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::super::*;
+
+        /// A secret's characters: lower-case letters and digits (never a piece of the marker),
+        /// and the characters JSON escapes.
+        const SECRET: &str = "[a-z0-9\n\"\\\\\t ]{1,40}";
+        /// Text around it, from characters no secret has.
+        const FILLER: &str = "[#%&()*+;<>?@^_|~é]{0,12}";
+
+        /// The forms a secret may be echoed in.
+        fn forms(secret: &str) -> [String; 3] {
+            let once = json_escaped(secret);
+            let twice = json_escaped(&once);
+            [secret.to_owned(), once, twice]
+        }
+
+        proptest! {
+            #[test]
+            fn no_form_of_a_secret_survives(
+                secret in SECRET,
+                parts in prop::collection::vec((FILLER, 0..4usize), 1..6),
+            ) {
+                let r = Redactor::new([secret.as_str()]);
+                let forms = forms(&secret);
+                let mut text = String::new();
+                for (filler, form) in &parts {
+                    text.push_str(filler);
+                    if let Some(f) = forms.get(*form) {
+                        text.push_str(f);
+                    }
+                }
+                let out = r.redact(&text);
+                for f in &forms {
+                    prop_assert!(!out.contains(f.as_str()), "{out:?} holds {f:?}");
+                }
+                prop_assert_eq!(r.contains_secret(&text), parts.iter().any(|(_, f)| *f < 3));
+            }
+
+            #[test]
+            fn text_without_a_secret_is_left_alone(secret in SECRET, text in FILLER) {
+                let r = Redactor::new([secret.as_str()]);
+                prop_assert!(matches!(r.redact(&text), Cow::Borrowed(t) if t == text));
+            }
         }
     }
 

@@ -359,8 +359,8 @@ async fn the_osac_preset_sends_go_extract_extra_vars_on_the_wire() {
         let launched = provider.trigger_provision(&view, &v.ctx).await.unwrap();
         let launch = requests_to(&server, "/launch/")
             .into_iter()
-            .filter(|r| r.method == "POST")
-            .last()
+            .rev()
+            .find(|r| r.method == "POST")
             .expect("a launch request");
         let body: Value = serde_json::from_str(&launch.body).unwrap();
         assert!(body["extra_vars"].is_object(), "{}: {body}", v.name);

@@ -1,21 +1,4 @@
-//! [`Envelope`]: the shape a launch's extra_vars take — a named choice, because the playbooks
-//! decide it, not provkit.
-//!
-//! | envelope | extra_vars | for |
-//! |---|---|---|
-//! | [`OsacJobVars`](Envelope::OsacJobVars) | `{"osac_job_vars": {"resource": …, <context keys>}}` | OSAC playbooks since osac-project/osac `232f1752e` (2026-08-02, OSAC-3547); the OSAC preset's default ([`AapProvider::osac`](super::AapProvider::osac)) |
-//! | [`AnsibleEda`](Envelope::AnsibleEda) | `{"ansible_eda": {"event": {"payload": …, <context keys>}}}` | OSAC playbooks before that commit (Event-Driven Ansible's event shape); legacy |
-//! | [`Neutral`](Envelope::Neutral) | `{"provkit_job_vars": {"resource": …, <context keys>}}` | everyone else; the builder's default |
-//!
-//! The context keys (each only when set) and the caller's fields are listed in the
-//! [`extra_vars`](super::build_extra_vars) docs. In every envelope the launch attempt's
-//! idempotency key sits at the **top level**, as [`IDEMPOTENCY_KEY_VAR`] next to the envelope's
-//! variable: the provider's lookup reads it there, and a template's survey can declare it as a
-//! plain text question (a survey question cannot hold the envelope's object).
-//!
-//! Each envelope keeps everything under one top-level variable. Extra variables have the highest
-//! precedence in Ansible, so a top-level `resource` would silently override any role variable of
-//! that name; one namespaced variable cannot collide.
+//! [`Envelope`]: the shape a launch's extra_vars take (documented on the type, which is public).
 
 use std::fmt;
 use std::str::FromStr;
@@ -27,7 +10,24 @@ use provkit_lifecycle::LaunchContext;
 use super::extra_vars::{ExtraVarsError, job_vars};
 use crate::marker::IDEMPOTENCY_KEY_VAR;
 
-/// The shape of the extra_vars a launch sends (see the [module docs](self)).
+/// The shape a launch's extra_vars take — a named choice, because the playbooks
+/// decide it, not provkit.
+///
+/// | envelope | extra_vars | for |
+/// |---|---|---|
+/// | [`OsacJobVars`](Envelope::OsacJobVars) | `{"osac_job_vars": {"resource": …, <context keys>}}` | OSAC playbooks since osac-project/osac `232f1752e` (2026-08-02, OSAC-3547); the OSAC preset's default ([`AapProvider::osac`](super::AapProvider::osac)) |
+/// | [`AnsibleEda`](Envelope::AnsibleEda) | `{"ansible_eda": {"event": {"payload": …, <context keys>}}}` | OSAC playbooks before that commit (Event-Driven Ansible's event shape); legacy |
+/// | [`Neutral`](Envelope::Neutral) | `{"provkit_job_vars": {"resource": …, <context keys>}}` | everyone else; the builder's default |
+///
+/// The context keys (each only when set) and the caller's fields are listed in the
+/// [`build_extra_vars`](super::build_extra_vars) docs. In every envelope the launch attempt's
+/// idempotency key sits at the **top level**, as [`IDEMPOTENCY_KEY_VAR`] next to the envelope's
+/// variable: the provider's lookup reads it there, and a template's survey can declare it as a
+/// plain text question (a survey question cannot hold the envelope's object).
+///
+/// Each envelope keeps everything under one top-level variable. Extra variables have the highest
+/// precedence in Ansible, so a top-level `resource` would silently override any role variable of
+/// that name; one namespaced variable cannot collide.
 ///
 /// ```
 /// use provkit_aap::provider::Envelope;

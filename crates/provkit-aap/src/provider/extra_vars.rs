@@ -1,20 +1,5 @@
 //! The extra_vars sent to AAP: the resource and the launch context's keys, inside the provider's
-//! [`Envelope`].
-//!
-//! What goes in, whatever the envelope (each optional key only when set, as Go's
-//! `extractExtraVars`):
-//!
-//! | key | value |
-//! |---|---|
-//! | `resource` (`payload` in [`Envelope::AnsibleEda`]) | the object's JSON without `metadata.managedFields` |
-//! | `tenant_storage_classes` | `[{"name", "tier"}]`, in the context's order |
-//! | `admin_kubeconfig` | the kubeconfig text |
-//! | `storage_tier_definitions` | `[{"name", "protocol", "provider", "backend_id", "qos_limits": {"static_limits": {"max_reads_bw_mbps", "max_writes_bw_mbps"}}, "quota_bytes"}]`, `quota_bytes` = GiB × 2^30 |
-//! | `storage_backend_connections` | `{<backend id>: {"endpoint", "username", "password"}}` |
-//! | caller fields | [`LaunchContext::extra`] and [`LaunchContext::secret_extra`] (never overriding the keys above) |
-//!
-//! and, at the top level next to the envelope in every shape, [`IDEMPOTENCY_KEY_VAR`] when the
-//! launch context carries a key.
+//! [`Envelope`] (the keys are listed on [`build_extra_vars`], which is public).
 
 use serde_json::{Map, Value, json};
 
@@ -48,6 +33,21 @@ pub fn payload(resource: &Value) -> Value {
 /// Builds the extra_vars of the OSAC preset ([`Envelope::OsacJobVars`], Go's newest
 /// `extractExtraVars`): `{"osac_job_vars": {"resource": …, <context keys>}}`. Other envelopes:
 /// [`Envelope::build`].
+///
+/// What goes in, whatever the envelope (each optional key only when set, as Go's
+/// `extractExtraVars`):
+///
+/// | key | value |
+/// |---|---|
+/// | `resource` (`payload` in [`Envelope::AnsibleEda`]) | the object's JSON without `metadata.managedFields` |
+/// | `tenant_storage_classes` | `[{"name", "tier"}]`, in the context's order |
+/// | `admin_kubeconfig` | the kubeconfig text |
+/// | `storage_tier_definitions` | `[{"name", "protocol", "provider", "backend_id", "qos_limits": {"static_limits": {"max_reads_bw_mbps", "max_writes_bw_mbps"}}, "quota_bytes"}]`, `quota_bytes` = GiB × 2^30 |
+/// | `storage_backend_connections` | `{<backend id>: {"endpoint", "username", "password"}}` |
+/// | caller fields | [`LaunchContext::extra`] and [`LaunchContext::secret_extra`] (never overriding the keys above) |
+///
+/// and, at the top level next to the envelope in every shape,
+/// [`IDEMPOTENCY_KEY_VAR`](super::IDEMPOTENCY_KEY_VAR) when the launch context carries a key.
 ///
 /// ```
 /// use provkit_aap::provider::build_extra_vars;

@@ -269,7 +269,10 @@ fn the_idempotency_key_sits_at_the_top_level_in_every_envelope() {
         .with_idempotency_key(IdempotencyKey::new("pk1-uid-p-0123456789abcdef"));
     for envelope in Envelope::ALL {
         let built = envelope.build(&subnet(), &ctx).unwrap();
-        let keys: Vec<&str> = built.keys().map(String::as_str).collect();
+        // Sorted: with serde_json's `preserve_order` (on in a workspace build) keys keep their
+        // insertion order.
+        let mut keys: Vec<&str> = built.keys().map(String::as_str).collect();
+        keys.sort_unstable();
         let mut want = vec![envelope.variable(), IDEMPOTENCY_KEY_VAR];
         want.sort_unstable();
         assert_eq!(keys, want, "{envelope}");

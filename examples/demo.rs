@@ -47,6 +47,9 @@ async fn main() -> ExitCode {
         "  provider:    provkit-aap AapProvider / AapClient → fake AAP over 127.0.0.1 (templates pk-create-<kind> / pk-delete-<kind>)"
     );
     println!(
+        "  extra_vars:  OSAC's osac_job_vars envelope (osac-project/osac 232f1752e); the VirtualNetwork playbook reads osac_job_vars.resource.spec"
+    );
+    println!(
         "  time:        real time, scale {scale}; times below are production time (poll 30 s, backoff 2 → 30 min)"
     );
     println!(

@@ -24,6 +24,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Api, Client};
 use prometheus_client::registry::Registry;
 use provkit_aap::metrics::AapMetrics;
+use provkit_aap::provider::TemplateNames;
 use provkit_aap::{AapClient, AapProvider};
 use provkit_core::{Clock, SystemClock};
 use provkit_example_operator::cli::{Cli, Command};
@@ -76,7 +77,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut fake = None;
     let aap = if cli.fake_aap {
         let state = cli.fake_aap_state.as_deref();
-        let server = fake_aap::start(&prefix, state).await?;
+        let server = fake_aap::start(&prefix, cli.envelope, state).await?;
         let client = AapClient::builder(server.base_url())
             .token(server.token())
             .metrics(aap_metrics)
@@ -94,7 +95,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .metrics(aap_metrics)
             .build()?
     };
-    let provider: Arc<dyn ProvisioningProvider> = Arc::new(AapProvider::with_prefix(aap, prefix));
+    // OSAC's template names and, by default, its current envelope (`--envelope`).
+    let provider: Arc<dyn ProvisioningProvider> = Arc::new(
+        AapProvider::builder(aap)
+            .templates(TemplateNames::with_prefix(prefix).osac_kind_suffixes())
+            .envelope(cli.envelope)
+            .build(),
+    );
 
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let identity = cli.identity.clone().unwrap_or_else(default_identity);

@@ -50,7 +50,7 @@ use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, watcher};
 use kube::{Api, CustomResourceExt};
-use provkit_aap::provider::{TemplateAction, TemplateNames};
+use provkit_aap::provider::{Envelope, TemplateAction, TemplateNames};
 use provkit_aap::{AapClient, AapProvider, RetryConfig};
 use provkit_core::{Clock, SystemClock};
 use provkit_kube::{
@@ -200,6 +200,9 @@ pub struct KindJobs {
     pub create_rules: Vec<ScriptRule>,
     /// Script of the deprovision jobs.
     pub delete: JobScript,
+    /// Variables the provision playbook reads (e.g. `osac_job_vars.resource.spec`): its jobs fail
+    /// as Ansible does when one is undefined (see `JobTemplateSpec::reads`).
+    pub create_reads: Vec<String>,
 }
 
 impl KindJobs {
@@ -214,7 +217,15 @@ impl KindJobs {
             create: JobScript::successful(create_running),
             create_rules: Vec::new(),
             delete: JobScript::successful(delete_running),
+            create_reads: Vec::new(),
         }
+    }
+
+    /// The provision playbook reads `paths` from its extra_vars.
+    #[must_use]
+    pub fn reading(mut self, paths: &[&str]) -> Self {
+        self.create_reads = paths.iter().map(|p| (*p).to_owned()).collect();
+        self
     }
 
     /// The first `n` provision launches of this kind fail (after `running`).
@@ -321,11 +332,10 @@ impl Stack {
                 )
             };
             builder = builder
-                .job_template(template(
-                    TemplateAction::Create,
-                    &kind.create,
-                    &kind.create_rules,
-                ))
+                .job_template(JobTemplateSpec {
+                    reads: kind.create_reads.clone(),
+                    ..template(TemplateAction::Create, &kind.create, &kind.create_rules)
+                })
                 .job_template(template(TemplateAction::Delete, &kind.delete, &[]));
         }
         let aap = builder.start().await.map_err(StackError::Aap)?;
@@ -486,8 +496,10 @@ impl Replica {
             .retry(scale.retry())
             .build()
             .map_err(StackError::Client)?;
+        // OSAC's current extra_vars: `osac_job_vars.resource` (osac-project/osac 232f1752e).
         let provider = AapProvider::builder(client)
             .template_prefix(TEMPLATE_PREFIX)
+            .envelope(Envelope::OsacJobVars)
             .clock(clock.clone())
             .build();
         Ok(Self {

@@ -119,7 +119,8 @@ pub fn kind_jobs() -> Vec<KindJobs> {
             "VirtualNetwork",
             Duration::from_secs(45),
             Duration::from_secs(20),
-        ),
+        )
+        .reading(&["osac_job_vars.resource.spec"]),
         KindJobs::new("Volume", Duration::from_secs(30), Duration::from_secs(20))
             .failing_first(1, Duration::from_secs(30)),
         KindJobs::new("Cluster", Duration::from_secs(600), Duration::from_secs(40)),
@@ -298,11 +299,11 @@ async fn net(w: &World) -> Result<(), StoryError> {
         serde_json::to_value(spec_a()).unwrap_or_default(),
         serde_json::to_value(spec_b()).unwrap_or_default(),
     );
+    // What the playbook read from `osac_job_vars.resource.spec` (OSAC's current envelope).
     let specs: Vec<&str> = prov
         .iter()
-        .filter_map(|j| serde_json::from_str::<Value>(&j.extra_vars).ok())
-        .map(|v| {
-            let spec = &v["osac_job_vars"]["resource"]["spec"];
+        .filter_map(|j| j.reads.first().and_then(|(_, read)| read.as_ref().ok()))
+        .map(|spec| {
             if *spec == a {
                 "A"
             } else if *spec == b {
@@ -314,9 +315,9 @@ async fn net(w: &World) -> Result<(), StoryError> {
         .collect();
     let statuses: Vec<&str> = prov.iter().map(|j| j.status).collect();
     w.check(
-        "net-a: provision → spec change → A-B-A revert: 3 successful AAP jobs, their payloads specs A, B, A",
+        "net-a: provision → spec change → A-B-A revert: 3 successful AAP jobs, their playbooks read osac_job_vars.resource.spec A, B, A",
         statuses == ["successful"; 3] && specs == ["A", "B", "A"],
-        format!("jobs {statuses:?} with payload specs {specs:?}"),
+        format!("jobs {statuses:?}, the playbooks read specs {specs:?}"),
     );
     w.sleep(Duration::from_secs(30)).await;
     w.rec.note("net-a", "» delete");

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::types::Job;
 
 /// The extra_vars key holding the launch attempt's idempotency key (top level, next to
-/// the envelope, in every [`Envelope`](crate::provider::Envelope)). The provider's lookup matches jobs on it.
+/// the envelope's variable in every [`Envelope`](crate::provider::Envelope)). The provider's lookup matches jobs on it.
 pub const IDEMPOTENCY_KEY_VAR: &str = "provkit_idempotency_key";
 
 /// The newest job (highest id) whose extra_vars carry `key` under [`IDEMPOTENCY_KEY_VAR`].

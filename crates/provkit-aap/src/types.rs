@@ -169,7 +169,10 @@ impl AapJobStatus {
 }
 
 /// A job or workflow job (detail or list entry).
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Its `Debug` output shows the **keys** of `extra_vars` only: AWX keeps a launch's variables,
+/// secrets included, in the job record.
+#[derive(Clone, PartialEq)]
 pub struct Job {
     /// Id (jobs and workflow jobs share one sequence).
     pub id: u64,
@@ -215,6 +218,37 @@ pub struct Job {
     pub url: Option<String>,
     /// The workflow job that launched this job (`summary_fields.source_workflow_job.id`).
     pub source_workflow_job: Option<u64>,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job")
+            .field("id", &self.id)
+            .field("kind", &self.kind)
+            .field("name", &self.name)
+            .field("status", &self.status)
+            .field("failed", &self.failed)
+            .field("created", &self.created)
+            .field("started", &self.started)
+            .field("finished", &self.finished)
+            .field("elapsed", &self.elapsed)
+            .field("job_explanation", &self.job_explanation)
+            .field("result_traceback", &self.result_traceback)
+            .field(
+                "extra_vars_keys",
+                &self.extra_vars.keys().collect::<Vec<_>>(),
+            )
+            .field("artifacts", &self.artifacts)
+            .field("launch_type", &self.launch_type)
+            .field("job_template", &self.job_template)
+            .field("workflow_job_template", &self.workflow_job_template)
+            .field("unified_job_template", &self.unified_job_template)
+            .field("is_sliced_job", &self.is_sliced_job)
+            .field("event_processing_finished", &self.event_processing_finished)
+            .field("url", &self.url)
+            .field("source_workflow_job", &self.source_workflow_job)
+            .finish_non_exhaustive()
+    }
 }
 
 fn as_u64(value: &Value) -> Option<u64> {
@@ -538,7 +572,10 @@ impl LaunchRequest {
 }
 
 /// What a launch created.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Its `Debug` output shows the **names** of the ignored fields only: AAP echoes ignored
+/// `extra_vars` back whole, secrets included.
+#[derive(Clone, PartialEq)]
 pub struct Launched {
     /// The new job's id (`job`, `workflow_job` or `id`).
     pub id: u64,
@@ -553,6 +590,21 @@ pub struct Launched {
     /// When AAP created the job (`created`, AAP's clock); the provider measures clock skew
     /// from it.
     pub created: Option<DateTime<Utc>>,
+}
+
+impl std::fmt::Debug for Launched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launched")
+            .field("id", &self.id)
+            .field("kind", &self.kind)
+            .field("status", &self.status)
+            .field(
+                "ignored_fields",
+                &self.ignored_fields.keys().collect::<Vec<_>>(),
+            )
+            .field("url", &self.url)
+            .finish()
+    }
 }
 
 impl Launched {

@@ -65,8 +65,8 @@ pub mod k8s;
 pub use clock::{Clock, ManualClock, SystemClock};
 #[doc(inline)]
 pub use config_version::{
-    ConfigHasher, ConfigVersionError, SpecWithStrategy, SpecWithStrategyAndTargetIp,
-    compute_desired_config_version, to_go_json,
+    ConfigHasher, ConfigVersionError, SpecWithStrategies, SpecWithStrategy,
+    SpecWithStrategyAndTargetIp, compute_desired_config_version, to_go_json,
 };
 #[doc(inline)]
 pub use history::{

@@ -6,6 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::idempotency::IdempotencyKey;
+use crate::redact::Redactor;
 
 /// A string that never appears in `Debug` output (kubeconfigs, passwords).
 ///
@@ -148,8 +149,12 @@ pub struct LaunchContext {
     pub storage_tier_definitions: Vec<TierDefinition>,
     /// Storage backend connections keyed by backend id (AAP: `storage_backend_connections`).
     pub storage_backend_connections: BTreeMap<String, BackendConnection>,
-    /// Arbitrary caller fields (AAP merges them into the event next to the payload).
+    /// Arbitrary caller fields (AAP merges them into the envelope next to the resource).
     pub extra: serde_json::Map<String, serde_json::Value>,
+    /// Caller fields marked secret (AAP merges them like [`extra`](Self::extra), as strings);
+    /// redacted in `Debug` and, like the admin kubeconfig and back-end passwords, kept out of
+    /// every text provkit writes ([`redactor`](Self::redactor)).
+    pub secret_extra: BTreeMap<String, SecretText>,
 }
 
 impl LaunchContext {
@@ -194,6 +199,47 @@ impl LaunchContext {
     pub fn with_extra(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
         self.extra.insert(key.into(), value);
         self
+    }
+
+    /// Adds one caller field marked secret: sent like [`with_extra`](Self::with_extra) (as a
+    /// string), never shown in provkit's logs, status, Events, errors or `Debug` output.
+    ///
+    /// ```
+    /// use provkit_lifecycle::LaunchContext;
+    /// let ctx = LaunchContext::new().with_secret_extra("vault_token", "s.9f8e7d6c");
+    /// assert!(!format!("{ctx:?}").contains("s.9f8e7d6c"));
+    /// assert_eq!(ctx.redactor().redact("token s.9f8e7d6c refused"), "token [REDACTED] refused");
+    /// ```
+    #[must_use]
+    pub fn with_secret_extra(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<SecretText>,
+    ) -> Self {
+        self.secret_extra.insert(key.into(), value.into());
+        self
+    }
+
+    /// Every secret value of this context: the admin kubeconfig, the back-end passwords and the
+    /// caller fields marked secret (empty values left out).
+    pub fn secret_values(&self) -> Vec<&str> {
+        self.admin_kubeconfig
+            .iter()
+            .chain(
+                self.storage_backend_connections
+                    .values()
+                    .map(|c| &c.password),
+            )
+            .chain(self.secret_extra.values())
+            .map(SecretText::expose)
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+
+    /// A [`Redactor`] for [`secret_values`](Self::secret_values): what providers and the engine
+    /// use to keep them out of error texts, status messages and logs.
+    pub fn redactor(&self) -> Redactor {
+        Redactor::new(self.secret_values())
     }
 
     /// Sets the idempotency key (the engine does this; tests and direct provider callers may too).

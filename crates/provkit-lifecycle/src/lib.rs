@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod outcome;
 pub mod policy;
 pub mod provider;
+pub mod redact;
 pub mod resource;
 
 #[doc(inline)]
@@ -64,6 +65,8 @@ pub use provider::MockProvisioningProvider;
 pub use provider::{
     DeprovisionAction, DeprovisionResult, ProvisionResult, ProvisionStatus, ProvisioningProvider,
 };
+#[doc(inline)]
+pub use redact::{REDACTED, RedactedError, Redactor};
 #[doc(inline)]
 pub use resource::{ResourceMeta, ResourceView, ViewError};
 

@@ -1,9 +1,16 @@
 //! The OSAC preset in one call (features `aap` and `kube`): a [`Provisioner`] that launches the
 //! template names the Go OSAC operator derives ([`TemplateNames::osac`]: prefix `osac`,
-//! `ClusterOrder` → `osac-create-hosted-cluster`) and honours its management-state annotation
+//! `ClusterOrder` → `osac-create-hosted-cluster`) with the extra_vars of its newest
+//! `extractExtraVars` ([`Envelope::OsacJobVars`]: `osac_job_vars.resource`, since
+//! osac-project/osac `232f1752e`) and honours its management-state annotation
 //! ([`ManagementStatePolicy::osac`]: `osac.openshift.io/management-state: unmanaged`).
 //!
-//! provkit's own defaults are neutral (no annotation, no kind overrides); this is where the two
+//! Dual-dispatch (a fabric and a Kubernetes-side target per networking object) is the preset
+//! [`provkit_lifecycle::dispatch::osac`]: `DispatchPlan::job_targets(&lifecycle)` gives the
+//! targets of an object's plan, to run with a `MultiTargetProvisioner`.
+//!
+//! provkit's own defaults are neutral (no annotation, no kind overrides, the `provkit_job_vars`
+//! envelope); this is where the two
 //! OSAC presets of `provkit-aap` and `provkit-kube` meet, so that migrating an OSAC operator is
 //! one line:
 //!
@@ -24,6 +31,7 @@
 //! [`Provisioner`]: provkit_kube::Provisioner
 //! [`TemplateNames::osac`]: provkit_aap::provider::TemplateNames::osac
 //! [`ManagementStatePolicy::osac`]: provkit_kube::ManagementStatePolicy::osac
+//! [`Envelope::OsacJobVars`]: provkit_aap::provider::Envelope::OsacJobVars
 
 use std::sync::Arc;
 

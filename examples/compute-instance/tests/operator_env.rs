@@ -33,7 +33,7 @@ async fn create_ready_update_delete() -> Result<(), EnvError> {
     env.wait_launches(CREATE, 1).await?;
     env.advance(MINUTE); // the job runs 10 s of virtual time
     env.wait_condition("vm-a", "Ready", "True").await?;
-    let cores: u32 = env.extra_vars_at(CREATE, "/osac_job_vars/resource/spec/cores")?;
+    let cores: u32 = env.extra_vars_at(CREATE, "/provkit_job_vars/resource/spec/cores")?;
     assert_eq!(cores, 2);
 
     env.merge_patch("vm-a", json!({"spec": {"cores": 4}}))

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use provkit_aap::provider::Envelope;
 use provkit_kube::{InvalidLeaderElectionConfig, LeaderElectionConfig};
 
 use crate::controller::CONTROLLER_NAME;
@@ -31,6 +32,11 @@ pub struct Cli {
     /// (default: $OSAC_AAP_TEMPLATE_PREFIX or `osac`).
     #[arg(long)]
     pub template_prefix: Option<String>,
+    /// The extra_vars envelope the playbooks read: `osac_job_vars` (OSAC's playbooks since
+    /// osac-project/osac 232f1752e: `osac_job_vars.resource`), `ansible_eda` (the older
+    /// `ansible_eda.event.payload`) or `neutral` (`provkit_job_vars.resource`).
+    #[arg(long, default_value = "osac_job_vars")]
+    pub envelope: Envelope,
     /// Only watch this namespace (default: all namespaces).
     #[arg(long)]
     pub namespace: Option<String>,

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use provkit_aap::provider::Envelope;
 use provkit_testing::fake_aap::{FakeAap, FakeAapServer, JobScript, JobTemplateSpec, JobsSnapshot};
 
 /// How often the state file is rewritten.
@@ -41,14 +42,23 @@ pub enum FakeAapStateError {
 }
 
 /// Starts the fake with the operator's two templates (`<prefix>-create-virtual-network`,
-/// `<prefix>-delete-virtual-network`, 10 s jobs) and, with `state`, the jobs saved there.
+/// `<prefix>-delete-virtual-network`, 10 s jobs) and, with `state`, the jobs saved there. Their
+/// playbooks read the resource's spec where `envelope` puts it (`osac_job_vars.resource.spec`
+/// for OSAC's current playbooks): a job launched with another envelope fails as Ansible does on
+/// an undefined variable.
 ///
 /// # Errors
 /// [`FakeAapStateError`].
-pub async fn start(prefix: &str, state: Option<&Path>) -> Result<FakeAapServer, FakeAapStateError> {
+pub async fn start(
+    prefix: &str,
+    envelope: Envelope,
+    state: Option<&Path>,
+) -> Result<FakeAapServer, FakeAapStateError> {
+    let spec = format!("{}.spec", envelope.resource_path());
     let template = |action: &str| JobTemplateSpec {
         script: Some(JobScript::successful(Duration::from_secs(10))),
         ..JobTemplateSpec::new(format!("{prefix}-{action}-virtual-network"), "osac")
+            .reading([spec.as_str()])
     };
     let server = FakeAap::builder()
         .organization("osac")
@@ -149,7 +159,9 @@ mod tests {
             "provkit-fake-aap-state-{}.json",
             std::process::id()
         ));
-        let first = start("osac", Some(&path)).await.unwrap();
+        let first = start("osac", Envelope::OsacJobVars, Some(&path))
+            .await
+            .unwrap();
         let aap = client(&first);
         let template = aap
             .get_template("osac-create-virtual-network")
@@ -164,7 +176,9 @@ mod tests {
         let before = first.aap().jobs();
         first.shutdown().await;
 
-        let restarted = start("osac", Some(&path)).await.unwrap();
+        let restarted = start("osac", Envelope::OsacJobVars, Some(&path))
+            .await
+            .unwrap();
         assert_eq!(restarted.aap().jobs(), before);
         let job = client(&restarted).get_job(launched.id).await.unwrap();
         assert_eq!(job.id, launched.id);
@@ -175,7 +189,7 @@ mod tests {
         );
         restarted.shutdown().await;
 
-        let forgetful = start("osac", None).await.unwrap();
+        let forgetful = start("osac", Envelope::OsacJobVars, None).await.unwrap();
         let err = client(&forgetful).get_job(launched.id).await.unwrap_err();
         assert!(err.is_no_match(), "{err}");
         forgetful.shutdown().await;

@@ -10,6 +10,7 @@ use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
 use kube::runtime::controller::Action;
 use kube::{Client, Resource};
+use provkit_aap::provider::Envelope;
 use provkit_aap::{AapClient, AapProvider};
 use provkit_core::{Clock, ManualClock, compute_desired_config_version};
 use provkit_example_operator::controller::{Context, FINALIZER, reconcile};
@@ -161,9 +162,10 @@ impl World {
     async fn new() -> Self {
         let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap());
         let dyn_clock: Arc<dyn Clock> = Arc::new(clock.clone());
+        // OSAC's current playbooks: a job launched with another envelope fails.
         let template = |name: &str| JobTemplateSpec {
             script: Some(JobScript::successful(Duration::from_secs(10))),
-            ..JobTemplateSpec::new(name, "osac")
+            ..JobTemplateSpec::new(name, "osac").reading(["osac_job_vars.resource.spec"])
         };
         let server = FakeAap::builder()
             .clock(dyn_clock.clone())
@@ -180,6 +182,7 @@ impl World {
         let provider = Arc::new(
             AapProvider::builder(aap)
                 .template_prefix("osac")
+                .envelope(Envelope::OsacJobVars)
                 .clock(dyn_clock)
                 .build(),
         );

@@ -1,9 +1,14 @@
 //! [`AapProvider`]: a [`ProvisioningProvider`] that launches AAP job or workflow templates.
 //!
 //! - Template names: explicit and/or `{prefix}-{create|delete}-{kind}` ([`TemplateNames`]).
-//! - extra_vars: OSAC's `osac_job_vars` envelope by default, the legacy `ansible_eda` one or a
-//!   neutral one ([`Envelope`], [`AapProviderBuilder::envelope`]), `metadata.managedFields` removed, the
-//!   whole launch body capped ([`AapProviderBuilder::max_payload_bytes`]).
+//! - extra_vars: the resource (`metadata.managedFields` removed) and the launch context's keys in
+//!   the provider's [`Envelope`] (a named choice: OSAC's current `osac_job_vars` for
+//!   [`AapProvider::osac`], the legacy `ansible_eda` event, or the neutral `provkit_job_vars` of
+//!   the builder), the whole launch body capped ([`AapProviderBuilder::max_payload_bytes`]).
+//! - Secrets: the launch context's secret values (admin kubeconfig, back-end passwords, fields
+//!   marked secret) are sent — AWX keeps them in the job record — but never appear in this
+//!   provider's errors or logs: a launch error that echoes one is redacted
+//!   ([`provkit_lifecycle::Redactor`]).
 //! - Status mapping of spec §4.4 ([`map_status`]); workflow jobs are polled and cancelled at
 //!   `/workflow_jobs/` while the job id stays the bare number Go writes. The kind of each id is
 //!   remembered (free for jobs this process launched) or follows from its template (cached); one
@@ -27,6 +32,7 @@
 //! - Deprovision: cancel a running provision job first (spec §4.5).
 
 mod attempts;
+mod envelope;
 mod extra_vars;
 mod naming;
 mod skew;
@@ -47,7 +53,8 @@ use provkit_lifecycle::{
 
 pub use crate::marker::{IDEMPOTENCY_KEY_VAR, find_marked_job};
 use attempts::Attempts;
-pub use extra_vars::{Envelope, ExtraVarsError, build_extra_vars, payload};
+pub use envelope::{Envelope, UnknownEnvelope};
+pub use extra_vars::{ExtraVarsError, build_extra_vars, payload};
 pub use naming::{NamingError, OSAC_KIND_SUFFIXES, TemplateAction, TemplateNames, kebab_case};
 use skew::SkewEstimator;
 pub use status::{
@@ -84,6 +91,7 @@ impl fmt::Debug for AapProviderBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AapProviderBuilder")
             .field("names", &self.names)
+            .field("envelope", &self.envelope)
             .finish_non_exhaustive()
     }
 }
@@ -119,9 +127,8 @@ impl AapProviderBuilder {
         self
     }
 
-    /// The extra_vars envelope (default [`Envelope::OsacJobVars`], OSAC's layout since
-    /// August 2026; [`Envelope::AnsibleEda`] for playbooks that still read
-    /// `ansible_eda.event.payload`).
+    /// The extra_vars [`Envelope`] (default [`Envelope::Neutral`]; [`AapProvider::osac`] uses
+    /// [`Envelope::OsacJobVars`]).
     pub fn envelope(mut self, envelope: Envelope) -> Self {
         self.envelope = envelope;
         self
@@ -349,7 +356,8 @@ impl AapProvider {
         }
     }
 
-    /// Go's `NewAAPProvider`: explicit template names.
+    /// Go's `NewAAPProvider`: explicit template names, the builder's neutral [`Envelope`] (OSAC
+    /// playbooks: [`AapProvider::osac`], or the builder with [`Envelope::OsacJobVars`]).
     pub fn with_templates(
         api: impl IntoAapApi,
         provision: impl Into<String>,
@@ -360,11 +368,12 @@ impl AapProvider {
             .build()
     }
 
-    /// Go's `NewAAPProviderWithPrefix`: names derived from a prefix, with no kind overrides
-    /// (OSAC users: [`AapProvider::osac`]). Like every shortcut constructor it reads the system
-    /// clock; in tests with a `ManualClock` add [`with_clock`](Self::with_clock) (or use
-    /// [`builder`](Self::builder)`.clock(..)`), or idempotency lookups and launch deadlines
-    /// measure real time while the jobs run in virtual time.
+    /// Go's `NewAAPProviderWithPrefix`: names derived from a prefix, with no kind overrides and
+    /// the builder's neutral [`Envelope`] (OSAC users: [`AapProvider::osac`]). Like every shortcut
+    /// constructor it reads the system clock; in tests with a `ManualClock` add
+    /// [`with_clock`](Self::with_clock) (or use [`builder`](Self::builder)`.clock(..)`), or
+    /// idempotency lookups and launch deadlines measure real time while the jobs run in virtual
+    /// time.
     pub fn with_prefix(api: impl IntoAapApi, prefix: impl Into<String>) -> Self {
         Self::builder(api)
             .templates(TemplateNames::with_prefix(prefix))
@@ -372,9 +381,10 @@ impl AapProvider {
     }
 
     /// The OSAC preset: the template names the Go OSAC operator derives ([`TemplateNames::osac`]:
-    /// prefix `osac`, `ClusterOrder` → `osac-create-hosted-cluster`) and OSAC's current extra_vars
-    /// envelope ([`Envelope::OsacJobVars`]). Migrating from `with_prefix(api, "osac")` before the
-    /// preset existed is this one call; playbooks older than August 2026 need
+    /// prefix `osac`, `ClusterOrder` → `osac-create-hosted-cluster`) and the extra_vars of its
+    /// newest `extractExtraVars` ([`Envelope::OsacJobVars`]: `osac_job_vars.resource`, since
+    /// osac-project/osac `232f1752e`). Migrating from `with_prefix(api, "osac")` is this one call;
+    /// playbooks not yet migrated to `osac_job_vars` keep the old shape with
     /// `AapProvider::builder(api).templates(TemplateNames::osac()).envelope(Envelope::AnsibleEda)`.
     pub fn osac(api: impl IntoAapApi) -> Self {
         Self::builder(api)
@@ -402,14 +412,14 @@ impl AapProvider {
         self
     }
 
-    /// The extra_vars envelope of this provider's launches.
-    pub fn envelope(&self) -> Envelope {
-        self.envelope
-    }
-
     /// The naming rules.
     pub fn template_names(&self) -> &TemplateNames {
         &self.names
+    }
+
+    /// The extra_vars envelope.
+    pub fn envelope(&self) -> Envelope {
+        self.envelope
     }
 
     fn template_name(
@@ -450,6 +460,18 @@ impl AapProvider {
         resource: &ResourceView,
         ctx: &LaunchContext,
     ) -> Result<Launch, ProviderError> {
+        let redactor = ctx.redactor();
+        self.launch_unredacted(name, resource, ctx)
+            .await
+            .map_err(|e| e.redacted(&redactor))
+    }
+
+    async fn launch_unredacted(
+        &self,
+        name: &str,
+        resource: &ResourceView,
+        ctx: &LaunchContext,
+    ) -> Result<Launch, ProviderError> {
         // Until the launch request is attempted, nothing is sent for this attempt's intent.
         let intent = ctx
             .idempotency_key
@@ -458,10 +480,11 @@ impl AapProvider {
             .map(|(key, at)| (key.as_str(), at));
         self.mark_not_sent(intent, true);
         let template = self.template(name).await?;
+        let envelope = self.envelope;
         let vars = resource
             .json()
             .map_err(BoxError::from)
-            .and_then(|json| self.envelope.build(json, ctx).map_err(BoxError::from))
+            .and_then(|json| envelope.build(json, ctx).map_err(BoxError::from))
             .map_err(|e| {
                 // Flattened (no source): the message already holds the whole chain.
                 ProviderError::launch_not_made(

@@ -19,7 +19,9 @@ mod client_launch;
 mod client_lookup;
 mod client_tls;
 mod conformance;
+mod envelopes;
 mod error_chains;
+mod extra_vars_vectors;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod multi_target;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use provkit_aap::provider::{IDEMPOTENCY_KEY_VAR, TemplateNames};
+use provkit_aap::provider::{Envelope, IDEMPOTENCY_KEY_VAR, TemplateNames};
 use provkit_aap::{AapProvider, LaunchRequest};
 use provkit_core::{JobState, JobStatus, JobType};
 use provkit_lifecycle::{
@@ -42,8 +42,12 @@ fn edited(view: &ResourceView, edit: impl FnOnce(&mut serde_json::Value)) -> Res
     ResourceView::new(view.meta(), json)
 }
 
+/// Go's `NewAAPProvider` as the newest Go builds it: explicit names, the `osac_job_vars` envelope.
 fn explicit(server: &FakeAapServer) -> AapProvider {
-    AapProvider::with_templates(client(server), "provision-job", "deprovision-job")
+    AapProvider::builder(client(server))
+        .templates(TemplateNames::explicit("provision-job", "deprovision-job"))
+        .envelope(Envelope::OsacJobVars)
+        .build()
 }
 
 fn launch_body(server: &FakeAapServer) -> serde_json::Value {

@@ -107,7 +107,7 @@ use serde::Serialize;
 use sha2::Digest as _;
 
 pub use error::ConfigVersionError;
-pub use wrapper::{SpecWithStrategy, SpecWithStrategyAndTargetIp};
+pub use wrapper::{SpecWithStrategies, SpecWithStrategy, SpecWithStrategyAndTargetIp};
 
 use serializer::GoJsonSerializer;
 use sink::{Buffered, Fnv1a64, Sink};

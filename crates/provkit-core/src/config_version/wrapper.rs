@@ -75,3 +75,48 @@ impl<'a, S: ?Sized> SpecWithStrategyAndTargetIp<'a, S> {
         }
     }
 }
+
+/// The dual-dispatch Subnet's `{Spec, ImplementationStrategy, K8sImplementationStrategy}` hash
+/// input (newest Go, OSAC-1461): the Kubernetes-side manager is hashed too, so a NetworkClass
+/// changing only its `k8sManager` re-provisions. The field is `""` (and still hashed) when the
+/// plan has no Kubernetes-side target.
+///
+/// ```
+/// use provkit_core::{to_go_json, SpecWithStrategies};
+/// let spec = serde_json::json!({"ipv4CIDR": "10.0.1.0/24"});
+/// assert_eq!(
+///     String::from_utf8(to_go_json(&SpecWithStrategies::new(&spec, "netris", "cudn_net")).unwrap()).unwrap(),
+///     r#"{"Spec":{"ipv4CIDR":"10.0.1.0/24"},"ImplementationStrategy":"netris","K8sImplementationStrategy":"cudn_net"}"#,
+/// );
+/// assert_eq!(
+///     String::from_utf8(to_go_json(&SpecWithStrategies::new(&spec, "netris", "")).unwrap()).unwrap(),
+///     r#"{"Spec":{"ipv4CIDR":"10.0.1.0/24"},"ImplementationStrategy":"netris","K8sImplementationStrategy":""}"#,
+/// );
+/// ```
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct SpecWithStrategies<'a, S: ?Sized> {
+    /// The resource's spec.
+    #[serde(rename = "Spec")]
+    pub spec: &'a S,
+    /// The fabric manager's name (or the legacy strategy without a dispatch plan).
+    #[serde(rename = "ImplementationStrategy")]
+    pub implementation_strategy: &'a str,
+    /// The Kubernetes-side manager's name (`""` without one).
+    #[serde(rename = "K8sImplementationStrategy")]
+    pub k8s_implementation_strategy: &'a str,
+}
+
+impl<'a, S: ?Sized> SpecWithStrategies<'a, S> {
+    /// Wraps `spec` with both strategies.
+    pub fn new(
+        spec: &'a S,
+        implementation_strategy: &'a str,
+        k8s_implementation_strategy: &'a str,
+    ) -> Self {
+        Self {
+            spec,
+            implementation_strategy,
+            k8s_implementation_strategy,
+        }
+    }
+}

@@ -150,8 +150,12 @@ async fn aap_trigger_poll_succeed_then_quiet() {
     assert_eq!(h.aap().jobs().len(), 1);
     let id = h.aap().jobs()[0].id.to_string();
     let extra: Value = serde_json::from_str(&h.aap().jobs()[0].extra_vars).unwrap();
-    assert_eq!(extra["osac_job_vars"]["resource"]["metadata"]["name"], NAME);
-    assert_eq!(extra["osac_job_vars"]["resource"]["kind"], "Network");
+    // The builder's default envelope: the neutral `provkit_job_vars`.
+    assert_eq!(
+        extra["provkit_job_vars"]["resource"]["metadata"]["name"],
+        NAME
+    );
+    assert_eq!(extra["provkit_job_vars"]["resource"]["kind"], "Network");
 
     // 2. 5 s later AAP says running
     h.clock.advance(Duration::from_secs(5));

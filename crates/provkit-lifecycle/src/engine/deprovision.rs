@@ -16,6 +16,7 @@ use crate::idempotency::{FoundJob, IdempotencyKey};
 use crate::launch_context::LaunchContext;
 use crate::outcome::{DeprovisionOutcome, DeprovisionStep};
 use crate::provider::{DeprovisionAction, DeprovisionResult};
+use crate::redact::{redact_polled, redact_status};
 use crate::resource::ResourceView;
 
 /// The message of a freshly triggered deprovision job (as Go).
@@ -126,8 +127,14 @@ impl Lifecycle {
             .trigger_deprovision(resource, jobs, &call_ctx)
             .await
         {
-            Ok(result) => result,
+            Ok(mut result) => {
+                result.provision_job_status = result
+                    .provision_job_status
+                    .map(|st| redact_status(st, &ctx.redactor()));
+                result
+            }
             Err(e) => {
+                let e = e.redacted(&ctx.redactor());
                 if let Some(retry_after) = e.retry_after() {
                     self.observe.launch(&JobType::Deprovision, Launch::NotMade);
                     return Ok(DeprovisionOutcome::keep(
@@ -259,6 +266,7 @@ impl Lifecycle {
         let polled = self.provider.deprovision_status(resource, &job_id).await;
         self.observe
             .polled(&JobType::Deprovision, timer, self.clock.as_ref());
+        let polled = redact_polled(polled, &ctx.redactor());
         let status = match polled {
             Ok(status) => status,
             Err(e) if e.is_not_found() && self.policy.purged_jobs_fail => {

@@ -105,6 +105,14 @@ impl Lifecycle {
         &self.provider
     }
 
+    /// This engine with another provider (clock, policy and metrics kept), for example a
+    /// decorator around the current one ([`with_launch_view`](Self::with_launch_view)).
+    #[must_use]
+    pub fn with_provider(mut self, provider: Arc<dyn ProvisioningProvider>) -> Self {
+        self.provider = provider;
+        self
+    }
+
     /// The clock.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock

@@ -16,6 +16,7 @@ use crate::hooks::ProvisionHooks;
 use crate::idempotency::{FoundJob, IdempotencyKey};
 use crate::launch_context::LaunchContext;
 use crate::outcome::{Outcome, ProvisionOutcome, ProvisionStep};
+use crate::redact::{Redactor, redact_polled};
 use crate::resource::ResourceView;
 
 impl Lifecycle {
@@ -64,7 +65,7 @@ impl Lifecycle {
             }
             Action::Poll => match latest {
                 Some(job) => Ok(self
-                    .poll_provision_job(resource, jobs, desired, job, hooks)
+                    .poll_provision(resource, jobs, desired, job, hooks, &ctx.redactor())
                     .await),
                 None => Ok(ProvisionOutcome::new(
                     Action::Poll,
@@ -193,6 +194,7 @@ impl Lifecycle {
         let result = match self.provider.trigger_provision(resource, &call_ctx).await {
             Ok(result) => result,
             Err(e) => {
+                let e = e.redacted(&ctx.redactor());
                 if let Some(retry_after) = e.retry_after() {
                     self.observe.launch(&JobType::Provision, Launch::NotMade);
                     tracing::info!(retry_after = ?retry_after, "provision launch rate-limited");
@@ -269,11 +271,27 @@ impl Lifecycle {
         latest: JobStatus,
         hooks: &mut ProvisionHooks<'_>,
     ) -> ProvisionOutcome {
+        self.poll_provision(resource, jobs, desired, latest, hooks, &Redactor::default())
+            .await
+    }
+
+    /// [`poll_provision_job`](Self::poll_provision_job) with the launch context's secrets kept
+    /// out of the messages it records and logs (a backend may echo them in a failure).
+    async fn poll_provision(
+        &self,
+        resource: &ResourceView,
+        jobs: &mut [JobStatus],
+        desired: &str,
+        latest: JobStatus,
+        hooks: &mut ProvisionHooks<'_>,
+        redactor: &Redactor,
+    ) -> ProvisionOutcome {
         let job_id = latest.job_id.clone();
         let timer = self.observe.poll_started(self.clock.as_ref());
         let polled = self.provider.provision_status(resource, &job_id).await;
         self.observe
             .polled(&JobType::Provision, timer, self.clock.as_ref());
+        let polled = redact_polled(polled, redactor);
         let status = match polled {
             Ok(status) => status,
             Err(e) if e.is_not_found() && self.policy.purged_jobs_fail => {

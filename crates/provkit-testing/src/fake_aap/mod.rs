@@ -48,6 +48,7 @@ mod filter;
 mod http;
 mod ovalue;
 mod pagination;
+mod playbook;
 mod pyjson;
 mod query;
 mod render;
@@ -98,7 +99,9 @@ pub struct JobInfo {
     pub name: String,
     /// Status now.
     pub status: &'static str,
-    /// `extra_vars` exactly as the API shows it (a JSON string).
+    /// `extra_vars` exactly as the API shows it (a JSON string): every launch variable, secrets
+    /// included, except the answers to `password` survey questions (the template's, or a
+    /// launching workflow's), shown as `$encrypted$` as AWX shows them.
     pub extra_vars: String,
     /// `launch_type` (`manual`, `workflow`, …).
     pub launch_type: &'static str,
@@ -106,6 +109,9 @@ pub struct JobInfo {
     pub parent_workflow: Option<u64>,
     /// Creation time.
     pub created: DateTime<Utc>,
+    /// What the template's playbook reads ([`JobTemplateSpec::reads`]) from this job's
+    /// `extra_vars`: each path with its value, or Ansible's undefined-variable error.
+    pub reads: Vec<(String, Result<serde_json::Value, String>)>,
 }
 
 /// Handle to a fake AAP server's state: build the axum router, inspect and steer it.
@@ -577,28 +583,34 @@ impl FakeAap {
 }
 
 fn job_info(st: &mut state::State, id: u64, now: DateTime<Utc>) -> Option<JobInfo> {
-    let (kind, template, name, extra_vars, launch_type, parent, created) = match st.unified(id)? {
-        Unified::Job(j) => (
-            "job",
-            j.c.template,
-            j.c.name.clone(),
-            j.c.extra_vars.clone(),
-            j.c.launch_type,
-            j.c.parent_workflow,
-            j.c.created,
-        ),
-        Unified::Workflow(w) => (
-            "workflow_job",
-            w.wfjt.or(w.job_template),
-            w.c.name.clone(),
-            w.c.extra_vars.clone(),
-            w.c.launch_type,
-            None,
-            w.c.created,
-        ),
-    };
+    // `reads` are what the playbook saw when the job was created, from the real variables (the
+    // record's text shows survey passwords as `$encrypted$`).
+    let (kind, template, name, extra_vars, launch_type, parent, created, reads) =
+        match st.unified(id)? {
+            Unified::Job(j) => (
+                "job",
+                j.c.template,
+                j.c.name.clone(),
+                j.c.extra_vars.clone(),
+                j.c.launch_type,
+                j.c.parent_workflow,
+                j.c.created,
+                j.reads.clone(),
+            ),
+            Unified::Workflow(w) => (
+                "workflow_job",
+                w.wfjt.or(w.job_template),
+                w.c.name.clone(),
+                w.c.extra_vars.clone(),
+                w.c.launch_type,
+                None,
+                w.c.created,
+                Vec::new(),
+            ),
+        };
     let status = st.status_of(id, now)?.as_str();
     Some(JobInfo {
+        reads,
         id,
         kind,
         template,

@@ -106,6 +106,7 @@ pub(crate) fn restore(st: &mut State, snap: &JobsSnapshot) -> Result<(), String>
             timeout: 0,
             diff_mode: false,
             job_slice_count: 1,
+            survey_passwords: Vec::new(),
         };
         let id = st
             .create_job(new, r.created, None, 0, false)

@@ -266,6 +266,12 @@ pub struct JobTemplateSpec {
     pub script: Option<JobScript>,
     /// Per-launch script rules.
     pub scripts: Vec<ScriptRule>,
+    /// Variables the template's playbook reads, as Jinja dotted paths (for example
+    /// `osac_job_vars.resource.spec`). A job whose `extra_vars` lack one fails as Ansible fails on
+    /// an undefined variable; otherwise its standard output shows each value as a `debug: var=`
+    /// task prints it, and [`JobInfo::reads`](super::JobInfo::reads) holds them. Empty (the
+    /// default): the playbook reads nothing.
+    pub reads: Vec<String>,
 }
 
 impl Default for JobTemplateSpec {
@@ -298,6 +304,7 @@ impl Default for JobTemplateSpec {
             executable_by: None,
             script: None,
             scripts: Vec::new(),
+            reads: Vec::new(),
         }
     }
 }
@@ -314,6 +321,19 @@ impl JobTemplateSpec {
             },
             ..JobTemplateSpec::default()
         }
+    }
+
+    /// The playbook reads these variable paths (see [`reads`](Self::reads)).
+    ///
+    /// ```
+    /// use provkit_testing::fake_aap::JobTemplateSpec;
+    /// let t = JobTemplateSpec::new("osac-create-subnet", "osac").reading(["osac_job_vars.resource.spec"]);
+    /// assert_eq!(t.reads, ["osac_job_vars.resource.spec"]);
+    /// ```
+    #[must_use]
+    pub fn reading<S: Into<String>>(mut self, paths: impl IntoIterator<Item = S>) -> Self {
+        self.reads = paths.into_iter().map(Into::into).collect();
+        self
     }
 }
 

@@ -187,6 +187,8 @@ pub(crate) struct Job {
     pub release: Option<DateTime<Utc>>,
     pub script: Arc<JobScript>,
     pub work_unit_id: String,
+    /// What the template's playbook read from the job's real variables (`JobTemplateSpec::reads`).
+    pub reads: Vec<(String, Result<serde_json::Value, String>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -257,6 +259,9 @@ pub(crate) struct NewJob {
     pub timeout: u32,
     pub diff_mode: bool,
     pub job_slice_count: u32,
+    /// Password variables of a launching workflow's survey, shown as `$encrypted$` in this
+    /// job's `extra_vars` too (besides its own template's).
+    pub survey_passwords: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -664,8 +669,18 @@ impl State {
             timeout: jt.spec.timeout,
             diff_mode: jt.spec.diff_mode,
             job_slice_count: slice.1,
+            survey_passwords: Vec::new(),
         };
         let sliced = wf.is_sliced;
+        let new = NewJob {
+            survey_passwords: match wf.wfjt.and_then(|t| self.templates.get(&t)) {
+                Some(Template::Workflow(wt)) if wt.spec.survey_enabled => {
+                    super::survey::password_variables(wt.spec.survey_spec.as_ref())
+                }
+                _ => Vec::new(),
+            },
+            ..new
+        };
         let job_id = self.create_job(new, at, Some(wf_id), slice.0, sliced);
         self.set_wf(wf_id, |w| {
             if let Some(n) = w.nodes.get_mut(idx) {
@@ -714,6 +729,23 @@ impl State {
         let Some(Template::Job(jt)) = self.templates.get(&new.template) else {
             return None;
         };
+        let (script, reads) = if jt.spec.reads.is_empty() {
+            (script, Vec::new())
+        } else {
+            let vars = OValue::Object(new.extra_vars.clone()).to_json();
+            (
+                super::playbook::run(script, &jt.spec.reads, &vars),
+                super::playbook::reads(&vars, &jt.spec.reads),
+            )
+        };
+        // The record shows survey password answers as `$encrypted$`; the playbook saw them.
+        let own_survey = jt
+            .spec
+            .survey_spec
+            .as_ref()
+            .filter(|_| jt.spec.survey_enabled);
+        let mut passwords = super::survey::password_variables(own_survey);
+        passwords.extend(new.survey_passwords.iter().cloned());
         let allow = jt.spec.allow_simultaneous || simultaneous;
         let blocked_by = if allow { None } else { jt.last_job };
         let c = Common {
@@ -723,7 +755,8 @@ impl State {
             created: now,
             launch_type: new.launch_type,
             // Only the text is kept: 30,000 parsed maps would dominate a fleet run's memory.
-            extra_vars: OValue::Object(new.extra_vars).py_dumps(),
+            extra_vars: OValue::Object(super::survey::masked(&new.extra_vars, &passwords))
+                .py_dumps(),
             launched_by: new.launched_by,
             org_id: Some(jt.org_id),
             template: Some(jt.id),
@@ -755,6 +788,7 @@ impl State {
             },
             script,
             work_unit_id,
+            reads,
         };
         self.jobs.push(Some(Unified::Job(Box::new(job))));
         if let Some(Template::Job(jt)) = self.templates.get_mut(&new.template) {

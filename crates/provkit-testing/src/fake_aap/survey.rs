@@ -132,6 +132,36 @@ fn check(q: &SurveyQuestion, value: &OValue, errors: &mut Vec<String>) {
     }
 }
 
+/// What AWX shows in a job's `extra_vars` instead of a password survey answer.
+pub(crate) const ENCRYPTED: &str = "$encrypted$";
+
+/// The variables of `spec`'s `password` questions.
+pub(crate) fn password_variables(spec: Option<&SurveySpec>) -> Vec<String> {
+    spec.map(|s| {
+        s.spec
+            .iter()
+            .filter(|q| q.kind == "password")
+            .map(|q| q.variable.clone())
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// `vars` as a job record shows them: each top-level variable named in `passwords` replaced by
+/// [`ENCRYPTED`] (AWX keeps the real answer for the playbook, and only its name in the job's
+/// `survey_passwords`).
+pub(crate) fn masked(vars: &OMap, passwords: &[String]) -> OMap {
+    vars.iter()
+        .map(|(k, v)| {
+            if passwords.contains(k) {
+                (k.clone(), OValue::String(ENCRYPTED.to_owned()))
+            } else {
+                (k.clone(), v.clone())
+            }
+        })
+        .collect()
+}
+
 /// Validates launch variables against a survey; returns the errors and the defaults to merge
 /// (answers of non-required questions that were not given).
 pub(crate) fn validate(spec: &SurveySpec, vars: &OMap) -> (Vec<String>, OMap) {

@@ -540,6 +540,122 @@ async fn survey_validation_gives_variables_needed_to_start() {
 }
 
 #[tokio::test]
+async fn survey_password_answers_show_as_encrypted_in_the_job_record_but_reach_the_playbook() {
+    // aap-api.md: password answers are replaced by `$encrypted$` in the job's extra_vars display;
+    // the playbook gets the real value.
+    let mut fx = observed_fixtures(Mode::Awx);
+    let q = |kind: &str, var: &str| SurveyQuestion {
+        kind: kind.into(),
+        variable: var.into(),
+        question_name: var.into(),
+        ..SurveyQuestion::default()
+    };
+    fx.job_templates[1].survey_enabled = true;
+    fx.job_templates[1].survey_spec = Some(SurveySpec {
+        name: "creds".into(),
+        description: String::new(),
+        spec: vec![q("password", "db_password"), q("text", "db_user")],
+    });
+    fx.job_templates[1].reads = vec!["db_password".into(), "db_user".into()];
+    let (server, _) = start(fx).await;
+    let c = client();
+    let b = server.base_url();
+    let r = send(
+        &c,
+        "POST",
+        &format!("{b}/api/v2/job_templates/10/launch/"),
+        Auth::Bearer(ADMIN),
+        Some(r#"{"extra_vars":{"db_password":"hunter2-s3cret","db_user":"app"}}"#),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.json);
+    let shown = |text: &serde_json::Value| -> serde_json::Value {
+        serde_json::from_str(text.as_str().unwrap()).unwrap()
+    };
+    let want = json!({"db_password": "$encrypted$", "db_user": "app"});
+    assert_eq!(shown(&r.json["extra_vars"]), want, "launch response");
+    let id = r.json["id"].as_u64().unwrap();
+    let detail = send(
+        &c,
+        "GET",
+        &format!("{b}/api/v2/jobs/{id}/"),
+        Auth::Bearer(ADMIN),
+        None,
+    )
+    .await;
+    assert_eq!(shown(&detail.json["extra_vars"]), want, "job detail");
+    assert!(!detail.text.contains("hunter2-s3cret"), "{}", detail.text);
+    let info = server.aap().job(id).unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&info.extra_vars).unwrap(),
+        want
+    );
+    assert_eq!(
+        info.reads,
+        [
+            ("db_password".to_owned(), Ok(json!("hunter2-s3cret"))),
+            ("db_user".to_owned(), Ok(json!("app"))),
+        ],
+        "the playbook saw the real answer"
+    );
+}
+
+#[tokio::test]
+async fn a_workflow_survey_password_is_encrypted_in_the_workflow_and_its_node_jobs() {
+    let mut fx = observed_fixtures(Mode::Awx);
+    let wf = &mut fx.workflow_job_templates[0];
+    wf.stuck_pending = false;
+    wf.survey_enabled = true;
+    wf.survey_spec = Some(SurveySpec {
+        name: "creds".into(),
+        description: String::new(),
+        spec: vec![SurveyQuestion {
+            kind: "password".into(),
+            variable: "wf_secret".into(),
+            question_name: "wf_secret".into(),
+            ..SurveyQuestion::default()
+        }],
+    });
+    let (server, clock) = start(fx).await;
+    let c = client();
+    let b = server.base_url();
+    let r = send(
+        &c,
+        "POST",
+        &format!("{b}/api/v2/workflow_job_templates/11/launch/"),
+        Auth::Bearer(ADMIN),
+        Some(r#"{"extra_vars":{"wf_secret":"wf-s3cret-value"}}"#),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.json);
+    let wf_id = r.json["id"].as_u64().unwrap();
+    for _ in 0..20 {
+        if server.aap().jobs().len() > 1 {
+            break;
+        }
+        clock.advance(std::time::Duration::from_secs(1));
+        let _ = send(
+            &c,
+            "GET",
+            &format!("{b}/api/v2/workflow_jobs/{wf_id}/"),
+            Auth::Bearer(ADMIN),
+            None,
+        )
+        .await;
+    }
+    let jobs = server.aap().jobs();
+    assert_eq!(jobs.len(), 2, "the workflow and its node job");
+    for job in jobs {
+        let vars: serde_json::Value = serde_json::from_str(&job.extra_vars).unwrap();
+        assert_eq!(
+            vars["wf_secret"], "$encrypted$",
+            "{} {}",
+            job.kind, job.extra_vars
+        );
+    }
+}
+
+#[tokio::test]
 async fn passwords_and_missing_inventory_block_the_launch() {
     let mut fx = observed_fixtures(Mode::Awx);
     fx.job_templates[0].passwords_needed_to_start = vec!["ssh_password".into()];

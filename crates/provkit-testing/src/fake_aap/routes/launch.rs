@@ -483,6 +483,7 @@ fn launch_job_template(
     // extra_vars
     let launch_vars = extra.unwrap_or_default();
     let (survey_defaults, survey_vars) = check_survey(survey_of(t), &launch_vars, &mut errors);
+    let survey_passwords = survey::password_variables(survey_of(t));
     let mut accepted_vars = OMap::new();
     let mut ignored_vars = OMap::new();
     for (k, v) in &launch_vars {
@@ -554,6 +555,7 @@ fn launch_job_template(
             _ => s.diff_mode,
         },
         job_slice_count: slice_count,
+        survey_passwords: Vec::new(),
     };
     let org_id = jt.org_id;
     let name = s.name.clone();
@@ -583,7 +585,7 @@ fn launch_job_template(
                 description,
                 created: ctx.now,
                 launch_type: "manual",
-                extra_vars: OValue::Object(vars).py_dumps(),
+                extra_vars: OValue::Object(survey::masked(&vars, &survey_passwords)).py_dumps(),
                 launched_by,
                 org_id: Some(org_id),
                 template: Some(id),
@@ -693,6 +695,7 @@ fn launch_workflow_template(
     }
     let launch_vars = extra.unwrap_or_default();
     let (survey_defaults, survey_vars) = check_survey(survey_of(t), &launch_vars, &mut errors);
+    let survey_passwords = survey::password_variables(survey_of(t));
     let mut accepted_vars = OMap::new();
     let mut rejected = Vec::new();
     for (k, v) in &launch_vars {
@@ -742,7 +745,7 @@ fn launch_workflow_template(
             description: s.description.clone(),
             created: ctx.now,
             launch_type: "manual",
-            extra_vars: OValue::Object(vars).py_dumps(),
+            extra_vars: OValue::Object(survey::masked(&vars, &survey_passwords)).py_dumps(),
             launched_by,
             org_id: Some(wt.org_id),
             template: Some(id),

@@ -3,6 +3,7 @@
 #![cfg(feature = "kube")]
 
 mod fake_apiserver {
+    mod apply;
     pub(crate) mod common;
     mod faults;
     mod http;

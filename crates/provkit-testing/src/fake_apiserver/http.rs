@@ -13,6 +13,7 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::apply::{self, ApplyRequest};
 use super::discovery;
 use super::faults::{Hit, RequestTarget, Verb};
 use super::inspect::RequestRecord;
@@ -20,6 +21,7 @@ use super::patch::PatchKind;
 use super::resource::ResourceType;
 use super::selector::{FieldSelector, LabelSelector, labels_of};
 use super::server::Inner;
+use super::ssa::Recording;
 use super::status::ApiStatus;
 use super::store::{Deleted, Doc, ObjectKey, Writer};
 use super::watch::{self, WatchSpec};
@@ -329,6 +331,7 @@ fn dispatch(inner: &Arc<Inner>, verb: Verb, c: &Call<'_>) -> Response<Body> {
     let writer = Writer {
         manager: c.manager,
         subresource: c.sub,
+        recording: Recording::Update,
     };
     let result = match verb {
         Verb::Get => inner.lock_store().get(c.rt, ns, name).map(|o| (200, o)),
@@ -342,7 +345,10 @@ fn dispatch(inner: &Arc<Inner>, verb: Verb, c: &Call<'_>) -> Response<Body> {
         Verb::Update => parse_body(c.content_type, c.body)
             .and_then(|b| inner.lock_store().update(c.rt, ns, name, b, writer))
             .map(|o| (200, o)),
+        Verb::Patch if apply::is_apply(c.content_type) => apply::check_patch_options(c.query, true)
+            .and_then(|()| apply::apply(&mut inner.lock_store(), &apply_request(c, ns, name))),
         Verb::Patch => match PatchKind::from_content_type(c.content_type) {
+            _ if let Err(s) = apply::check_patch_options(c.query, false) => Err(s),
             None => Err(ApiStatus::unsupported_media(c.content_type)),
             Some(kind) => inner
                 .lock_store()
@@ -354,6 +360,21 @@ fn dispatch(inner: &Arc<Inner>, verb: Verb, c: &Call<'_>) -> Response<Body> {
     match result {
         Ok((code, doc)) => bytes_response(code, doc.json().clone()),
         Err(s) => status_response(&s),
+    }
+}
+
+fn apply_request<'a>(c: &'a Call<'_>, ns: &'a str, name: &'a str) -> ApplyRequest<'a> {
+    ApplyRequest {
+        rt: c.rt,
+        namespace: ns,
+        name,
+        subresource: c.sub,
+        manager: c.query.get("fieldManager").map_or("", String::as_str),
+        force: c
+            .query
+            .get("force")
+            .is_some_and(|f| f == "true" || f == "1"),
+        body: c.body,
     }
 }
 

@@ -66,6 +66,7 @@
 //! of `managedFields`, exact-`resourceVersion` reads of the past (a list without `continue`
 //! answers the current state), and the legacy `/watch/` paths.
 
+mod apply;
 mod discovery;
 mod doc;
 mod faults;
@@ -78,6 +79,7 @@ mod resource;
 mod selector;
 mod serve;
 mod server;
+mod ssa;
 mod status;
 mod store;
 mod watch;

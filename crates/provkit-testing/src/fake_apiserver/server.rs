@@ -215,6 +215,7 @@ impl FakeApiServerBuilder {
                 let writer = Writer {
                     manager: "kube-apiserver",
                     subresource: None,
+                    recording: super::ssa::Recording::Update,
                 };
                 // Creating a fresh namespace in an empty store cannot fail.
                 let _ = store.create(&rt, "", obj, writer);

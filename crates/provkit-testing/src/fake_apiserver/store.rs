@@ -20,6 +20,7 @@ use super::meta::{self, meta_str, timestamp};
 use super::patch::{self, PatchFailure, PatchKind};
 use super::prune;
 use super::resource::{ResourceType, TypeKey};
+use super::ssa::{self, Recording};
 use super::status::{ApiStatus, Cause, Subject, success_deleted};
 
 /// What happened to an object, as a watch event type.
@@ -97,6 +98,8 @@ pub(crate) struct Writer<'a> {
     pub(crate) manager: &'a str,
     /// `Some("status")` for a write to the status subresource.
     pub(crate) subresource: Option<&'a str>,
+    /// How the write's `managedFields` come about.
+    pub(crate) recording: Recording<'a>,
 }
 
 fn subject<'a>(rt: &'a ResourceType, name: &'a str) -> Subject<'a> {
@@ -149,7 +152,8 @@ impl Store {
         self.compacted_all = self.rv;
     }
 
-    fn now(&self) -> String {
+    /// The clock's time as `metav1.Time` text.
+    pub(crate) fn now(&self) -> String {
         timestamp(self.clock.now())
     }
 
@@ -406,6 +410,7 @@ impl Store {
         {
             return Err(ApiStatus::already_exists(subject(rt, &name)));
         }
+        let body_managed = obj.pointer("/metadata/managedFields").cloned();
         meta::strip_server_owned(&mut obj);
         if rt.status_subresource && rt.custom {
             // "Status subresource": the status stanza of a create is ignored.
@@ -433,7 +438,16 @@ impl Store {
                 m.insert("generation".into(), json!(1));
             }
         }
-        meta::record_manager(&mut obj, rt, writer.manager, None, &now);
+        ssa::record(
+            rt,
+            writer.manager,
+            None,
+            writer.recording,
+            None,
+            &mut obj,
+            body_managed.as_ref(),
+            &now,
+        );
         set_type(&mut obj, rt);
         let obj = Doc::new(&obj);
         self.objects
@@ -502,6 +516,7 @@ impl Store {
                 ),
             ));
         }
+        let body_managed = new.pointer("/metadata/managedFields").cloned();
         let mut next = if writer.subresource == Some("status") {
             // Writes to /status change only status.
             let mut next = old.clone();
@@ -550,6 +565,17 @@ impl Store {
         }
         Self::validate(rt, &mut next, name)?;
         set_type(&mut next, rt);
+        let now = self.now();
+        ssa::record(
+            rt,
+            writer.manager,
+            writer.subresource,
+            writer.recording,
+            Some(&old),
+            &mut next,
+            body_managed.as_ref(),
+            &now,
+        );
         if next == old {
             // A no-op write changes nothing, not even resourceVersion.
             return Ok(stored);
@@ -561,8 +587,6 @@ impl Store {
                 .unwrap_or(0);
             meta::meta_mut(&mut next).insert("generation".into(), json!(generation + 1));
         }
-        let now = self.now();
-        meta::record_manager(&mut next, rt, writer.manager, writer.subresource, &now);
         self.rv += 1;
         let rv = self.rv;
         meta::meta_mut(&mut next).insert("resourceVersion".into(), json!(rv.to_string()));
@@ -719,6 +743,7 @@ mod tests {
         Writer {
             manager: "test",
             subresource: None,
+            recording: Recording::Update,
         }
     }
 

@@ -8,6 +8,7 @@ mod fake_apiserver {
     mod faults;
     mod http;
     mod lifecycle;
+    mod validation;
     mod verbs;
     mod watch;
 }

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::doc::Doc;
+use super::field_validation::{self, Directive, FieldChecks};
 use super::meta::meta_str;
 use super::resource::ResourceType;
 use super::ssa::managers::{self, Managed, ManagerId, Operation};
@@ -108,9 +109,14 @@ pub(crate) struct ApplyRequest<'a> {
 
 /// Applies the configuration (under the store's lock): the object and 200, or 201 when the
 /// apply created it.
-pub(crate) fn apply(store: &mut Store, req: &ApplyRequest<'_>) -> Result<(u16, Doc), ApiStatus> {
+pub(crate) fn apply(
+    store: &mut Store,
+    req: &ApplyRequest<'_>,
+    directive: Directive,
+) -> Result<(u16, Doc), ApiStatus> {
     let rt = req.rt;
     let config = parse(req.body)?;
+    let duplicates = field_validation::duplicates(req.body);
     let api_version = rt.api_version();
     let sent_version = config
         .get("apiVersion")
@@ -198,10 +204,26 @@ pub(crate) fn apply(store: &mut Store, req: &ApplyRequest<'_>) -> Result<(u16, D
     )
     .map_err(|c| conflict::status(&c))?;
     let encoded = managed.encode();
+    // The body's repeated keys are reported after the merge, as the YAML decoder words them.
+    if !duplicates.is_empty() {
+        match directive {
+            Directive::Strict => return Err(field_validation::strict_apply_error(&duplicates)),
+            Directive::Warn => store.warn(
+                duplicates
+                    .iter()
+                    .map(field_validation::Duplicate::yaml_text),
+            ),
+            Directive::Ignore => {}
+        }
+    }
     let writer = Writer {
         manager: req.manager,
         subresource: req.subresource,
         recording: Recording::Applied(encoded.as_ref()),
+        checks: FieldChecks {
+            directive: Directive::Ignore,
+            found: &[],
+        },
     };
     match live {
         Some(_) => store

@@ -88,6 +88,7 @@ mod apply;
 mod discovery;
 mod doc;
 mod faults;
+mod field_validation;
 mod http;
 mod inspect;
 mod meta;
@@ -100,6 +101,7 @@ mod server;
 mod ssa;
 mod status;
 mod store;
+mod validation;
 mod watch;
 
 pub use faults::{Fault, FaultEffect, FaultId, Verb};

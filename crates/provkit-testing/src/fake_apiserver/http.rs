@@ -19,6 +19,7 @@ use super::discovery;
 use super::faults::{Hit, RequestTarget, Verb};
 use super::field_validation::{self, Directive, FieldChecks};
 use super::inspect::RequestRecord;
+use super::openapi;
 use super::patch::PatchKind;
 use super::resource::ResourceType;
 use super::selector::{FieldSelector, LabelSelector, labels_of};
@@ -86,6 +87,17 @@ fn route(types: &[ResourceType], path: &str) -> Result<Route, ApiStatus> {
     let not_found = || ApiStatus::path_not_found(path);
     let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
         ["version"] => return Ok(Route::Doc(discovery::version())),
+        ["openapi", "v3"] => return Ok(Route::Doc(openapi::root(types))),
+        ["openapi", "v3", "api", v] => {
+            return openapi::document(types, "", v)
+                .map(Route::Doc)
+                .ok_or_else(not_found);
+        }
+        ["openapi", "v3", "apis", g, v] => {
+            return openapi::document(types, g, v)
+                .map(Route::Doc)
+                .ok_or_else(not_found);
+        }
         ["api"] => return Ok(Route::Doc(discovery::core_versions())),
         ["apis"] => return Ok(Route::Doc(discovery::group_list(types))),
         ["api", "v1"] => {

@@ -92,6 +92,7 @@ mod field_validation;
 mod http;
 mod inspect;
 mod meta;
+mod openapi;
 mod patch;
 mod prune;
 mod resource;

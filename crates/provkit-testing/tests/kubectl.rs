@@ -157,13 +157,15 @@ fn kubectl_apply_server_side_apply_and_explain_against_the_binary() {
             .contains("server.test.provkit.dev/web configured")
     );
 
-    // Server-side apply: kubectl's manager shares the fields it applies with equal values;
-    // another manager changing one conflicts until it forces.
+    // Server-side apply after client-side apply: kubectl may change what its last
+    // client-side apply set (the last-applied annotation) without a conflict; another
+    // manager changing a field kubectl now owns conflicts until it forces.
+    let m = write(&dir, "web.yaml", &manifest("nginx:3", ""));
     assert!(
         k.ok(&["apply", "--server-side", "-f", &m])
             .contains("serverside-applied")
     );
-    let other = write(&dir, "other.yaml", &manifest("nginx:3", ""));
+    let other = write(&dir, "other.yaml", &manifest("nginx:4", ""));
     let conflict = k.fails(&[
         "apply",
         "--server-side",
@@ -196,7 +198,7 @@ fn kubectl_apply_server_side_apply_and_explain_against_the_binary() {
     .expect("JSON");
     assert_eq!(
         json["spec"],
-        serde_json::json!({"image": "nginx:3", "replicas": 1})
+        serde_json::json!({"image": "nginx:4", "replicas": 1})
     );
     // kubectl's server-side apply upgraded the client-side apply entry into its own
     // (`kubectl-client-side-apply` is gone, the annotation is `kubectl-last-applied`'s), and

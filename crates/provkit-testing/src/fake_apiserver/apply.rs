@@ -17,7 +17,7 @@ use super::field_validation::{self, Directive, FieldChecks};
 use super::meta::meta_str;
 use super::resource::ResourceType;
 use super::ssa::managers::{self, Managed, ManagerId, Operation};
-use super::ssa::{self, Recording, conflict, walk};
+use super::ssa::{self, Recording, conflict, last_applied, walk};
 use super::status::ApiStatus;
 use super::store::{Store, Writer};
 
@@ -195,14 +195,32 @@ pub(crate) fn apply(
         ignore: ssa::ignore(rt, req.subresource),
         now: &now,
     };
-    let merged = managers::apply(
-        live.as_ref().unwrap_or(&empty),
-        &config,
-        &mut managed,
-        writing,
-        req.force,
-    )
-    .map_err(|c| conflict::status(&c))?;
+    let live = live.as_ref();
+    let target = live.unwrap_or(&empty);
+    let mut trial = managed.clone();
+    let mut merged = match managers::apply(target, &config, &mut trial, writing, req.force) {
+        Ok(merged) => {
+            managed = trial;
+            merged
+        }
+        Err(conflicts) if req.manager == last_applied::KUBECTL => {
+            // kubectl may take what its last client-side apply set.
+            let allowed = last_applied::owned_by_last_apply(target, root, &api_version);
+            let rest: managers::Conflicts = conflicts
+                .into_iter()
+                .filter(|(_, p)| !allowed.as_ref().is_some_and(|a| a.contains(p)))
+                .collect();
+            if !rest.is_empty() {
+                return Err(conflict::status(&rest));
+            }
+            managers::apply(target, &config, &mut managed, writing, true)
+                .map_err(|c| conflict::status(&c))?
+        }
+        Err(conflicts) => return Err(conflict::status(&conflicts)),
+    };
+    if req.manager == last_applied::KUBECTL {
+        last_applied::refresh(&mut merged, &config);
+    }
     let encoded = managed.encode();
     // The body's repeated keys are reported after the merge, as the YAML decoder words them.
     if !duplicates.is_empty() {

@@ -694,3 +694,65 @@ async fn main_and_status_applies_stay_in_their_part() {
         json!({"f:status": {"f:phase": {}, "f:conditions": {"k:{\"type\":\"Ok\"}": {".": {}, "f:status": {}, "f:type": {}}}}})
     );
 }
+
+/// "Upgrading from client-side apply to server-side apply": the manager `kubectl` may take the
+/// fields its last client-side apply set (the last-applied annotation, where the object
+/// still has those values) without a conflict, and keeps the annotation equal to what it
+/// applies; any other manager conflicts with `kubectl-client-side-apply`, and a field changed
+/// since by someone else still conflicts.
+#[tokio::test]
+async fn kubectl_takes_over_from_its_client_side_apply() {
+    let s = server();
+    let api = gadgets(&s);
+    let last = r#"{"apiVersion":"test.provkit.dev/v1","kind":"Gadget","metadata":{"annotations":{},"name":"g","namespace":"default"},"spec":{"image":"a","replicas":1}}"#;
+    let mut created = gadget(json!({"image": "a", "replicas": 1}));
+    created["metadata"]["annotations"] =
+        json!({"kubectl.kubernetes.io/last-applied-configuration": last});
+    api.create(
+        &PostParams {
+            field_manager: Some("kubectl-client-side-apply".into()),
+            ..PostParams::default()
+        },
+        &serde_json::from_value(created).unwrap(),
+    )
+    .await
+    .unwrap();
+    let err = api_err(apply(&api, "deployer", false, gadget(json!({"replicas": 2}))).await);
+    assert_eq!(
+        err.message,
+        "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using test.provkit.dev/v1: .spec.replicas"
+    );
+    let g = apply(
+        &api,
+        "kubectl",
+        false,
+        gadget(json!({"image": "a", "replicas": 2})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(g.data["spec"]["replicas"], 2);
+    assert_eq!(
+        g.metadata.annotations.unwrap()["kubectl.kubernetes.io/last-applied-configuration"],
+        r#"{"apiVersion":"test.provkit.dev/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"image":"a","replicas":2}}"#
+    );
+    let pp = PatchParams {
+        field_manager: Some("scaler".into()),
+        ..PatchParams::default()
+    };
+    api.patch("g", &pp, &Patch::Merge(json!({"spec": {"image": "b"}})))
+        .await
+        .unwrap();
+    let err = api_err(
+        apply(
+            &api,
+            "kubectl",
+            false,
+            gadget(json!({"image": "c", "replicas": 2})),
+        )
+        .await,
+    );
+    assert_eq!(
+        err.message,
+        "Apply failed with 1 conflict: conflict with \"scaler\" using test.provkit.dev/v1: .spec.image"
+    );
+}

@@ -5,13 +5,15 @@
 //! - [`schema`]: how a type's fields merge (struct or map, atomic, list types);
 //! - [`walk`]: the fields a value sets, comparing, merging, removing, checking a config;
 //! - [`managers`]: `managedFields` entries and the update and apply bookkeeping;
-//! - [`conflict`]: the 409 of a conflicting apply.
+//! - [`conflict`]: the 409 of a conflicting apply;
+//! - [`last_applied`]: kubectl's upgrade from client-side apply.
 //!
 //! The store calls [`record`] for every create and update; the apply request handler
 //! ([`super::apply`]) merges with [`managers::apply`] and hands the store the result with
 //! [`Recording::Applied`].
 
 pub(crate) mod conflict;
+pub(crate) mod last_applied;
 pub(crate) mod managers;
 pub(crate) mod path;
 pub(crate) mod schema;

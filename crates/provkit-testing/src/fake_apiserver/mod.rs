@@ -24,7 +24,8 @@
 //!
 //! # What it emulates
 //! Each rule is taken from the Kubernetes documentation (API concepts, API conventions,
-//! custom resources) and covered by a test in `tests/fake_apiserver*.rs` that names the rule.
+//! custom resources, server-side apply) and covered by a test in `tests/fake_apiserver*.rs` or
+//! `tests/kubectl.rs` that names the rule.
 //! - **Types**: Namespace, ConfigMap, Secret, core and `events.k8s.io` Event,
 //!   `coordination.k8s.io` Lease; custom resources from a CRD (scope, served versions,
 //!   `subresources.status`, `openAPIV3Schema`). Discovery documents for kube's `Discovery`
@@ -57,8 +58,25 @@
 //!   patch; JSON patch (with the API server's `test`-against-missing-as-null rule); apply
 //!   patch; strategic merge patch answers 415; delete with `uid`/`resourceVersion`
 //!   preconditions.
-//! - **Status subresource**, **finalizers** and **pruning** as on a real server, errors as
-//!   `metav1.Status` bodies.
+//! - **Status subresource**, **finalizers** and **pruning** (unknown fields of the CRD schema
+//!   and of `ObjectMeta`) as on a real server, errors as `metav1.Status` bodies.
+//! - **Validation** of custom resources against the CRD schema, every failure one
+//!   `details.causes` entry of a 422 `Invalid` in the server's words: `type`,
+//!   `x-kubernetes-int-or-string`, `nullable`, `required`, `enum`, `pattern`, the formats the
+//!   `JSONSchemaProps` reference lists (`ipv4`, `cidr`, `hostname`, `uuid`, `date-time`, …),
+//!   `minimum`/`maximum` (exclusive too), `multipleOf`, string, list and map lengths,
+//!   `uniqueItems`, `x-kubernetes-list-type` `set`/`map` uniqueness, `allOf`/`anyOf`/`oneOf`/
+//!   `not`, and CEL `x-kubernetes-validations` (`message`, `messageExpression`, `reason`,
+//!   `fieldPath`, `oldSelf` transition rules; skipped, with the server's cause, when the
+//!   object fails a shape check); unchanged values are not checked again on update
+//!   (validation ratcheting).
+//! - **Defaulting** from the schema's `default`s on create, update, patch and apply, and for
+//!   stored objects when a CRD with new defaults is registered.
+//! - **`fieldValidation`** (`Ignore`, `Warn` — the default — with `Warning` headers, `Strict`
+//!   with the server's 400) for unknown and duplicate fields, JSON patch operations and apply
+//!   bodies; the warning for finalizer names without a domain.
+//! - **OpenAPI v3** documents (`/openapi/v3`, per group-version) generated from the served
+//!   types, so `kubectl apply` validates on the server and `kubectl explain` works.
 //! - **Faults** ([`Fault`]) per verb, resource, name and client; **inspection** of objects,
 //!   requests, counters, Events, Lease holders and the store's memory footprint
 //!   ([`FakeApiServer::footprint`]); a **request observer**
@@ -74,15 +92,24 @@
 //!
 //! # What it does not emulate
 //! Strategic merge patch (415, which a real server answers for custom resources only),
-//! kubectl's client-side-apply-to-server-side-apply upgrade of `last-applied-configuration`,
-//! OpenAPI documents (`kubectl apply` needs `--validate=false`), `deletecollection`, `dryRun`
-//! (refused with 400),
-//! admission webhooks, RBAC and authentication, CRD conversion between versions (every served
-//! version shares one stored form), validation beyond structural types and `required`
-//! (formats, enums, patterns, CEL), defaulting, garbage collection of owner references and
-//! namespace content, Table output (kubectl prints its default columns), exact-`resourceVersion`
-//! reads of the past (a list without `continue`
-//! answers the current state), and the legacy `/watch/` paths.
+//! `deletecollection`, `dryRun` (refused with 400), admission webhooks, RBAC and
+//! authentication, CRD conversion between versions (every served version shares one stored
+//! form), the schemas of the built-in kinds (their fields are neither pruned nor validated,
+//! and server-side apply treats what lies below their top-level fields as untyped), validation
+//! of `metadata` values (name and label syntax), Kubernetes' own CEL libraries (`quantity`,
+//! `url`, `ip`, `cidr`, `isSorted`, regex `find`, …; a rule calling them fails as a runtime
+//! error), CEL cost limits and `optionalOldSelf`, garbage collection of owner references and
+//! namespace content, Table output (kubectl prints its default columns), exact-
+//! `resourceVersion` reads of the past (a list without `continue` answers the current state),
+//! OpenAPI v2, aggregated discovery, protobuf and CBOR bodies, and the legacy `/watch/`
+//! paths.
+//!
+//! Where the documentation does not say, the fake follows a reading of the server's code and
+//! says so here: a server-side apply to `/status` owns only what its strategy keeps (the
+//! fake ignores `spec`, as the server's reset fields do, and drops `metadata` changes, as the
+//! status strategy does); the order of causes in one 422 follows the schema (the server's
+//! order can vary between fields of one object); a failed typed conversion of an apply
+//! configuration answers 500 with an empty reason, as an untyped server error does.
 
 mod apply;
 mod discovery;

@@ -756,3 +756,32 @@ async fn kubectl_takes_over_from_its_client_side_apply() {
         "Apply failed with 1 conflict: conflict with \"scaler\" using test.provkit.dev/v1: .spec.image"
     );
 }
+
+/// "Conflicts" are between managers: an applier never conflicts with its own earlier apply,
+/// so a stale copy applied under the same manager (a second replica of one controller)
+/// silently wins. API concepts, "Patch": a `metadata.resourceVersion` in the applied
+/// configuration is a precondition (409 `Conflict` when the object changed since).
+#[tokio::test]
+async fn an_applier_never_conflicts_with_itself_but_a_resource_version_is_a_precondition() {
+    let s = server();
+    let api = gadgets(&s);
+    let first = apply(&api, "operator", false, gadget(json!({"replicas": 1})))
+        .await
+        .unwrap();
+    apply(&api, "operator", false, gadget(json!({"replicas": 2})))
+        .await
+        .unwrap();
+    // A replica that still holds the first version applies its stale intent: no conflict.
+    let stale = apply(&api, "operator", false, gadget(json!({"replicas": 1})))
+        .await
+        .unwrap();
+    assert_eq!(stale.data["spec"]["replicas"], 1);
+    let mut guarded = gadget(json!({"replicas": 3}));
+    guarded["metadata"]["resourceVersion"] = json!(first.metadata.resource_version);
+    let err = api_err(apply(&api, "operator", false, guarded).await);
+    assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        err.message,
+        "Operation cannot be fulfilled on gadgets.test.provkit.dev \"g\": the object has been modified; please apply your changes to the latest version and try again"
+    );
+}

@@ -94,8 +94,9 @@
 //! Strategic merge patch (415, which a real server answers for custom resources only),
 //! `deletecollection`, `dryRun` (refused with 400), admission webhooks, RBAC and
 //! authentication, CRD conversion between versions (every served version shares one stored
-//! form), the schemas of the built-in kinds (their fields are neither pruned nor validated,
-//! and server-side apply treats what lies below their top-level fields as untyped), validation
+//! form), the schemas of the built-in kinds (their fields outside `metadata` are neither
+//! pruned nor validated, and server-side apply treats what lies below their top-level fields
+//! as untyped), validation
 //! of `metadata` values (name and label syntax), Kubernetes' own CEL libraries (`quantity`,
 //! `url`, `ip`, `cidr`, `isSorted`, regex `find`, …; a rule calling them fails as a runtime
 //! error), CEL cost limits and `optionalOldSelf`, garbage collection of owner references and

@@ -363,16 +363,16 @@ impl Store {
     ) -> Result<(), ApiStatus> {
         let mut problems: Vec<String> = checks.found.to_vec();
         let mut causes = Vec::new();
-        if let Some(schema) = &rt.schema {
-            let admitted = validation::admit(obj, old, schema);
-            problems.extend(
-                admitted
-                    .unknown
-                    .iter()
-                    .map(|u| field_validation::unknown_text(u)),
-            );
-            causes = admitted.causes;
-        }
+        let unknown = match &rt.schema {
+            Some(schema) => {
+                let admitted = validation::admit(obj, old, schema);
+                causes = admitted.causes;
+                admitted.unknown
+            }
+            // Built-in kinds: only `ObjectMeta` is known here.
+            None => validation::prune_meta(obj),
+        };
+        problems.extend(unknown.iter().map(|u| field_validation::unknown_text(u)));
         if !problems.is_empty() {
             match checks.directive {
                 Directive::Strict => {

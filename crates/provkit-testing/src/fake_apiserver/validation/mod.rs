@@ -46,7 +46,7 @@ const OBJECT_META: [&str; 15] = [
 ];
 
 /// Drops the fields `ObjectMeta` does not have; their paths.
-fn prune_meta(obj: &mut Value) -> Vec<String> {
+pub(crate) fn prune_meta(obj: &mut Value) -> Vec<String> {
     let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
         return Vec::new();
     };

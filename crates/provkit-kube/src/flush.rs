@@ -9,8 +9,11 @@
 //! API server (uncached), merges the server's job list with ours **by `jobID`**, and retries
 //! with the new `resourceVersion`, up to [`StatusWriteConfig::max_attempts`] times.
 //!
-//! Why not server-side apply: a JSON merge patch replaces arrays wholesale, and so does SSA for
-//! an atomic list. With SSA and `force`, a stale copy of `provisioningJobs` would silently
+//! Why not server-side apply: SSA detects conflicts between field managers only, and two
+//! replicas of one controller write under the same manager — an applier never conflicts with
+//! its own fields, so a stale apply would land (a `resourceVersion` in the apply configuration
+//! makes it a precondition write like this one, with nothing gained). And a JSON merge patch
+//! replaces arrays wholesale, and so does SSA for an atomic list. With SSA and `force`, a stale copy of `provisioningJobs` would silently
 //! replace a concurrent writer's jobs — the duplicate-launch incident (osac-provisioning.md §8,
 //! MGMT-24300) this write exists to prevent. Making the list an SSA list-map keyed by `jobID`
 //! would require a key on every entry (Go accepts `""`) and a CRD schema change for existing

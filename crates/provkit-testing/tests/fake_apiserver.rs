@@ -3,10 +3,12 @@
 #![cfg(feature = "kube")]
 
 mod fake_apiserver {
+    mod apply;
     pub(crate) mod common;
     mod faults;
     mod http;
     mod lifecycle;
+    mod validation;
     mod verbs;
     mod watch;
 }

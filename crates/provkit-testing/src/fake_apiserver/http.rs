@@ -9,17 +9,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
+use http::header::WARNING;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::apply::{self, ApplyRequest};
 use super::discovery;
 use super::faults::{Hit, RequestTarget, Verb};
+use super::field_validation::{self, Directive, FieldChecks};
 use super::inspect::RequestRecord;
+use super::openapi;
 use super::patch::PatchKind;
 use super::resource::ResourceType;
 use super::selector::{FieldSelector, LabelSelector, labels_of};
 use super::server::Inner;
+use super::ssa::Recording;
 use super::status::ApiStatus;
 use super::store::{Deleted, Doc, ObjectKey, Writer};
 use super::watch::{self, WatchSpec};
@@ -82,6 +87,17 @@ fn route(types: &[ResourceType], path: &str) -> Result<Route, ApiStatus> {
     let not_found = || ApiStatus::path_not_found(path);
     let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
         ["version"] => return Ok(Route::Doc(discovery::version())),
+        ["openapi", "v3"] => return Ok(Route::Doc(openapi::root(types))),
+        ["openapi", "v3", "api", v] => {
+            return openapi::document(types, "", v)
+                .map(Route::Doc)
+                .ok_or_else(not_found);
+        }
+        ["openapi", "v3", "apis", g, v] => {
+            return openapi::document(types, g, v)
+                .map(Route::Doc)
+                .ok_or_else(not_found);
+        }
         ["api"] => return Ok(Route::Doc(discovery::core_versions())),
         ["apis"] => return Ok(Route::Doc(discovery::group_list(types))),
         ["api", "v1"] => {
@@ -333,29 +349,26 @@ fn dispatch(inner: &Arc<Inner>, verb: Verb, c: &Call<'_>) -> Response<Body> {
     }
     let ns = c.namespace.unwrap_or("");
     let name = c.name.unwrap_or("");
-    let writer = Writer {
-        manager: c.manager,
-        subresource: c.sub,
-    };
     let result = match verb {
         Verb::Get => inner.lock_store().get(c.rt, ns, name).map(|o| (200, o)),
         Verb::List => {
             return list(inner, c).unwrap_or_else(|s| status_response(&s));
         }
         Verb::Watch => return watch(inner, c),
-        Verb::Create => parse_body(c.content_type, c.body)
-            .and_then(|b| inner.lock_store().create(c.rt, ns, b, writer))
-            .map(|o| (201, o)),
-        Verb::Update => parse_body(c.content_type, c.body)
-            .and_then(|b| inner.lock_store().update(c.rt, ns, name, b, writer))
-            .map(|o| (200, o)),
-        Verb::Patch => match PatchKind::from_content_type(c.content_type) {
-            None => Err(ApiStatus::unsupported_media(c.content_type)),
-            Some(kind) => inner
-                .lock_store()
-                .patch(c.rt, ns, name, kind, c.body, writer)
-                .map(|o| (200, o)),
-        },
+        Verb::Create | Verb::Update | Verb::Patch => {
+            let (result, warnings) = write(inner, verb, c, ns, name);
+            let mut response = match result {
+                Ok((code, doc)) => bytes_response(code, doc.json().clone()),
+                Err(s) => status_response(&s),
+            };
+            for w in warnings
+                .iter()
+                .filter_map(|w| field_validation::warning_header(w))
+            {
+                response.headers_mut().append(WARNING, w);
+            }
+            return response;
+        }
         Verb::Delete => delete(inner, c, ns, name),
     };
     match result {
@@ -365,6 +378,83 @@ fn dispatch(inner: &Arc<Inner>, verb: Verb, c: &Call<'_>) -> Response<Body> {
         }
         Ok((code, doc)) => bytes_response(code, doc.json().clone()),
         Err(s) => status_response(&s),
+    }
+}
+
+/// A create, update or patch under the store's lock: the answer and the write's warnings.
+fn write(
+    inner: &Arc<Inner>,
+    verb: Verb,
+    c: &Call<'_>,
+    ns: &str,
+    name: &str,
+) -> (Result<(u16, Doc), ApiStatus>, Vec<String>) {
+    let options = match verb {
+        Verb::Create => "CreateOptions",
+        Verb::Update => "UpdateOptions",
+        _ => "PatchOptions",
+    };
+    let directive = match Directive::from_query(c.query, options) {
+        Ok(d) => d,
+        Err(s) => return (Err(s), Vec::new()),
+    };
+    let apply = verb == Verb::Patch && apply::is_apply(c.content_type);
+    let json_patch = verb == Verb::Patch
+        && PatchKind::from_content_type(c.content_type) == Some(PatchKind::Json);
+    let found: Vec<String> = if apply {
+        Vec::new()
+    } else if json_patch {
+        field_validation::json_patch_problems(c.body)
+    } else {
+        field_validation::duplicates(c.body)
+            .iter()
+            .map(field_validation::Duplicate::json_text)
+            .collect()
+    };
+    let writer = Writer {
+        manager: c.manager,
+        subresource: c.sub,
+        recording: Recording::Update,
+        checks: FieldChecks {
+            directive,
+            found: &found,
+        },
+    };
+    let mut store = inner.lock_store();
+    store.take_warnings();
+    let result = match verb {
+        Verb::Create => parse_body(c.content_type, c.body)
+            .and_then(|b| store.create(c.rt, ns, b, writer))
+            .map(|o| (201, o)),
+        Verb::Update => parse_body(c.content_type, c.body)
+            .and_then(|b| store.update(c.rt, ns, name, b, writer))
+            .map(|o| (200, o)),
+        _ if apply => apply::check_patch_options(c.query, true)
+            .and_then(|()| apply::apply(&mut store, &apply_request(c, ns, name), directive)),
+        _ => match PatchKind::from_content_type(c.content_type) {
+            _ if let Err(s) = apply::check_patch_options(c.query, false) => Err(s),
+            None => Err(ApiStatus::unsupported_media(c.content_type)),
+            Some(kind) => store
+                .patch(c.rt, ns, name, kind, c.body, writer)
+                .map(|o| (200, o)),
+        },
+    };
+    let warnings = store.take_warnings();
+    (result, warnings)
+}
+
+fn apply_request<'a>(c: &'a Call<'_>, ns: &'a str, name: &'a str) -> ApplyRequest<'a> {
+    ApplyRequest {
+        rt: c.rt,
+        namespace: ns,
+        name,
+        subresource: c.sub,
+        manager: c.query.get("fieldManager").map_or("", String::as_str),
+        force: c
+            .query
+            .get("force")
+            .is_some_and(|f| f == "true" || f == "1"),
+        body: c.body,
     }
 }
 

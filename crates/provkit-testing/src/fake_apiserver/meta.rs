@@ -7,7 +7,7 @@
 //! (and outside `status` when the status subresource is enabled).
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::resource::ResourceType;
 
@@ -93,51 +93,6 @@ fn generation_content(rt: &ResourceType, obj: &Value) -> Value {
 
 pub(crate) fn content_changed(rt: &ResourceType, old: &Value, new: &Value) -> bool {
     generation_content(rt, old) != generation_content(rt, new)
-}
-
-/// Records a write by `manager` in `managedFields` (one entry per manager, operation and
-/// subresource; the entry's time is refreshed). `fieldsV1` is left empty: the fake does not
-/// track field ownership (no server-side apply yet).
-pub(crate) fn record_manager(
-    obj: &mut Value,
-    rt: &ResourceType,
-    manager: &str,
-    subresource: Option<&str>,
-    now: &str,
-) {
-    let m = meta_mut(obj);
-    let entries = m
-        .entry("managedFields")
-        .or_insert_with(|| Value::Array(Vec::new()));
-    if !entries.is_array() {
-        *entries = Value::Array(Vec::new());
-    }
-    let Some(list) = entries.as_array_mut() else {
-        return;
-    };
-    let sub = subresource.unwrap_or("");
-    let existing = list.iter_mut().find(|e| {
-        e.get("manager").and_then(Value::as_str) == Some(manager)
-            && e.get("operation").and_then(Value::as_str) == Some("Update")
-            && e.get("subresource").and_then(Value::as_str).unwrap_or("") == sub
-    });
-    if let Some(e) = existing {
-        e["time"] = json!(now);
-        e["apiVersion"] = json!(rt.api_version());
-        return;
-    }
-    let mut entry = json!({
-        "manager": manager,
-        "operation": "Update",
-        "apiVersion": rt.api_version(),
-        "time": now,
-        "fieldsType": "FieldsV1",
-        "fieldsV1": {},
-    });
-    if let Some(s) = subresource {
-        entry["subresource"] = json!(s);
-    }
-    list.push(entry);
 }
 
 /// Copies the server-owned fields of `from` (the stored object) into `to`.

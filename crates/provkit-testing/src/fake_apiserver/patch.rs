@@ -52,8 +52,18 @@ pub(crate) fn apply(kind: PatchKind, doc: &mut Value, body: &[u8]) -> Result<(),
             Ok(())
         }
         PatchKind::Json => {
-            let patch: Patch =
+            // Operations are read as the API server's JSON patch library reads them: a repeated
+            // key keeps its last value and keys other than op/path/value/from are ignored
+            // (`fieldValidation` reports both).
+            let mut ops: Value =
                 serde_json::from_slice(body).map_err(|e| PatchFailure::Malformed(e.to_string()))?;
+            if let Some(list) = ops.as_array_mut() {
+                for op in list.iter_mut().filter_map(Value::as_object_mut) {
+                    op.retain(|k, _| matches!(k.as_str(), "op" | "path" | "value" | "from"));
+                }
+            }
+            let patch: Patch =
+                serde_json::from_value(ops).map_err(|e| PatchFailure::Malformed(e.to_string()))?;
             for op in &patch.0 {
                 if let PatchOperation::Test(test) = op
                     && test.value.is_null()

@@ -1,5 +1,4 @@
-//! Pruning and type checking of custom resources against the CRD's structural
-//! `openAPIV3Schema`.
+//! Pruning of custom resources against the CRD's structural `openAPIV3Schema`.
 //!
 //! Written here because no Rust crate prunes Kubernetes structural schemas (JSON-schema
 //! validators do not drop unknown fields or honour the `x-kubernetes-*` extensions). The rules
@@ -10,22 +9,19 @@
 //!   schemas apply to every value of a map;
 //! - the resource root keeps `apiVersion`, `kind` and `metadata`, and so does a node with
 //!   `x-kubernetes-embedded-resource: true`;
-//! - `null` is kept only under `nullable: true`, otherwise pruned;
-//! - a value whose JSON type differs from `type` (`x-kubernetes-int-or-string` accepts both) and a
-//!   missing `required` property are refused (422), with the field path in the cause.
-//!
-//! Other validation (formats, enums, patterns, CEL) is not checked: see the module docs of
-//! [`crate::fake_apiserver`].
+//! - `null` is kept only under `nullable: true`; otherwise it takes the field's `default`, or
+//!   the field is dropped;
+//! - a value whose JSON type differs from its schema's is left as it is (validation reports
+//!   it, see [`super::validation`]).
 
 use serde_json::{Map, Value};
 
-use super::status::Cause;
-
-/// Prunes `obj` in place and returns the validation failures (empty when valid).
-pub(crate) fn prune_and_validate(obj: &mut Value, schema: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    walk(obj, schema, "", true, &mut causes);
-    causes
+/// Prunes `obj` in place; the paths of the unknown fields it dropped (`spec.extra`,
+/// `spec.items[0].extra`), for `fieldValidation`.
+pub(crate) fn prune(obj: &mut Value, schema: &Value) -> Vec<String> {
+    let mut dropped = Vec::new();
+    walk(obj, schema, "", true, &mut dropped);
+    dropped
 }
 
 fn truthy(schema: &Value, key: &str) -> bool {
@@ -40,53 +36,24 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
+fn kind_matches(schema: &Value, v: &Value) -> bool {
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") => v.is_object(),
+        Some("array") => v.is_array(),
+        _ => true,
     }
 }
 
-fn type_ok(want: &str, v: &Value, int_or_string: bool) -> bool {
-    if int_or_string {
-        return matches!(json_type(v), "integer" | "string");
-    }
-    match want {
-        "number" => v.is_number(),
-        other => json_type(v) == other,
-    }
-}
-
-fn walk(v: &mut Value, schema: &Value, path: &str, root: bool, causes: &mut Vec<Cause>) {
-    let int_or_string = truthy(schema, "x-kubernetes-int-or-string");
-    if let Some(want) = schema.get("type").and_then(Value::as_str)
-        && !type_ok(want, v, int_or_string)
-    {
-        let shown = match &*v {
-            Value::String(s) => format!("\"{s}\""),
-            other => format!("\"{}\"", json_type(other)),
-        };
-        causes.push(Cause {
-            reason: "FieldValueTypeInvalid",
-            message: format!(
-                "Invalid value: {shown}: {path} in body must be of type {want}: \"{}\"",
-                json_type(v)
-            ),
-            field: path.to_owned(),
-        });
+fn walk(v: &mut Value, schema: &Value, path: &str, root: bool, dropped: &mut Vec<String>) {
+    if !kind_matches(schema, v) {
         return;
     }
     match v {
-        Value::Object(map) => walk_object(map, schema, path, root, causes),
+        Value::Object(map) => walk_object(map, schema, path, root, dropped),
         Value::Array(items) => {
             if let Some(item_schema) = schema.get("items") {
                 for (i, item) in items.iter_mut().enumerate() {
-                    walk(item, item_schema, &format!("{path}[{i}]"), false, causes);
+                    walk(item, item_schema, &format!("{path}[{i}]"), false, dropped);
                 }
             }
         }
@@ -99,7 +66,7 @@ fn walk_object(
     schema: &Value,
     path: &str,
     root: bool,
-    causes: &mut Vec<Cause>,
+    dropped: &mut Vec<String>,
 ) {
     let preserve = truthy(schema, "x-kubernetes-preserve-unknown-fields");
     let embedded = root || truthy(schema, "x-kubernetes-embedded-resource");
@@ -114,29 +81,25 @@ fn walk_object(
         let Some(sub) = sub else {
             if !preserve {
                 map.remove(&key);
+                dropped.push(join(path, &key));
             }
             continue;
         };
-        let child_path = join(path, &key);
         if map.get(&key).is_some_and(Value::is_null) {
             if !truthy(sub, "nullable") {
-                map.remove(&key);
+                match sub.get("default") {
+                    Some(d) => {
+                        map.insert(key.clone(), d.clone());
+                    }
+                    None => {
+                        map.remove(&key);
+                    }
+                }
             }
             continue;
         }
         if let Some(child) = map.get_mut(&key) {
-            walk(child, sub, &child_path, false, causes);
-        }
-    }
-    if let Some(required) = schema.get("required").and_then(Value::as_array) {
-        for name in required.iter().filter_map(Value::as_str) {
-            if !map.contains_key(name) {
-                causes.push(Cause {
-                    reason: "FieldValueRequired",
-                    message: "Required value".into(),
-                    field: join(path, name),
-                });
-            }
+            walk(child, sub, &join(path, &key), false, dropped);
         }
     }
 }
@@ -162,7 +125,8 @@ mod tests {
                         "items": {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string"}}}},
                         "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
                         "note": {"type": "string", "nullable": true},
-                        "gone": {"type": "string"}
+                        "gone": {"type": "string"},
+                        "mode": {"type": "string", "default": "fast"}
                     }
                 },
                 "status": {"type": "object", "properties": {"phase": {"type": "string"}}}
@@ -170,44 +134,37 @@ mod tests {
         })
     }
 
-    /// "Field pruning": unknown fields dropped at every depth; maps and preserved subtrees kept.
+    /// "Field pruning": unknown fields dropped at every depth (and reported); maps and
+    /// preserved subtrees kept; a non-nullable null takes its default or goes.
     #[test]
     fn prunes_unknown_fields_and_keeps_preserved_ones() {
         let mut obj = json!({
             "apiVersion": "x/v1", "kind": "K", "metadata": {"name": "a", "odd": 1},
             "spec": {"cidr": "10.0.0.0/24", "extra": 1, "labels": {"k": "v"},
                      "items": [{"a": "x", "b": "y"}], "free": {"anything": {"deep": true}},
-                     "note": null, "gone": null, "port": "http"},
+                     "note": null, "gone": null, "port": "http", "mode": null},
             "status": {"phase": "Ready", "unknownField": "vanishes"},
             "top": 1
         });
-        let causes = prune_and_validate(&mut obj, &schema());
-        assert!(causes.is_empty(), "{causes:?}");
+        let dropped = prune(&mut obj, &schema());
+        assert_eq!(
+            dropped,
+            [
+                "spec.extra",
+                "spec.items[0].b",
+                "status.unknownField",
+                "top"
+            ]
+        );
         assert_eq!(
             obj,
             json!({
                 "apiVersion": "x/v1", "kind": "K", "metadata": {"name": "a", "odd": 1},
                 "spec": {"cidr": "10.0.0.0/24", "labels": {"k": "v"}, "items": [{"a": "x"}],
-                         "free": {"anything": {"deep": true}}, "note": null, "port": "http"},
+                         "free": {"anything": {"deep": true}}, "note": null, "port": "http",
+                         "mode": "fast"},
                 "status": {"phase": "Ready"}
             })
-        );
-    }
-
-    #[test]
-    fn type_mismatch_and_missing_required_are_causes() {
-        let mut obj = json!({"spec": {"replicas": "three"}});
-        let causes = prune_and_validate(&mut obj, &schema());
-        let fields: Vec<(&str, &str)> = causes
-            .iter()
-            .map(|c| (c.reason, c.field.as_str()))
-            .collect();
-        assert_eq!(
-            fields,
-            [
-                ("FieldValueTypeInvalid", "spec.replicas"),
-                ("FieldValueRequired", "spec.cidr")
-            ]
         );
     }
 }

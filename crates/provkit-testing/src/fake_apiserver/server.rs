@@ -215,6 +215,8 @@ impl FakeApiServerBuilder {
                 let writer = Writer {
                     manager: "kube-apiserver",
                     subresource: None,
+                    recording: super::ssa::Recording::Update,
+                    checks: super::field_validation::FieldChecks::NONE,
                 };
                 // Creating a fresh namespace in an empty store cannot fail.
                 let _ = store.create(&rt, "", obj, writer);
@@ -298,7 +300,8 @@ impl FakeApiServer {
         kube::Client::new(svc, self.inner.default_namespace.clone())
     }
 
-    /// Serves the custom resources of one more CRD (JSON) from now on.
+    /// Serves the custom resources of one more CRD (JSON) from now on. Registering a CRD
+    /// again replaces its versions; stored objects then read with the new schema's defaults.
     ///
     /// # Errors
     /// [`CrdError`] when it is not a CRD.
@@ -309,6 +312,7 @@ impl FakeApiServer {
             store.types.retain(|t| {
                 !(t.group == v.group && t.version == v.version && t.plural == v.plural)
             });
+            store.redefault(&v);
             store.types.push(v);
         }
         Ok(())

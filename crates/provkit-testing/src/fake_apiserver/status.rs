@@ -143,7 +143,7 @@ impl ApiStatus {
             "UnsupportedMediaType",
             format!(
                 "the body of the request was in an unknown format - accepted media types include: \
-                 application/json-patch+json, application/merge-patch+json (got {content_type})"
+                 application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {content_type})"
             ),
         )
     }

@@ -16,11 +16,13 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 pub(crate) use super::doc::Doc;
+use super::field_validation::{self, Directive, FieldChecks};
 use super::meta::{self, meta_str, timestamp};
 use super::patch::{self, PatchFailure, PatchKind};
-use super::prune;
 use super::resource::{ResourceType, TypeKey};
+use super::ssa::{self, Recording};
 use super::status::{ApiStatus, Cause, Subject, success_deleted};
+use super::validation;
 
 /// What happened to an object, as a watch event type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +91,8 @@ pub(crate) struct Store {
     tx: broadcast::Sender<Timed>,
     pub(crate) rng: fastrand::Rng,
     pub(crate) clock: Arc<dyn Clock>,
+    /// Warnings of the write in progress (taken by the HTTP layer after it).
+    warnings: Vec<String>,
 }
 
 /// Who writes and how (for `managedFields`).
@@ -97,6 +101,10 @@ pub(crate) struct Writer<'a> {
     pub(crate) manager: &'a str,
     /// `Some("status")` for a write to the status subresource.
     pub(crate) subresource: Option<&'a str>,
+    /// How the write's `managedFields` come about.
+    pub(crate) recording: Recording<'a>,
+    /// `fieldValidation` and what the request's body was found to repeat.
+    pub(crate) checks: FieldChecks<'a>,
 }
 
 fn subject<'a>(rt: &'a ResourceType, name: &'a str) -> Subject<'a> {
@@ -126,6 +134,7 @@ impl Store {
             tx,
             rng: fastrand::Rng::with_seed(seed),
             clock,
+            warnings: Vec::new(),
         }
     }
 
@@ -149,7 +158,8 @@ impl Store {
         self.compacted_all = self.rv;
     }
 
-    fn now(&self) -> String {
+    /// The clock's time as `metav1.Time` text.
+    pub(crate) fn now(&self) -> String {
         timestamp(self.clock.now())
     }
 
@@ -341,16 +351,75 @@ impl Store {
             .is_some_and(|m| m.contains_key(&(String::new(), ns.to_owned())))
     }
 
-    fn validate(rt: &ResourceType, obj: &mut Value, name: &str) -> Result<(), ApiStatus> {
-        let Some(schema) = &rt.schema else {
-            return Ok(());
+    /// Admission of a written object: pruning, defaulting and validation of custom resources
+    /// ([`validation`]), `fieldValidation` of what was dropped, and the server's warnings.
+    fn admit(
+        &mut self,
+        rt: &ResourceType,
+        obj: &mut Value,
+        old: Option<&Value>,
+        name: &str,
+        checks: FieldChecks<'_>,
+    ) -> Result<(), ApiStatus> {
+        let mut problems: Vec<String> = checks.found.to_vec();
+        let mut causes = Vec::new();
+        let unknown = match &rt.schema {
+            Some(schema) => {
+                let admitted = validation::admit(obj, old, schema);
+                causes = admitted.causes;
+                admitted.unknown
+            }
+            // Built-in kinds: only `ObjectMeta` is known here.
+            None => validation::prune_meta(obj),
         };
-        let causes = prune::prune_and_validate(obj, schema);
+        problems.extend(unknown.iter().map(|u| field_validation::unknown_text(u)));
+        if !problems.is_empty() {
+            match checks.directive {
+                Directive::Strict => {
+                    return Err(field_validation::strict_error(
+                        &rt.kind,
+                        &rt.version,
+                        &problems,
+                    ));
+                }
+                Directive::Warn => self.warnings.extend(problems),
+                Directive::Ignore => {}
+            }
+        }
+        self.warnings
+            .extend(validation::finalizer_warnings(obj, old));
         if causes.is_empty() {
             Ok(())
         } else {
             Err(ApiStatus::invalid(&rt.kind, subject(rt, name), &causes))
         }
+    }
+
+    /// Defaults the stored objects of `rt` from its schema, as the server defaults objects it
+    /// reads from storage after a CRD gained defaults (the stored versions keep their
+    /// `resourceVersion`; no watch event, as nothing was written).
+    pub(crate) fn redefault(&mut self, rt: &ResourceType) {
+        let Some(schema) = &rt.schema else {
+            return;
+        };
+        if let Some(objects) = self.objects.get_mut(&rt.key()) {
+            for doc in objects.values_mut() {
+                let mut v = doc.value();
+                if validation::defaults::apply(&mut v, schema) {
+                    *doc = Doc::new(&v);
+                }
+            }
+        }
+    }
+
+    /// Adds warnings to the write in progress.
+    pub(crate) fn warn(&mut self, warnings: impl IntoIterator<Item = String>) {
+        self.warnings.extend(warnings);
+    }
+
+    /// The warnings of the last write, for its answer's `Warning` headers.
+    pub(crate) fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
     }
 
     /// POST.
@@ -406,6 +475,7 @@ impl Store {
         {
             return Err(ApiStatus::already_exists(subject(rt, &name)));
         }
+        let body_managed = obj.pointer("/metadata/managedFields").cloned();
         meta::strip_server_owned(&mut obj);
         if rt.status_subresource && rt.custom {
             // "Status subresource": the status stanza of a create is ignored.
@@ -413,7 +483,7 @@ impl Store {
                 o.remove("status");
             }
         }
-        Self::validate(rt, &mut obj, &name)?;
+        self.admit(rt, &mut obj, None, &name, writer.checks)?;
         let now = self.now();
         let uid = meta::uid(&mut self.rng);
         self.rv += 1;
@@ -433,7 +503,16 @@ impl Store {
                 m.insert("generation".into(), json!(1));
             }
         }
-        meta::record_manager(&mut obj, rt, writer.manager, None, &now);
+        ssa::record(
+            rt,
+            writer.manager,
+            None,
+            writer.recording,
+            None,
+            &mut obj,
+            body_managed.as_ref(),
+            &now,
+        );
         set_type(&mut obj, rt);
         let obj = Doc::new(&obj);
         self.objects
@@ -502,6 +581,7 @@ impl Store {
                 ),
             ));
         }
+        let body_managed = new.pointer("/metadata/managedFields").cloned();
         let mut next = if writer.subresource == Some("status") {
             // Writes to /status change only status.
             let mut next = old.clone();
@@ -548,8 +628,19 @@ impl Store {
                 ));
             }
         }
-        Self::validate(rt, &mut next, name)?;
+        self.admit(rt, &mut next, Some(&old), name, writer.checks)?;
         set_type(&mut next, rt);
+        let now = self.now();
+        ssa::record(
+            rt,
+            writer.manager,
+            writer.subresource,
+            writer.recording,
+            Some(&old),
+            &mut next,
+            body_managed.as_ref(),
+            &now,
+        );
         if next == old {
             // A no-op write changes nothing, not even resourceVersion.
             return Ok(stored);
@@ -561,8 +652,6 @@ impl Store {
                 .unwrap_or(0);
             meta::meta_mut(&mut next).insert("generation".into(), json!(generation + 1));
         }
-        let now = self.now();
-        meta::record_manager(&mut next, rt, writer.manager, writer.subresource, &now);
         self.rv += 1;
         let rv = self.rv;
         meta::meta_mut(&mut next).insert("resourceVersion".into(), json!(rv.to_string()));
@@ -719,6 +808,8 @@ mod tests {
         Writer {
             manager: "test",
             subresource: None,
+            recording: Recording::Update,
+            checks: FieldChecks::NONE,
         }
     }
 

@@ -88,7 +88,7 @@ fn kubectl_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// kubectl get / apply --validate=false / patch --type merge / replace / delete against the
+/// kubectl get / apply (validation on) / patch --type merge / replace / delete against the
 /// served fake; skipped (with a note) where kubectl is not on PATH.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_round_trip_when_installed() {
@@ -130,7 +130,7 @@ async fn kubectl_round_trip_when_installed() {
     };
     let m = manifest.display().to_string();
     let sv = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-    run(sv(&["apply", "--validate=false", "-f", &m])).await;
+    run(sv(&["apply", "-f", &m])).await;
     assert_eq!(s.objects::<Widget>()[0].spec.size, 1);
     let got = run(sv(&["get", "widgets"])).await;
     assert!(got.contains('k'), "{got}");
@@ -150,11 +150,11 @@ async fn kubectl_round_trip_when_installed() {
         "apiVersion: test.provkit.dev/v1\nkind: Widget\nmetadata:\n  name: k\nspec:\n  size: 3\n",
     )
     .unwrap();
-    run(sv(&["apply", "--validate=false", "-f", &m])).await;
+    run(sv(&["apply", "-f", &m])).await;
     assert_eq!(s.objects::<Widget>()[0].spec.size, 3);
     let yaml = run(sv(&["get", "widget", "k", "-o", "yaml"])).await;
     std::fs::write(&manifest, yaml.replace("size: 3", "size: 4")).unwrap();
-    run(sv(&["replace", "--validate=false", "-f", &m])).await;
+    run(sv(&["replace", "-f", &m])).await;
     assert_eq!(s.objects::<Widget>()[0].spec.size, 4);
     run(sv(&["delete", "widget", "k"])).await;
     assert!(s.objects::<Widget>().is_empty());

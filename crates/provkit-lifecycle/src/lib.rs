@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod outcome;
 pub mod policy;
 pub mod provider;
+pub mod push;
 pub mod resource;
 
 #[doc(inline)]

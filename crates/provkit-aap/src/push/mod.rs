@@ -17,10 +17,16 @@
 //! (`canceled` is sent twice), and carries every user's jobs, so a consumer filters by the ids it
 //! launched and confirms the final state with one `GET` of the job.
 
-mod cadence;
+mod connect;
+mod error;
 mod messages;
 mod path;
+mod stream;
 
-pub use cadence::{PollCadence, PushHealth, PushStep, PushTransition, ReconnectBackoff};
+pub use error::PushError;
 pub use messages::{PushMessage, PushMessageError, StatusChange, subscribe_message};
 pub use path::websocket_path;
+pub use provkit_lifecycle::push::{
+    PollCadence, PushHealth, PushSignal, PushStep, PushTransition, ReconnectBackoff,
+};
+pub use stream::{JobStatusStream, PushConfig, PushEvent};

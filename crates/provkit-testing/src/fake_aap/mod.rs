@@ -12,7 +12,10 @@
 //!
 //! Job progress is computed from the server's clock whenever a job is read (no background
 //! tasks): share a [`provkit_core::ManualClock`] with the code under test, or call
-//! [`FakeAap::advance`], and every job moves at once.
+//! [`FakeAap::advance`], and every job moves at once. A served fake also pushes job status
+//! changes over AWX's websocket (`/websocket/`, aap-observed.md §13.4): one task reads each
+//! job's timeline at the moments it changes (at least every 50 ms of wall time, so a moved clock
+//! is noticed); see [`FakeAap::websocket_stats`] and the `websocket_*` faults.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -39,6 +42,7 @@
 //! # Ok(()) }
 //! ```
 
+mod announce;
 mod app;
 mod build_state;
 mod clock;
@@ -60,6 +64,7 @@ mod spec;
 mod state;
 mod survey;
 mod tls;
+mod websocket;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -80,6 +85,7 @@ pub use spec::{
     AskFlags, Fixtures, InventorySpec, JobTemplateSpec, Mode, OrganizationSpec, Scope, Settings,
     SurveyQuestion, SurveySpec, TokenSpec, UserSpec, WorkflowJobTemplateSpec, WorkflowNodeSpec,
 };
+pub use websocket::WebsocketStats;
 
 use self::app::App;
 use self::state::{Template, Unified};
@@ -271,6 +277,7 @@ impl FakeAapBuilder {
             node: settings.node.clone(),
             max_body: settings.max_body_bytes,
             observer: crate::observe::ObserverSlot::default(),
+            websocket: websocket::Hub::default(),
             clock,
             state: Mutex::new(st),
         };

@@ -1,4 +1,20 @@
-//! The stream's health, the poll interval it allows, and the reconnection delays (pure).
+//! Push notifications of job completion as a wake-up source (pure; no IO).
+//!
+//! A provider whose backend pushes job status changes (AWX's websocket: `provkit_aap::push`)
+//! lets a controller learn at once that a job ended, and poll in-flight jobs only as a safety
+//! net. This module holds the decisions that need no network and are shared by the provider
+//! side and the controller side:
+//!
+//! - [`PushHealth`] / [`PushTransition`] / [`PushStep`]: how far the stream can be trusted, and
+//!   when every in-flight job must be polled once (after each confirmed (re)subscription: the
+//!   backend does not replay what it announced while nobody listened);
+//! - [`PollCadence`]: the poll interval of in-flight jobs for a stream health;
+//! - [`ReconnectBackoff`]: the delays between reconnection attempts;
+//! - [`PushSignal`]: what a stream tells a controller (a transition, or that a job ended).
+//!
+//! A push message is only ever a wake-up: the controller confirms the final state with one read
+//! of the job (the message may lack the job's outputs, may arrive twice, and may be for a job of
+//! someone else).
 
 use std::time::Duration;
 
@@ -45,7 +61,7 @@ impl PushHealth {
     /// (the first one too: a job may have ended before the subscription was in place).
     ///
     /// ```
-    /// use provkit_aap::push::{PushHealth, PushTransition};
+    /// use provkit_lifecycle::push::{PushHealth, PushTransition};
     /// let step = PushHealth::Unconfirmed.apply(PushTransition::Subscribed);
     /// assert_eq!(step.health, PushHealth::Healthy);
     /// assert!(step.repoll_in_flight);
@@ -98,7 +114,7 @@ impl PollCadence {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use provkit_aap::push::{PollCadence, PushHealth};
+    /// use provkit_lifecycle::push::{PollCadence, PushHealth};
     /// let cadence = PollCadence::new(Duration::from_secs(30));
     /// assert_eq!(cadence.interval(PushHealth::Healthy), Duration::from_secs(600));
     /// assert_eq!(cadence.interval(PushHealth::Unconfirmed), Duration::from_secs(30));
@@ -143,7 +159,7 @@ impl ReconnectBackoff {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use provkit_aap::push::ReconnectBackoff;
+    /// use provkit_lifecycle::push::ReconnectBackoff;
     /// let mut backoff = ReconnectBackoff::new(Duration::from_secs(1), Duration::from_secs(5));
     /// let delays: Vec<u64> = (0..5).map(|_| backoff.next_delay().as_secs()).collect();
     /// assert_eq!(delays, [1, 2, 4, 5, 5]);
@@ -160,6 +176,19 @@ impl ReconnectBackoff {
     pub fn reset(&mut self) {
         self.failures = 0;
     }
+}
+
+/// What a push stream tells a controller: a change of the stream's state, or that a job ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PushSignal {
+    /// The stream connected, was confirmed, was refused or dropped.
+    Stream(PushTransition),
+    /// The backend announced a final status (successful, failed, error, canceled) of this job.
+    /// Only a wake-up: the controller reads the job to learn its outcome.
+    JobFinished {
+        /// The job's id as the provider records it in `status.provisioningJobs[].jobID`.
+        job_id: String,
+    },
 }
 
 #[cfg(test)]

@@ -146,11 +146,7 @@ impl State {
 
     /// Status now, when it ends (`finished`), and when to look again (`None`: only a cancel or
     /// a purge can change it).
-    fn timeline(
-        &mut self,
-        id: u64,
-        now: DateTime<Utc>,
-    ) -> Option<Timeline> {
+    fn timeline(&mut self, id: u64, now: DateTime<Utc>) -> Option<Timeline> {
         match self.unified(id)? {
             Unified::Job(job) => {
                 let hold = job.script.hold;

@@ -158,7 +158,7 @@ impl PushWakeups {
 
     /// The objects to reconcile now, for the controller (`Controller::reconcile_on`, or
     /// [`controller_with_wakeups`]). Taken once: a second call gets an empty stream.
-    pub fn triggers<K>(&self) -> impl Stream<Item = ObjectRef<K>> + Send + 'static
+    pub fn triggers<K>(&self) -> impl Stream<Item = ObjectRef<K>> + Send + use<K>
     where
         K: kube::Resource<DynamicType = ()> + 'static,
     {

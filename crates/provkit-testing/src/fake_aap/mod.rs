@@ -112,6 +112,8 @@ pub struct JobInfo {
     pub parent_workflow: Option<u64>,
     /// Creation time.
     pub created: DateTime<Utc>,
+    /// When the job ended (terminal status), by the server's clock.
+    pub finished: Option<DateTime<Utc>>,
 }
 
 /// Handle to a fake AAP server's state: build the axum router, inspect and steer it.
@@ -604,7 +606,17 @@ fn job_info(st: &mut state::State, id: u64, now: DateTime<Utc>) -> Option<JobInf
             w.c.created,
         ),
     };
-    let status = st.status_of(id, now)?.as_str();
+    let (status, finished) = match st.unified(id)? {
+        Unified::Job(_) => {
+            let snap = st.job_snapshot(id, now)?;
+            (snap.status.as_str(), snap.finished)
+        }
+        Unified::Workflow(_) => {
+            st.sync(now);
+            let snap = st.workflow_snapshot(id, now)?;
+            (snap.status.as_str(), snap.finished)
+        }
+    };
     Some(JobInfo {
         id,
         kind,
@@ -615,5 +627,6 @@ fn job_info(st: &mut state::State, id: u64, now: DateTime<Utc>) -> Option<JobInf
         launch_type,
         parent_workflow: parent,
         created,
+        finished,
     })
 }

@@ -26,7 +26,7 @@
 //!
 //! The trigger stream goes into the controller: `Controller::reconcile_on` needs kube's
 //! unstable feature `unstable-runtime-reconcile-on` (this crate does not enable it);
-//! [`controller_with_wakeups`] builds the same controller on kube-runtime's stable
+//! [`WakeupController`] builds the same controller on kube-runtime's stable
 //! [`applier`](kube::runtime::applier()).
 
 mod controller;
@@ -43,7 +43,7 @@ use provkit_lifecycle::{DeprovisionStep, ProvisionStep};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-pub use controller::controller_with_wakeups;
+pub use controller::WakeupController;
 use registry::{Key, Registry};
 
 /// How long the final status of a job nobody waits for is remembered (its launching reconcile
@@ -157,7 +157,7 @@ impl PushWakeups {
     }
 
     /// The objects to reconcile now, for the controller (`Controller::reconcile_on`, or
-    /// [`controller_with_wakeups`]). Taken once: a second call gets an empty stream.
+    /// [`WakeupController`]). Taken once: a second call gets an empty stream.
     pub fn triggers<K>(&self) -> impl Stream<Item = ObjectRef<K>> + Send + use<K>
     where
         K: kube::Resource<DynamicType = ()> + 'static,
@@ -257,6 +257,14 @@ impl PushWakeups {
             self.wake(vec![key]);
         }
         late
+    }
+
+    /// Records that `obj` waits for the in-flight (non-final) jobs of `jobs`, replacing what it
+    /// waited for, as a [`Provisioner`](crate::Provisioner) built `with_push` does at the start
+    /// and end of every reconcile (for a controller of your own). Wakes the object at once when
+    /// one of them was announced final already.
+    pub fn record_jobs<K: kube::Resource>(&self, obj: &K, jobs: &[JobStatus]) {
+        self.track(obj, jobs, true);
     }
 
     /// Whether the object with `uid` was woken by push since its last reconcile started.

@@ -1,5 +1,5 @@
 //! Push wake-ups end to end over loopback: the fake AAP's websocket → `AapClient`'s
-//! `JobStatusStream` → `PushWakeups` → a controller built with `controller_with_wakeups`
+//! `JobStatusStream` → `PushWakeups` → a controller built with `WakeupController`
 //! (kube-runtime's stable `applier`) on the fake API server, with `AapProvider` polling the fake
 //! AAP. Real time: the normal poll interval is long (an hour) unless a test needs polling, so a
 //! completion seen within seconds can only have come by push.
@@ -14,7 +14,7 @@ use kube::runtime::watcher;
 use provkit_aap::push::{PushConfig, ReconnectBackoff};
 use provkit_aap::{AapClient, AapProvider};
 use provkit_core::{Clock, JobState, SystemClock};
-use provkit_kube::push::{PushWakeups, controller_with_wakeups};
+use provkit_kube::push::{PushWakeups, WakeupController};
 use provkit_kube::{MultiTargetProvisioner, NoCallbacks, Provisioner, ReconcileError};
 use provkit_lifecycle::push::{PollCadence, PushHealth};
 use provkit_lifecycle::{JobTarget, Lifecycle, LifecyclePolicy, MultiTargetLifecycle};
@@ -122,14 +122,16 @@ fn operator(
     let w = wakeups.clone();
     let signals = aap.job_status_stream_with(push_config()).signals();
     let push = tokio::spawn(async move { w.run(signals).await });
-    let controller = controller_with_wakeups(
+    let controller = WakeupController::new(
         Api::<Network>::all(client),
         watcher::Config::default(),
         wakeups.triggers(),
+    )
+    .with_config(Config::default())
+    .run(
         |obj, p: Arc<Provisioner<Network>>| async move { p.reconcile(obj, &NoCallbacks).await },
         quick_retry,
         provisioner,
-        Config::default(),
     );
     let run = tokio::spawn(controller.for_each(|_| async {}));
     Operator {
@@ -277,16 +279,17 @@ async fn multi_target_objects_are_woken_too() {
     let w = wakeups.clone();
     let signals = client.job_status_stream_with(push_config()).signals();
     let push = tokio::spawn(async move { w.run(signals).await });
-    let controller = controller_with_wakeups(
+    let controller = WakeupController::new(
         Api::<Network>::all(api.client()),
         watcher::Config::default(),
         wakeups.triggers(),
+    )
+    .run(
         |obj, p: Arc<MultiTargetProvisioner<Network>>| async move {
             p.reconcile(obj, &NoCallbacks).await
         },
         quick_retry,
         provisioner,
-        Config::default(),
     );
     let run = tokio::spawn(controller.for_each(|_| async {}));
     let op = Operator {

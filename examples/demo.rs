@@ -11,6 +11,8 @@
 //! story: provision, failure + backoff, spec change, A-B-A, delete while running, a stale
 //! reconcile, and a controller crash right after a launch with its recovery. Every step is
 //! checked against AAP's records and the API server's state; a failed expectation exits non-zero.
+//! Then one completion arrives by push (AAP's job status websocket wakes the object at once) and
+//! its latency is shown.
 
 use std::process::ExitCode;
 
@@ -94,7 +96,29 @@ async fn main() -> ExitCode {
             println!("  ✗ {}\n      found: {}", c.what, c.found);
         }
     }
-    let ok = report.all_met();
+    // Issue 28: one completion arriving by push, with its latency.
+    let pushed = match provkit_examples::push_demo::run(scale).await {
+        Ok(episode) => {
+            println!("\n{}", episode.render());
+            let ok = episode.came_by_push();
+            if ok {
+                println!(
+                    "  ✓ the completion came by push: one wake-up, one confirming GET, before any poll"
+                );
+            } else {
+                println!("  ✗ the completion did not come by push: {episode:?}");
+            }
+            ok
+        }
+        Err(e) => {
+            eprintln!(
+                "push episode failed to run: {}",
+                provkit_kube::ErrorChain(&e)
+            );
+            false
+        }
+    };
+    let ok = report.all_met() && pushed;
     println!(
         "\n{}",
         if ok {

@@ -8,7 +8,15 @@
 //! cargo run --release --example fleet -- --resources 10000 --everything     # chaos + crashes
 //! cargo run --release --example fleet -- --scenario outage --resources 10000  # AAP outage
 //! cargo run --release --example fleet -- --scenario throttled --resources 1000 # AAP at 8 req/s
+//! cargo run --release --example fleet -- --resources 10000 --push             # push wake-ups
 //! ```
+//!
+//! `--push` (issue 28): the leader subscribes to the fake AAP's job status websocket; a job's
+//! final status wakes its object at once and one `GET` confirms it; in-flight jobs are polled
+//! every `--push-safety-net-secs` (600) while the stream is healthy. With `--chaos` /
+//! `--everything` the websocket connections are also dropped about every `--push-drop-secs`
+//! (30) scenario seconds. The report adds AAP job `GET`s per job, AAP requests per resource, the
+//! completion latency (median, p99) and the stream's re-poll bursts.
 //!
 //! `--scenario outage` (issue 17): the resources' provision jobs are launched and being polled,
 //! then AAP refuses connections for `--refused-secs` (600) scenario seconds, then answers 503
@@ -113,6 +121,18 @@ struct Args {
     /// Throttled: AAP requests per scenario second.
     #[arg(long, default_value_t = AAP_REFERENCE_RATE)]
     aap_rate: f64,
+    /// Push wake-ups: the leader subscribes to the fake AAP's job status websocket; a final
+    /// status wakes its object at once, polling is the safety net.
+    #[arg(long)]
+    push: bool,
+    /// With --push: the safety-net poll interval of in-flight jobs while the stream is healthy
+    /// (scenario seconds).
+    #[arg(long, default_value_t = 600)]
+    push_safety_net_secs: u64,
+    /// With --push: drop the websocket connections about every this many scenario seconds
+    /// (default: 30 with --chaos or --everything, else never; 0: never).
+    #[arg(long)]
+    push_drop_secs: Option<u64>,
 }
 
 async fn outage(args: &Args) -> ExitCode {
@@ -186,6 +206,13 @@ async fn main() -> ExitCode {
         config.probe = Duration::from_secs_f64(args.probe_secs.max(0.0));
     }
     config.purges = (config.resources / 1000).max(3);
+    if args.push {
+        config.push = Some(Duration::from_secs(args.push_safety_net_secs));
+        let drop_every = args
+            .push_drop_secs
+            .unwrap_or(if config.chaos { 30 } else { 0 });
+        config.push_drop_every = (drop_every > 0).then(|| Duration::from_secs(drop_every));
+    }
     config.progress = !args.quiet;
     if args.scenario == Scenario::Throttled {
         return finish(

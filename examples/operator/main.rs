@@ -13,6 +13,11 @@
 //! `<prefix>-create-virtual-network` and `<prefix>-delete-virtual-network`
 //! (`--template-prefix`, default `OSAC_AAP_TEMPLATE_PREFIX` or `osac`).
 //!
+//! `--aap-push` turns on push wake-ups: the leader subscribes to AAP's job status websocket and
+//! a job's end wakes its object at once (polling stays the safety net; docs/aap.md, "Push").
+//! `--aap-webhook-secret-file FILE` also accepts AWX webhook notifications at
+//! `POST /aap-webhook` (header `X-Provkit-Webhook-Secret`) as a second wake-up source.
+//!
 //! High availability: run one replica, or several with leader election (the default): only the
 //! holder of the `coordination.k8s.io` Lease reconciles (see the README).
 
@@ -31,8 +36,10 @@ use provkit_example_operator::cli::{Cli, Command};
 use provkit_example_operator::controller::{self, Context};
 use provkit_example_operator::crd::{VirtualNetwork, crd_yaml};
 use provkit_example_operator::fake_aap;
-use provkit_example_operator::{logging, metrics_server};
+use provkit_example_operator::{logging, metrics_server, webhook};
+use provkit_kube::push::PushWakeups;
 use provkit_kube::{LeaderElector, LeadershipEnd, default_identity, shutdown_signal};
+use provkit_lifecycle::push::PollCadence;
 use provkit_lifecycle::{LifecyclePolicy, ProvisioningProvider};
 use provkit_testing::fake_aap::FakeAapServer;
 
@@ -95,6 +102,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .metrics(aap_metrics)
             .build()?
     };
+    let push_client = cli.aap_push.then(|| aap.clone());
     // OSAC's template names and, by default, its current envelope (`--envelope`).
     let provider: Arc<dyn ProvisioningProvider> = Arc::new(
         AapProvider::builder(aap)
@@ -107,7 +115,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let identity = cli.identity.clone().unwrap_or_else(default_identity);
     let policy = LifecyclePolicy::default()
         .with_poll_interval(Duration::from_secs(cli.poll_interval.max(1)));
-    let ctx = Arc::new(Context::with_metrics(
+    let Context {
+        mut provisioner,
+        callbacks,
+    } = Context::with_metrics(
         client.clone(),
         provider,
         policy,
@@ -115,14 +126,36 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         &identity,
         &cli.field_manager,
         &mut registry,
-    ));
+    );
+    let webhook_secret = match &cli.aap_webhook_secret_file {
+        Some(path) => Some(std::fs::read_to_string(path)?.trim().to_owned()),
+        None => None,
+    };
+    // Push wake-ups (opt-in): one subscription, opened by the leader only; the webhook
+    // receiver feeds the same wake-ups.
+    let push = (cli.aap_push || webhook_secret.is_some()).then(|| {
+        let cadence = PollCadence::new(Duration::from_secs(cli.poll_interval.max(1)))
+            .with_while_healthy(Duration::from_secs(cli.aap_push_safety_net));
+        PushWakeups::new(cadence)
+    });
+    if let Some(w) = &push {
+        provisioner = provisioner.with_push(w.clone());
+    }
+    let ctx = Arc::new(Context {
+        provisioner,
+        callbacks,
+    });
     if cli.metrics_bind_address != "off" {
         let listener = tokio::net::TcpListener::bind(&cli.metrics_bind_address).await?;
         tracing::info!(address = %listener.local_addr()?, "serving /metrics and /healthz");
-        let registry = Arc::new(registry);
+        let mut routes = metrics_server::router(Arc::new(registry));
+        if let (Some(secret), Some(w)) = (webhook_secret, &push) {
+            tracing::info!(path = webhook::PATH, "accepting AWX webhook notifications");
+            routes = routes.merge(webhook::router(secret, w.clone()));
+        }
         tokio::spawn(async move {
             if let Err(error) =
-                metrics_server::serve(listener, registry, std::future::pending()).await
+                metrics_server::serve_router(listener, routes, std::future::pending()).await
             {
                 tracing::error!(%error, "the metrics server stopped");
             }
@@ -135,7 +168,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     if cli.no_leader_election {
         tracing::warn!("leader election disabled: run exactly one replica");
-        controller::run(api, ctx, shutdown_signal()).await;
+        match push {
+            Some(w) => controller::run_with_push(api, ctx, shutdown_signal(), push_client, w).await,
+            None => controller::run(api, ctx, shutdown_signal()).await,
+        }
         save_fake_aap(fake.as_ref(), cli.fake_aap_state.as_deref());
         return Ok(());
     }
@@ -149,8 +185,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .with_field_manager(cli.field_manager.clone());
     tracing::info!(identity = elector.identity(), lease = %cli.lease_name, "waiting for leadership");
     let end = elector
-        .run(shutdown_signal(), |token| {
-            controller::run(api, ctx, token.cancelled_owned())
+        .run(shutdown_signal(), |token| async move {
+            match push {
+                Some(w) => {
+                    controller::run_with_push(api, ctx, token.cancelled_owned(), push_client, w)
+                        .await;
+                }
+                None => controller::run(api, ctx, token.cancelled_owned()).await,
+            }
         })
         .await;
     tracing::info!(?end, "stopped");

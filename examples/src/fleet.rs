@@ -85,6 +85,12 @@ pub struct FleetConfig {
     pub error_backoff: provkit_kube::ErrorBackoffConfig,
     /// Extra observers of both fakes' requests.
     pub taps: Taps,
+    /// Push wake-ups from the fake AAP's websocket, with this safety-net poll interval while
+    /// the stream is healthy (`None`: polling only).
+    pub push: Option<Duration>,
+    /// With push: drop the websocket connections (no close frame) about this often (each gap
+    /// drawn from half to one and a half of it; `None`: never).
+    pub push_drop_every: Option<Duration>,
 }
 
 impl FleetConfig {
@@ -115,6 +121,8 @@ impl FleetConfig {
             aap_rate: None,
             error_backoff: provkit_kube::ErrorBackoffConfig::default(),
             taps: Taps::default(),
+            push: None,
+            push_drop_every: None,
         }
     }
 
@@ -504,6 +512,9 @@ pub struct FleetReport {
     /// The AAP clients' own counters over the scenario (provkit-aap metrics): attempts,
     /// retries, rate-limited answers, the circuit breaker's transitions and refusals.
     pub aap_client: AapSnapshot,
+    /// Push wake-ups: job GETs per job, requests per resource, completion latency, stream
+    /// counters.
+    pub push: crate::push_report::PushReport,
     /// Rendered provider-call table.
     calls_table: String,
     /// Idempotency-key lookups of every client: calls, job-list pages requested, most pages of
@@ -820,6 +831,7 @@ impl FleetReport {
         {
             let _ = writeln!(out, "    {e}");
         }
+        out.push_str(&self.push.render());
         let _ = writeln!(out, "\nfleet: {}", if self.ok() { "PASS" } else { "FAIL" });
         out
     }
@@ -1060,6 +1072,7 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     hc.crashes = config.crashes.then(|| config.crash_plan.clone());
     hc.error_backoff = config.error_backoff;
     hc.taps = config.taps.clone();
+    hc.push = config.push;
     let api = hc.api_server(retained);
     let h = Harness::new(hc, api.clone(), backend);
     let aap_chaos = config
@@ -1182,6 +1195,18 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
                 }
             }));
         }
+    }
+    let push_drops = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    if let (Some(_), Some(every)) = (config.push, config.push_drop_every) {
+        let (h, drops, seed) = (h.clone(), push_drops.clone(), rng.u64(..));
+        background.push(tokio::spawn(async move {
+            let mut r = fastrand::Rng::with_seed(seed);
+            loop {
+                tokio::time::sleep(h.wall(every.mul_f64(0.5 + r.f64()))).await;
+                let n = h.backend.aap().websocket_drop_connections();
+                drops.fetch_add(n as u64, Ordering::Relaxed);
+            }
+        }));
     }
     let best = Arc::new(Mutex::new(MemorySample::default()));
     let sampler = tokio::spawn({
@@ -1330,6 +1355,13 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
     #[allow(clippy::cast_precision_loss)]
     let polls_per_job = polls as f64 / audit.jobs.max(1) as f64;
     let calls_table = call_table(&h.backend.calls, n);
+    let push = crate::push_report::PushReport::measure(
+        &h,
+        &requests,
+        audit.jobs,
+        n,
+        push_drops.load(Ordering::Relaxed),
+    );
     let memory = best.lock().unwrap_or_else(PoisonError::into_inner).clone();
     Ok(FleetReport {
         wall,
@@ -1354,6 +1386,7 @@ pub async fn run_fleet(config: FleetConfig) -> Result<FleetReport, BackendError>
         status_conflicts: h.records.status_conflicts.load(Ordering::Relaxed),
         aap_client,
         metrics: h.metrics.clone(),
+        push,
         calls_table,
         key_lookups: h.backend.calls.key_lookups(),
         kind_lookups: h.backend.calls.total(crate::instrumented::Op::FindKind),

@@ -29,12 +29,15 @@ use kube::Api;
 use kube::runtime::controller::{self, Action};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
+use provkit_aap::push::{PushConfig, ReconnectBackoff};
 use provkit_core::{Clock, SystemClock};
 use provkit_example_operator::controller::Context;
 use provkit_example_operator::crd::VirtualNetwork;
+use provkit_kube::push::PushWakeups;
 use provkit_kube::{
     ErrorBackoffConfig, LeaderElectionConfig, LeaderElector, Provisioner, ReconcileError,
 };
+use provkit_lifecycle::push::PollCadence;
 use provkit_lifecycle::{Jitter, LifecyclePolicy};
 use provkit_testing::fake_apiserver::{FakeApiServer, Fault, FaultEffect, FaultId, Verb};
 use provkit_testing::observe::{ObservedRequest, Phase, Verdict};
@@ -138,6 +141,10 @@ pub struct HarnessConfig {
     pub resync: Option<Duration>,
     /// Extra observers of both fakes' requests (measurements).
     pub taps: Taps,
+    /// Push wake-ups from the fake AAP's websocket (the leader subscribes), with this
+    /// safety-net poll interval while the stream is healthy (production time, scaled; `None`:
+    /// off, every job found finished by polling).
+    pub push: Option<Duration>,
 }
 
 impl HarnessConfig {
@@ -180,6 +187,7 @@ impl HarnessConfig {
             error_backoff: ErrorBackoffConfig::default(),
             resync: Some(Duration::from_secs(600)),
             taps: Taps::default(),
+            push: None,
         }
     }
 }
@@ -292,6 +300,8 @@ pub struct Records {
     api_ops: Mutex<BTreeMap<String, u64>>,
     /// Status writes answered 409.
     pub status_conflicts: std::sync::atomic::AtomicU64,
+    /// Provision job id → when an accepted status write first recorded it `Succeeded`.
+    succeeded_at: Mutex<HashMap<String, chrono::DateTime<chrono::Utc>>>,
 }
 
 impl Records {
@@ -303,6 +313,11 @@ impl Records {
     /// The operator's API-server requests by `verb resource[/subresource]`.
     pub fn api_ops(&self) -> BTreeMap<String, u64> {
         lock(&self.api_ops).clone()
+    }
+
+    /// Provision job id → when an accepted status write first recorded it `Succeeded`.
+    pub fn succeeded_at(&self) -> HashMap<String, chrono::DateTime<chrono::Utc>> {
+        lock(&self.succeeded_at).clone()
     }
 
     /// The index of the object with `uid`.
@@ -345,6 +360,8 @@ pub struct Harness {
     pub records: Arc<Records>,
     /// Crashes and leadership changes.
     pub crashes: Arc<CrashLog>,
+    /// Every incarnation's push wake-ups (with [`HarnessConfig::push`]).
+    pub push: Mutex<Vec<PushWakeups>>,
     replicas: Vec<Arc<Replica>>,
     triggers: broadcast::Sender<ObjectRef<VirtualNetwork>>,
     rng: Mutex<fastrand::Rng>,
@@ -420,6 +437,23 @@ fn recorded_jobs(body: &Value) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// The provision job ids a status body records as `Succeeded`.
+fn succeeded_jobs(body: &Value) -> Vec<String> {
+    body.pointer("/status/provisioningJobs")
+        .and_then(Value::as_array)
+        .map(|jobs| {
+            jobs.iter()
+                .filter(|j| {
+                    j.get("type").and_then(Value::as_str) == Some("provision")
+                        && j.get("state").and_then(Value::as_str) == Some("Succeeded")
+                })
+                .filter_map(|j| Some(j.get("jobID")?.as_str()?.to_owned()))
+                .filter(|id| !id.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 impl Harness {
     /// Builds the stack (nothing runs until [`start`](Self::start)).
     pub fn new(config: HarnessConfig, api: FakeApiServer, backend: Backend) -> Arc<Self> {
@@ -442,6 +476,7 @@ impl Harness {
             metrics: Arc::new(RunMetrics::default()),
             records: Arc::new(Records::default()),
             crashes: Arc::new(CrashLog::default()),
+            push: Mutex::new(Vec::new()),
             replicas,
             triggers,
             rng: Mutex::new(fastrand::Rng::with_seed(seed ^ 0xc4a5)),
@@ -610,6 +645,14 @@ impl Harness {
                                 rec.insert(id.clone());
                             }
                             drop(rec);
+                            let succeeded = succeeded_jobs(&body);
+                            if !succeeded.is_empty() {
+                                let now = SystemClock.now();
+                                let mut at = lock(&self.records.succeeded_at);
+                                for id in succeeded {
+                                    at.entry(id).or_insert(now);
+                                }
+                            }
                             if let Some((id, _)) =
                                 jobs.iter().rev().find(|(_, ty)| ty == "deprovision")
                             {
@@ -761,6 +804,18 @@ fn policy(h: &Harness) -> LifecyclePolicy {
     policy
 }
 
+/// The push stream's settings in scenario time (reconnect after 1 s doubling to 60 s, 10 s for
+/// each handshake step, keepalive 30 s), scaled.
+fn push_config(h: &Harness) -> PushConfig {
+    PushConfig::default()
+        .backoff(ReconnectBackoff::new(
+            h.wall(Duration::from_secs(1)),
+            h.wall(Duration::from_secs(60)),
+        ))
+        .handshake_timeout(h.wall(Duration::from_secs(10)).max(Duration::from_secs(1)))
+        .keepalive(h.wall(Duration::from_secs(30)))
+}
+
 /// One incarnation of a replica: built from nothing but the API server's state; runs until
 /// dropped (a crash) or until it loses the Lease.
 async fn incarnation(h: Arc<Harness>, identity: String) {
@@ -796,6 +851,16 @@ async fn incarnation(h: Arc<Harness>, identity: String) {
     if let Some(period) = h.config.resync {
         provisioner = provisioner.with_resync(h.config.scale.of(period));
     }
+    let wakeups = h.config.push.map(|safety_net| {
+        let cadence =
+            PollCadence::new(h.wall(h.config.poll_interval)).with_while_healthy(h.wall(safety_net));
+        let wakeups = PushWakeups::new(cadence);
+        lock(&h.push).push(wakeups.clone());
+        wakeups
+    });
+    if let Some(w) = &wakeups {
+        provisioner = provisioner.with_push(w.clone());
+    }
     let operator = Arc::new(Context {
         provisioner,
         callbacks,
@@ -815,13 +880,34 @@ async fn incarnation(h: Arc<Harness>, identity: String) {
     });
     let concurrency = h.config.concurrency;
     let api: Api<VirtualNetwork> = Api::all(client.clone());
+    // Only the leader subscribes: the stream is opened inside the leader's run.
+    let push = wakeups.and_then(|w| {
+        let client = h.backend.client(&user_agent).ok()?;
+        Some((w, client, push_config(&h)))
+    });
     let run = move || async move {
-        Controller::new(api, watcher::Config::default())
+        let (pushed, signals) = match push {
+            Some((w, client, config)) => {
+                let signals = client.job_status_stream_with(config).signals();
+                (Some(w.clone()), Some((w, signals)))
+            }
+            None => (None, None),
+        };
+        let woken = futures::stream::iter(pushed).flat_map(|w| w.triggers::<VirtualNetwork>());
+        let controller = Controller::new(api, watcher::Config::default())
             .with_config(controller::Config::default().concurrency(concurrency))
-            .reconcile_on(triggers)
+            .reconcile_on(futures::stream::select(triggers, woken))
             .run(reconcile, error_policy, ctx)
-            .for_each(|_| async {})
-            .await;
+            .for_each(|_| async {});
+        match signals {
+            Some((w, signals)) => {
+                tokio::select! {
+                    () = controller => {}
+                    () = w.run(signals) => {}
+                }
+            }
+            None => controller.await,
+        }
     };
     if h.replicas.len() == 1 {
         lock(&h.crashes.leaders).push((Instant::now(), identity.clone()));

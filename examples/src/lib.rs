@@ -29,6 +29,8 @@ pub mod instrumented;
 pub mod measure;
 pub mod metrics;
 pub mod outage;
+pub mod push_demo;
+pub mod push_report;
 pub mod report;
 pub mod stack;
 pub mod story;

@@ -116,6 +116,10 @@ impl AapClient {
         Self { inner }
     }
 
+    pub(crate) fn inner(&self) -> &Arc<Inner> {
+        &self.inner
+    }
+
     /// Scheme, host and port (links are joined with this only).
     pub fn origin(&self) -> &str {
         &self.inner.origin

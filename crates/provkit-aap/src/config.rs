@@ -364,6 +364,14 @@ impl AapClientBuilder {
             }
         };
         let tls = client_config(&self.tls)?;
+        // The websocket (module `push`) speaks HTTP/1.1 over the same trust settings.
+        let mut push_tls = tls.clone();
+        push_tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let push = crate::inner::PushSettings {
+            tls: Arc::new(push_tls),
+            user_agent: self.user_agent.clone(),
+            connect_timeout: self.connect_timeout,
+        };
         let mut http = reqwest::Client::builder()
             .use_preconfigured_tls(tls)
             .redirect(reqwest::redirect::Policy::none())
@@ -407,6 +415,7 @@ impl AapClientBuilder {
                 },
                 organization: self.organization,
                 template_miss_ttl: self.template_miss_ttl,
+                push,
             },
         ))
     }

@@ -48,6 +48,15 @@ pub(crate) struct Limits {
     pub(crate) max_lookup_items: usize,
 }
 
+/// What the websocket of module `push` needs besides the credentials: the same TLS trust as the
+/// HTTP pool (ALPN `http/1.1`), the user agent and the connect timeout.
+#[derive(Clone, Debug)]
+pub(crate) struct PushSettings {
+    pub(crate) tls: Arc<rustls::ClientConfig>,
+    pub(crate) user_agent: String,
+    pub(crate) connect_timeout: std::time::Duration,
+}
+
 /// Shared client state.
 #[derive(Debug)]
 pub(crate) struct Inner {
@@ -82,6 +91,8 @@ pub(crate) struct Inner {
         std::sync::Mutex<HashMap<TemplateKey, Arc<tokio::sync::Mutex<()>>>>,
     /// What idempotency-key lookups that failed part-way had read.
     pub(crate) key_scans: KeyScans,
+    /// The websocket's connection settings (module `push`).
+    pub(crate) push: PushSettings,
 }
 
 /// Everything [`Inner::new`] needs besides the HTTP pool.
@@ -99,6 +110,7 @@ pub(crate) struct Parts {
     pub(crate) limits: Limits,
     pub(crate) organization: Option<String>,
     pub(crate) template_miss_ttl: std::time::Duration,
+    pub(crate) push: PushSettings,
 }
 
 impl Inner {
@@ -126,6 +138,7 @@ impl Inner {
             template_miss_ttl: parts.template_miss_ttl,
             template_fetches: std::sync::Mutex::new(HashMap::new()),
             key_scans: KeyScans::default(),
+            push: parts.push,
         }
     }
 }

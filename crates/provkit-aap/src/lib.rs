@@ -20,6 +20,7 @@ mod marker;
 pub mod metrics;
 mod pagination;
 pub mod provider;
+pub mod push;
 mod rate_limit;
 mod response;
 pub mod retry;

@@ -61,7 +61,7 @@ impl Inner {
 
     /// The minted token's header for a call with configured credentials, minting or renewing
     /// first when due; `None` without minting, or on plain AWX (Basic auth is used there).
-    async fn minted_header(&self, call: &Call) -> Result<Option<HeaderValue>> {
+    pub(crate) async fn minted_header(&self, call: &Call) -> Result<Option<HeaderValue>> {
         let Some(minter) = &self.minter else {
             return Ok(None);
         };

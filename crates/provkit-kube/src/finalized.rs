@@ -69,9 +69,11 @@ impl<K: ProvisionedResource> Provisioner<K> {
                     return Ok(Action::await_change());
                 }
             }
-            if let Some(left) = self
-                .own_writes
-                .pending(&uid, obj.meta().resource_version.as_deref())
+            let pushed = self.push_started(obj.as_ref());
+            if !pushed
+                && let Some(left) = self
+                    .own_writes
+                    .pending(&uid, obj.meta().resource_version.as_deref())
             {
                 tracing::Span::current().record("action", "OwnWrite");
                 tracing::debug!(

@@ -22,6 +22,8 @@ pub mod management;
 pub mod metrics;
 pub mod multi_target;
 mod own_writes;
+pub mod push;
+mod push_hooks;
 pub mod reconcile;
 pub mod recorder;
 mod removed_finalizers;

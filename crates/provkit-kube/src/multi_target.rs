@@ -245,7 +245,11 @@ impl<K: ProvisionedResource> MultiTargetProvisioner<K> {
                     .await;
             }
         }
-        Ok(self.outcome_of(&object, out)?.into())
+        let stretched = self.push_requeue(&out, |o| {
+            (o.requeue_after(), crate::push::provision_in_flight(&o.step))
+        });
+        self.base.push_ended(obj, working.provisioning_jobs());
+        Ok(stretched(self.outcome_of(&object, out)?).into())
     }
 
     /// `Ok` lets kube-runtime remove the finalizer; [`FinalizerStep::Keep`] keeps it.
@@ -307,6 +311,7 @@ impl<K: ProvisionedResource> MultiTargetProvisioner<K> {
                 .publish_deprovision_failure(failed, &regarding)
                 .await;
         }
+        self.base.push_ended(obj, working.provisioning_jobs());
         if out.may_remove_finalizer() {
             tracing::info!("every target finished deprovisioning; removing finalizer");
             self.base
@@ -315,7 +320,13 @@ impl<K: ProvisionedResource> MultiTargetProvisioner<K> {
                 .await;
             return Ok(Action::await_change());
         }
-        let outcome = self.outcome_of(&object, out)?;
+        let stretched = self.push_requeue(&out, |o| {
+            (
+                o.requeue_after(),
+                crate::push::deprovision_in_flight(&o.step),
+            )
+        });
+        let outcome = stretched(self.outcome_of(&object, out)?);
         let requeue_after = match outcome {
             Outcome::RequeueAfter(d) => d,
             Outcome::Done => self.targets.primary().policy().poll_interval,
@@ -340,6 +351,30 @@ impl<K: ProvisionedResource> MultiTargetProvisioner<K> {
             .or(errors.first())
             .copied();
         show_launch_blocked(working, shown, self.targets.primary());
+    }
+
+    /// With push wake-ups: the soonest requeue of the targets once each target whose job is in
+    /// flight comes back at the long interval while the stream is healthy (`requeue_of`: a
+    /// target's requeue and whether its job is in flight); to be applied to the outcome of
+    /// `out` (unchanged when it is `Done`).
+    fn push_requeue<T>(
+        &self,
+        out: &MultiTargetOutcome<T>,
+        requeue_of: impl Fn(&T) -> (Option<std::time::Duration>, bool),
+    ) -> impl FnOnce(Outcome) -> Outcome + 'static {
+        let soonest: Option<std::time::Duration> = out
+            .targets
+            .iter()
+            .filter_map(|t| t.result.as_ref().ok())
+            .filter_map(|o| {
+                let (requeue, in_flight) = requeue_of(o);
+                self.base.push_requeue(requeue, in_flight)
+            })
+            .min();
+        move |outcome| match (outcome, soonest) {
+            (Outcome::RequeueAfter(_), Some(after)) => Outcome::RequeueAfter(after),
+            (other, _) => other,
+        }
     }
 
     fn outcome_of<T>(

@@ -110,6 +110,8 @@ pub struct Provisioner<K> {
     own_write_window: std::time::Duration,
     resync: Option<std::time::Duration>,
     pub(crate) backoff: ErrorBackoff,
+    /// Push wake-ups (see [`crate::push`]).
+    pub(crate) push: Option<crate::push::PushWakeups>,
     #[cfg(feature = "metrics")]
     pub(crate) metrics: Option<crate::metrics::KubeMetrics>,
     _kind: PhantomData<fn() -> K>,
@@ -148,6 +150,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
             own_write_window: Self::OWN_WRITE_WINDOW,
             resync: None,
             backoff: ErrorBackoff::new(ErrorBackoffConfig::default()),
+            push: None,
             #[cfg(feature = "metrics")]
             metrics: None,
             _kind: PhantomData,
@@ -191,6 +194,21 @@ impl<K: ProvisionedResource> Provisioner<K> {
     pub fn with_resync(mut self, period: std::time::Duration) -> Self {
         self.resync = Some(period);
         self
+    }
+
+    /// Wakes the reconcile of an object at once when the provider's backend pushes a final
+    /// status of its job, and polls in-flight jobs at the long interval of `wakeups`' cadence
+    /// while the push stream is healthy (see [`crate::push`]). Off by default: without a running
+    /// [`PushWakeups::run`](crate::push::PushWakeups::run) nothing changes.
+    #[must_use]
+    pub fn with_push(mut self, wakeups: crate::push::PushWakeups) -> Self {
+        self.push = Some(wakeups);
+        self
+    }
+
+    /// The push wake-ups, when set.
+    pub fn push(&self) -> Option<&crate::push::PushWakeups> {
+        self.push.as_ref()
     }
 
     /// The action for a reconcile whose lifecycle asked for `requeue_after`.
@@ -453,11 +471,16 @@ impl<K: ProvisionedResource> Provisioner<K> {
         written?;
         let outcome = result.map_err(|source| lifecycle_error(&object, source))?;
         tracing::Span::current().record("action", tracing::field::display(&outcome.action));
-        self.remember_own_write(obj, &session, outcome.requeue_after());
+        let requeue = self.push_requeue(
+            outcome.requeue_after(),
+            crate::push::provision_in_flight(&outcome.step),
+        );
+        self.push_ended(obj, working.provisioning_jobs());
+        self.remember_own_write(obj, &session, requeue);
 
         self.publish_provision_step(&outcome.step, failed.as_deref(), &obj.object_ref(&()))
             .await;
-        Ok(self.action(outcome.requeue_after()))
+        Ok(self.action(requeue))
     }
 
     /// `Ok` lets kube-runtime remove the finalizer; [`FinalizerStep::Keep`] keeps it.
@@ -510,6 +533,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
         written?;
         let outcome = result.map_err(|source| lifecycle_error(&object, source))?;
         tracing::Span::current().record("action", "Deprovision");
+        self.push_ended(obj, working.provisioning_jobs());
 
         let regarding = obj.object_ref(&());
         self.publish_deprovision_step(&outcome.step, &regarding)
@@ -530,8 +554,11 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 .await;
             return Ok(Action::await_change());
         }
-        let requeue_after = outcome
-            .requeue_after()
+        let requeue_after = self
+            .push_requeue(
+                outcome.requeue_after(),
+                crate::push::deprovision_in_flight(&outcome.step),
+            )
             .unwrap_or(self.lifecycle.policy().poll_interval);
         self.remember_own_write(obj, &session, Some(requeue_after));
         tracing::debug!(step = ?outcome.step, ?requeue_after, "deprovisioning not finished; keeping the finalizer");

@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod outcome;
 pub mod policy;
 pub mod provider;
+pub mod push;
 pub mod redact;
 pub mod resource;
 

@@ -43,6 +43,19 @@ pub struct Cli {
     /// Job status poll interval in seconds.
     #[arg(long, default_value_t = 30)]
     pub poll_interval: u64,
+    /// Learn at once when a job ends from AAP's job status websocket (the leader subscribes);
+    /// polling stays the safety net. Off by default (see docs/aap.md, "Push").
+    #[arg(long)]
+    pub aap_push: bool,
+    /// With --aap-push: seconds between polls of a running job while the websocket is up.
+    #[arg(long, default_value_t = 600)]
+    pub aap_push_safety_net: u64,
+    /// Accept AWX webhook notifications at `POST /aap-webhook` on the metrics address as a
+    /// second wake-up source, authenticated by the secret in this file (sent by the
+    /// notification template in the `X-Provkit-Webhook-Secret` header). Never trusted for a
+    /// job's outcome: the job is read from AAP.
+    #[arg(long, value_name = "FILE")]
+    pub aap_webhook_secret_file: Option<std::path::PathBuf>,
     /// Field manager of every write (status, finalizer, Events, Lease) and the User-Agent
     /// name the API server records in managedFields.
     #[arg(long, default_value = CONTROLLER_NAME)]

@@ -158,3 +158,38 @@ pub async fn run(
         })
         .await;
 }
+
+/// As [`run`], with push wake-ups: while running (call it only while leading) subscribes to
+/// `aap`'s job status websocket, when given, and wakes an object as soon as its job ends
+/// (`wakeups` must be the one `ctx`'s provisioner was built [`with_push`](Provisioner::with_push)
+/// with; the webhook receiver feeds it too). The controller is provkit-kube's
+/// `WakeupController`, on kube-runtime's stable `applier`.
+pub async fn run_with_push(
+    api: Api<VirtualNetwork>,
+    ctx: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+    aap: Option<provkit_aap::AapClient>,
+    wakeups: provkit_kube::push::PushWakeups,
+) {
+    let signals = match &aap {
+        Some(aap) => aap.job_status_stream().signals().boxed(),
+        None => futures::stream::pending().boxed(),
+    };
+    let controller = provkit_kube::push::WakeupController::new(
+        api,
+        watcher::Config::default(),
+        wakeups.triggers(),
+    )
+    .graceful_shutdown_on(shutdown)
+    .run(reconcile, error_policy, ctx)
+    .for_each(|result| async move {
+        match result {
+            Ok((obj, action)) => tracing::debug!(object = %obj, ?action, "reconciled"),
+            Err(error) => tracing::debug!(error = %ErrorChain(&error), "controller error"),
+        }
+    });
+    tokio::select! {
+        () = controller => {}
+        () = wakeups.run(signals) => {}
+    }
+}

@@ -42,7 +42,20 @@ pub async fn serve(
     registry: Arc<Registry>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(registry))
+    serve_router(listener, router(registry), shutdown).await
+}
+
+/// Serves `routes` (for example [`router`] merged with the webhook's) on `listener` until
+/// `shutdown` resolves.
+///
+/// # Errors
+/// The server's I/O error.
+pub async fn serve_router(
+    listener: TcpListener,
+    routes: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, routes)
         .with_graceful_shutdown(shutdown)
         .await
 }

@@ -818,8 +818,11 @@ impl ProvisioningProvider for AapProvider {
         ctx: &LaunchContext,
     ) -> Result<DeprovisionResult, ProviderError> {
         let mut provision_status = None;
+        // A provision job recorded in a final state cannot run any more: nothing to cancel,
+        // and nothing to read (one request per deletion saved).
         if let Some(latest) = find_latest_job_by_type(jobs, &JobType::Provision)
             .filter(|j| j.job_id.trim().parse::<u64>().is_ok())
+            .filter(|j| !j.state.is_terminal())
         {
             match self
                 .status(TemplateAction::Create, resource, &latest.job_id)

@@ -27,6 +27,7 @@ mod metrics;
 mod multi_target;
 mod outputs;
 mod provider;
+mod push;
 mod retry_after;
 mod template_misses;
 // `MockAapApi` exists only with the `mock` feature; `cargo test -p provkit-aap` must build without it.

@@ -1252,4 +1252,41 @@ async fn a_playbook_reading_osac_job_vars_sees_the_spec() {
             "AWX keeps the secret in the job record"
         );
     }
+
+/// A deprovision after a provision job whose final state is recorded reads nothing of that job
+/// (it cannot run any more: nothing to cancel); one still recorded in flight is read first.
+#[tokio::test]
+async fn deprovision_reads_the_provision_job_only_while_it_is_recorded_in_flight() {
+    let server = server(Mode::Awx).await;
+    let p = explicit(&server);
+    let r = resource("Subnet", "final");
+    let res = p
+        .trigger_provision(&r, &LaunchContext::new())
+        .await
+        .unwrap();
+    wait_terminal(&p, &r, &res.job_id).await;
+    let job_path = format!("/jobs/{}/", res.job_id);
+    let reads = requests_to(&server, &job_path).len();
+    let recorded = |state| {
+        vec![JobStatus::new(
+            res.job_id.clone(),
+            JobType::Provision,
+            state,
+            chrono::DateTime::UNIX_EPOCH,
+        )]
+    };
+    let d = p
+        .trigger_deprovision(&r, &recorded(JobState::Succeeded), &LaunchContext::new())
+        .await
+        .unwrap();
+    assert_eq!(d.action, DeprovisionAction::Triggered);
+    assert!(d.provision_job_status.is_none());
+    assert_eq!(requests_to(&server, &job_path).len(), reads, "no read");
+    let d = p
+        .trigger_deprovision(&r, &recorded(JobState::Running), &LaunchContext::new())
+        .await
+        .unwrap();
+    assert_eq!(d.action, DeprovisionAction::Triggered);
+    assert_eq!(d.provision_job_status.unwrap().state, JobState::Succeeded);
+    assert_eq!(requests_to(&server, &job_path).len(), reads + 1, "one read");
 }

@@ -18,6 +18,7 @@ mod leadership;
 mod machines;
 mod on_fake_apiserver;
 mod production;
+mod push;
 mod scenarios;
 mod schema;
 mod stale_check;

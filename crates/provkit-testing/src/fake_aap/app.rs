@@ -40,6 +40,8 @@ pub(crate) struct App {
     pub node: String,
     pub max_body: usize,
     pub observer: crate::observe::ObserverSlot,
+    /// The websocket's sessions, faults and counters.
+    pub websocket: super::websocket::Hub,
 }
 
 /// A response under construction.

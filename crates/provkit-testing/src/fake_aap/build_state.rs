@@ -276,6 +276,7 @@ pub(crate) fn build_state(fx: &Fixtures, now: DateTime<Utc>) -> Result<State, Fa
         default_script: Arc::new(fx.default_script.clone().unwrap_or_default()),
         wake: BinaryHeap::new(),
         stalled: BTreeSet::new(),
+        announcer: super::announce::Announcer::default(),
         rng,
     })
 }

@@ -12,7 +12,10 @@
 //!
 //! Job progress is computed from the server's clock whenever a job is read (no background
 //! tasks): share a [`provkit_core::ManualClock`] with the code under test, or call
-//! [`FakeAap::advance`], and every job moves at once.
+//! [`FakeAap::advance`], and every job moves at once. A served fake also pushes job status
+//! changes over AWX's websocket (`/websocket/`, aap-observed.md §13.4): one task reads each
+//! job's timeline at the moments it changes (at least every 50 ms of wall time, so a moved clock
+//! is noticed); see [`FakeAap::websocket_stats`] and the `websocket_*` faults.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -39,6 +42,7 @@
 //! # Ok(()) }
 //! ```
 
+mod announce;
 mod app;
 mod build_state;
 mod clock;
@@ -61,6 +65,7 @@ mod spec;
 mod state;
 mod survey;
 mod tls;
+mod websocket;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -81,6 +86,7 @@ pub use spec::{
     AskFlags, Fixtures, InventorySpec, JobTemplateSpec, Mode, OrganizationSpec, Scope, Settings,
     SurveyQuestion, SurveySpec, TokenSpec, UserSpec, WorkflowJobTemplateSpec, WorkflowNodeSpec,
 };
+pub use websocket::WebsocketStats;
 
 use self::app::App;
 use self::state::{Template, Unified};
@@ -112,6 +118,8 @@ pub struct JobInfo {
     /// What the template's playbook reads ([`JobTemplateSpec::reads`]) from this job's
     /// `extra_vars`: each path with its value, or Ansible's undefined-variable error.
     pub reads: Vec<(String, Result<serde_json::Value, String>)>,
+    /// When the job ended (terminal status), by the server's clock.
+    pub finished: Option<DateTime<Utc>>,
 }
 
 /// Handle to a fake AAP server's state: build the axum router, inspect and steer it.
@@ -277,6 +285,7 @@ impl FakeAapBuilder {
             node: settings.node.clone(),
             max_body: settings.max_body_bytes,
             observer: crate::observe::ObserverSlot::default(),
+            websocket: websocket::Hub::default(),
             clock,
             state: Mutex::new(st),
         };
@@ -608,7 +617,17 @@ fn job_info(st: &mut state::State, id: u64, now: DateTime<Utc>) -> Option<JobInf
                 Vec::new(),
             ),
         };
-    let status = st.status_of(id, now)?.as_str();
+    let (status, finished) = match st.unified(id)? {
+        Unified::Job(_) => {
+            let snap = st.job_snapshot(id, now)?;
+            (snap.status.as_str(), snap.finished)
+        }
+        Unified::Workflow(_) => {
+            st.sync(now);
+            let snap = st.workflow_snapshot(id, now)?;
+            (snap.status.as_str(), snap.finished)
+        }
+    };
     Some(JobInfo {
         reads,
         id,
@@ -620,5 +639,6 @@ fn job_info(st: &mut state::State, id: u64, now: DateTime<Utc>) -> Option<JobInf
         launch_type,
         parent_workflow: parent,
         created,
+        finished,
     })
 }

@@ -60,6 +60,9 @@ async fn serve_connection(
         let fake = fake.clone();
         let dup = dup.clone();
         async move {
+            if super::websocket::is_websocket_path(fake.app.mode, req.uri().path()) {
+                return Ok(super::websocket::upgrade(&fake.app, req.map(Body::new)));
+            }
             let resp = fake.app.clone().handle(req.map(Body::new)).await;
             if resp.extensions().get::<ResetConnection>().is_some() {
                 let d = dup
@@ -77,12 +80,16 @@ async fn serve_connection(
     http1.keep_alive(true);
     match tls {
         None => {
-            let _ = http1.serve_connection(TokioIo::new(stream), service).await;
+            let _ = http1
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades()
+                .await;
         }
         Some(acceptor) => {
             if let Ok(tls_stream) = acceptor.accept(stream).await {
                 let _ = http1
                     .serve_connection(TokioIo::new(tls_stream), service)
+                    .with_upgrades()
                     .await;
             }
         }
@@ -157,6 +164,10 @@ impl FakeAapServer {
             (None, None)
         };
         let (tx, rx) = watch::channel(false);
+        tokio::spawn(super::websocket::announce_loop(
+            fake.app.clone(),
+            rx.clone(),
+        ));
         let task = tokio::spawn(accept_loop(fake.clone(), listener, tls, rx));
         Ok(FakeAapServer {
             fake,

@@ -282,6 +282,8 @@ pub(crate) struct State {
     pub wake: BinaryHeap<Reverse<(DateTime<Utc>, u64)>>,
     pub stalled: BTreeSet<u64>,
     pub rng: fastrand::Rng,
+    /// The websocket's due status checks (see `announce`).
+    pub announcer: super::announce::Announcer,
 }
 
 /// Whether the jobs, in id order, were created in time order — true unless the fake's clock
@@ -415,7 +417,7 @@ impl State {
         pred_release
     }
 
-    fn job_snapshot_with_release(
+    pub(crate) fn job_snapshot_with_release(
         &self,
         id: u64,
         release: Option<DateTime<Utc>>,
@@ -791,6 +793,7 @@ impl State {
             reads,
         };
         self.jobs.push(Some(Unified::Job(Box::new(job))));
+        self.announcer.watch(id, now);
         if let Some(Template::Job(jt)) = self.templates.get_mut(&new.template) {
             jt.last_job = Some(id);
         }
@@ -808,6 +811,7 @@ impl State {
         }
         let template = wf.wfjt.or(wf.job_template);
         self.jobs.push(Some(Unified::Workflow(Box::new(wf))));
+        self.announcer.watch(id, now);
         match template.and_then(|t| self.templates.get_mut(&t)) {
             Some(Template::Workflow(t)) => t.last_job = Some(id),
             Some(Template::Job(t)) => t.last_job = Some(id),
@@ -841,11 +845,13 @@ impl State {
             }
             None => return Err(()),
         };
+        self.announcer.watch(id, now);
         for child in children {
             if self.status_of(child, now).is_some_and(Status::is_active)
                 && let Some(Unified::Job(j)) = self.unified_mut(child)
             {
                 j.c.cancel_at.get_or_insert(now);
+                self.announcer.watch(child, now);
             }
         }
         // Wake workflows that depend on this job, and every stalled one.

@@ -1252,6 +1252,7 @@ async fn a_playbook_reading_osac_job_vars_sees_the_spec() {
             "AWX keeps the secret in the job record"
         );
     }
+}
 
 /// A deprovision after a provision job whose final state is recorded reads nothing of that job
 /// (it cannot run any more: nothing to cancel); one still recorded in flight is read first.

@@ -719,7 +719,10 @@ async fn a_lookup_that_cannot_prove_absence_blocks_the_launch() {
             .any(|e| e.tag == "idempotency-lookup" && e.chain.contains("list cap"))
     })
     .await;
-    until("a later lookup was refused", || w.aap().fault_hits(refused) >= 1).await;
+    until("a later lookup was refused", || {
+        w.aap().fault_hits(refused) >= 1
+    })
+    .await;
     until("LaunchBlocked is in the status", || {
         w.object()
             .provisioning_status()

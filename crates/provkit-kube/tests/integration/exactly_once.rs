@@ -27,7 +27,7 @@ use provkit_kube::{
 };
 use provkit_lifecycle::{Lifecycle, LifecycleError, LifecyclePolicy};
 use provkit_testing::fake_aap::{
-    AskFlags, FakeAap, FakeAapServer, Fault, FaultAction, JobScript, JobTemplateSpec,
+    AskFlags, FakeAap, FakeAapServer, Fault, FaultAction, JobScript, JobTemplateSpec, Trigger,
 };
 use provkit_testing::fake_apiserver::{
     FakeApiServer, Fault as ApiFault, FaultEffect, RequestRecord, Verb,
@@ -652,6 +652,13 @@ async fn ignored_extra_vars_in_a_launch_answer_cancel_the_job_and_fail_the_attem
     );
 }
 
+/// A lookup cut short by the list cap proves nothing, so the launch waits (`LaunchBlocked`)
+/// while later lookups fail too; once a lookup gets through, it continues past the ids the
+/// capped one read (the resumable walk), proves absence, and the resource gets exactly one job.
+///
+/// The job list is refused after its first answer until the test lifts the fault: without that,
+/// the retry after `TICK` resumed the walk and launched before the test looked, a race this test
+/// lost one run in five to twenty (5 jobs where it asserted 4, or `LaunchBlocked` already gone).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lookup_that_cannot_prove_absence_blocks_the_launch() {
     let w = World::standard().await;
@@ -698,9 +705,22 @@ async fn a_lookup_that_cannot_prove_absence_blocks_the_launch() {
             .await
             .unwrap();
     }
+    let others: Vec<u64> = w.aap().jobs().iter().map(|j| j.id).collect();
+    // The first job-list answer goes through (the capped lookup), every later one is refused.
+    let refused = w.aap().add_fault(
+        Fault::new("GET", "*/v2/jobs/", FaultAction::server_error())
+            .trigger(Trigger::AfterFirst(1)),
+    );
     let stack = small_cap();
-    until("the lookup failed", || {
-        stack.errors().iter().any(|e| e.tag == "idempotency-lookup")
+    until("the capped lookup failed", || {
+        stack
+            .errors()
+            .iter()
+            .any(|e| e.tag == "idempotency-lookup" && e.chain.contains("list cap"))
+    })
+    .await;
+    until("a later lookup was refused", || {
+        w.aap().fault_hits(refused) >= 1
     })
     .await;
     until("LaunchBlocked is in the status", || {
@@ -712,17 +732,40 @@ async fn a_lookup_that_cannot_prove_absence_blocks_the_launch() {
             .is_some()
     })
     .await;
-    let obj = w.object();
-    let blocked = provkit_kube::status::find_condition(
-        &obj.provisioning_status().unwrap().conditions,
-        LAUNCH_BLOCKED_CONDITION,
-    )
-    .unwrap();
-    assert!(blocked.message.contains("list cap"), "{}", blocked.message);
-    stack.crash().await;
     assert_eq!(w.aap().jobs().len(), 4, "nothing launched for the resource");
     assert_eq!(w.aap().launch_count(template), 4);
     assert!(w.intent_pending(), "the unresolved intent is kept");
+    // AAP answers again: the lookup continues where the capped one stopped, finds no job with
+    // the key, and the launch goes out once.
+    w.aap().remove_fault(refused);
+    until("the resource's job is recorded", || {
+        w.provision_jobs().len() == 1
+    })
+    .await;
+    until("LaunchBlocked is cleared", || {
+        w.object()
+            .provisioning_status()
+            .and_then(|s| {
+                provkit_kube::status::find_condition(&s.conditions, LAUNCH_BLOCKED_CONDITION)
+            })
+            .is_none_or(|c| c.status != "True")
+    })
+    .await;
+    stack.crash().await;
+    let jobs = w.aap().jobs();
+    assert_eq!(jobs.len(), 5, "one job for the resource: {jobs:?}");
+    assert_eq!(w.aap().launch_count(template), 5);
+    let own: Vec<u64> = jobs
+        .iter()
+        .map(|j| j.id)
+        .filter(|id| !others.contains(id))
+        .collect();
+    assert_eq!(
+        w.provision_jobs(),
+        own.iter().map(u64::to_string).collect::<Vec<_>>(),
+        "the recorded job is the one launched for the resource"
+    );
+    assert!(!w.intent_pending(), "the intent is resolved");
 }
 
 /// Issue 27 (3): every status write of the operator — the launch intent's write-ahead as well
@@ -734,23 +777,20 @@ async fn every_status_write_carries_the_field_manager() {
     let stack = w.process();
     w.create_network().await;
     until("the job is recorded", || w.provision_jobs().len() == 1).await;
+    // The fake logs a request after its answer is built, so after the watch shows the write:
+    // wait for the log to hold the intent write and the flush that recorded the job.
+    let operator_status_writes = || -> Vec<RequestRecord> {
+        w.status_writes()
+            .into_iter()
+            .filter(|r| r.status < 300)
+            .collect()
+    };
+    until("the intent write and the flush are logged", || {
+        operator_status_writes().len() >= 2
+    })
+    .await;
     stack.crash().await;
-    let status_writes: Vec<_> = w
-        .server
-        .requests()
-        .into_iter()
-        .filter(|r| {
-            r.client != "user"
-                && r.status < 300
-                && matches!(r.verb, Some(Verb::Patch))
-                && r.path.contains("/networks/")
-                && r.path.contains("/status")
-        })
-        .collect();
-    assert!(
-        status_writes.len() >= 2,
-        "the intent write and the flush that records the job: {status_writes:?}"
-    );
+    let status_writes = operator_status_writes();
     for r in &status_writes {
         assert_eq!(
             r.field_manager.as_deref(),

@@ -23,6 +23,9 @@ pub enum Trigger {
     Nth(u64),
     /// The first N matching calls.
     FirstN(u64),
+    /// Every matching call after the first N (which pass untouched): a fault that sets in
+    /// once a request got through, e.g. a lookup's first page answered and the next refused.
+    AfterFirst(u64),
     /// Each matching call with this probability (seeded, reproducible).
     Fraction(f64),
 }
@@ -282,6 +285,7 @@ impl Installed {
             Trigger::Always => true,
             Trigger::Nth(k) => n == k,
             Trigger::FirstN(k) => n <= k,
+            Trigger::AfterFirst(k) => n > k,
             Trigger::Fraction(f) => {
                 let mut rng = self
                     .rng
@@ -299,7 +303,30 @@ impl Installed {
 
 #[cfg(test)]
 mod tests {
-    use super::glob;
+    use super::{Fault, FaultAction, FaultId, Installed, Trigger, glob};
+
+    /// Which of the first `calls` matching calls a fault with `trigger` hits (1-based).
+    fn hit_calls(trigger: Trigger, calls: u64) -> Vec<u64> {
+        let installed = Installed {
+            id: FaultId(1),
+            fault: Fault::new("GET", "/x/", FaultAction::server_error()).trigger(trigger),
+            seen: Default::default(),
+            hits: Default::default(),
+            rng: std::sync::Mutex::new(fastrand::Rng::with_seed(1)),
+        };
+        (1..=calls)
+            .filter(|_| installed.hits_call("GET", "/x/"))
+            .collect()
+    }
+
+    #[test]
+    fn triggers_pick_their_calls() {
+        assert_eq!(hit_calls(Trigger::Always, 4), [1, 2, 3, 4]);
+        assert_eq!(hit_calls(Trigger::Nth(2), 4), [2]);
+        assert_eq!(hit_calls(Trigger::FirstN(2), 4), [1, 2]);
+        assert_eq!(hit_calls(Trigger::AfterFirst(1), 4), [2, 3, 4]);
+        assert_eq!(hit_calls(Trigger::AfterFirst(0), 2), [1, 2]);
+    }
 
     #[test]
     fn globbing() {

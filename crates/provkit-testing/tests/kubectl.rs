@@ -2,7 +2,9 @@
 //! kubectl is not on PATH): client-side `kubectl apply` with validation on (the server
 //! validates, kubectl having found the `fieldValidation` parameter in the OpenAPI v3
 //! document), `kubectl apply --server-side` with its conflict and `--force-conflicts`, and
-//! `kubectl explain` from the OpenAPI v3 document.
+//! `kubectl explain` from the OpenAPI v3 document, and `kubectl get` showing the CRD's
+//! `additionalPrinterColumns` (the fake answers kubectl's
+//! `Accept: application/json;as=Table;v=v1;g=meta.k8s.io` with a Table).
 #![cfg(feature = "fake-apiserver-bin")]
 
 use std::io::{BufRead, BufReader};
@@ -103,16 +105,15 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     p.display().to_string()
 }
 
-#[test]
-fn kubectl_apply_server_side_apply_and_explain_against_the_binary() {
-    if !kubectl_available() {
-        eprintln!("note: kubectl not on PATH; skipping the fake-apiserver binary's kubectl test");
-        return;
-    }
-    let dir =
-        std::env::temp_dir().join(format!("provkit-fake-apiserver-bin-{}", std::process::id()));
+/// Starts the `fake-apiserver` binary with one CRD in a fresh temp dir: the server (stopped
+/// when dropped), kubectl configured for it, and the dir.
+fn start(test: &str, crd_file: &str, crd: &str) -> (Served, Kubectl, PathBuf) {
+    let dir = std::env::temp_dir().join(format!(
+        "provkit-fake-apiserver-bin-{test}-{}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).expect("a temp dir");
-    let crd = write(&dir, "crd.yaml", CRD);
+    let crd = write(&dir, crd_file, crd);
     let kubeconfig = dir.join("kubeconfig");
     let mut child = Command::new(env!("CARGO_BIN_EXE_fake-apiserver"))
         .args(["--listen", "127.0.0.1:0", "--crd", &crd, "--kubeconfig-out"])
@@ -122,7 +123,7 @@ fn kubectl_apply_server_side_apply_and_explain_against_the_binary() {
         .spawn()
         .expect("the fake-apiserver binary starts");
     let stdout = child.stdout.take().expect("its stdout");
-    let _served = Served(child);
+    let served = Served(child);
     let mut lines = BufReader::new(stdout).lines();
     let listening = lines
         .by_ref()
@@ -134,6 +135,16 @@ fn kubectl_apply_server_side_apply_and_explain_against_the_binary() {
         kubeconfig,
         cache: dir.join("cache"),
     };
+    (served, k, dir)
+}
+
+#[test]
+fn kubectl_apply_server_side_apply_and_explain_against_the_binary() {
+    if !kubectl_available() {
+        eprintln!("note: kubectl not on PATH; skipping the fake-apiserver binary's kubectl test");
+        return;
+    }
+    let (_served, k, dir) = start("apply", "crd.yaml", CRD);
 
     // Client-side apply with validation on (kubectl's default).
     let m = write(&dir, "web.yaml", &manifest("nginx:1", ""));
@@ -219,5 +230,68 @@ fn kubectl_apply_server_side_apply_and_explain_against_the_binary() {
     assert!(explained.contains("spec\t<Object>"), "{explained}");
     let field = k.ok(&["explain", "servers.spec.image"]);
     assert!(field.contains("The container image to run."), "{field}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+const WIDGET_CRD: &str = r#"{
+  "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "widgets.example.com"},
+  "spec": {"group": "example.com", "scope": "Namespaced",
+    "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+    "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+      "additionalPrinterColumns": [
+        {"name": "Cores", "type": "integer", "jsonPath": ".spec.cores"},
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+        {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
+      "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"cores": {"type": "integer"}}},
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}}"#;
+
+#[test]
+fn kubectl_get_shows_the_crds_printer_columns() {
+    if !kubectl_available() {
+        eprintln!("note: kubectl not on PATH; skipping the fake-apiserver binary's kubectl test");
+        return;
+    }
+    let (_served, k, dir) = start("columns", "crd.json", WIDGET_CRD);
+    let widget = write(
+        &dir,
+        "widget.json",
+        r#"{"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w-1", "namespace": "default"}, "spec": {"cores": 4}}"#,
+    );
+    k.ok(&["create", "-f", &widget]);
+    let status =
+        r#"{"status": {"phase": "Ready", "conditions": [{"type": "Ready", "status": "True"}]}}"#;
+    k.ok(&[
+        "patch",
+        "widget",
+        "w-1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        status,
+    ]);
+
+    let table = k.ok(&["get", "widgets"]);
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows[0],
+        ["NAME", "CORES", "PHASE", "READY", "AGE"],
+        "{table}"
+    );
+    assert_eq!(rows[1][..4], ["w-1", "4", "Ready", "True"], "{table}");
+    assert_eq!(rows.len(), 2, "{table}");
+    // One object, by name, is a one-row Table too; `-o wide` keeps the same columns.
+    let one = k.ok(&["get", "widget", "w-1", "-o", "wide"]);
+    assert!(one.starts_with("NAME"), "{one}");
+    assert!(
+        one.contains("CORES") && one.lines().nth(1).is_some_and(|l| l.starts_with("w-1")),
+        "{one}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -112,8 +112,9 @@
 //! Where the documentation does not say, the fake follows a reading of the server's code and
 //! says so here: a server-side apply to `/status` owns only what its strategy keeps (the
 //! fake ignores `spec`, as the server's reset fields do, and drops `metadata` changes, as the
-//! status strategy does); the order of causes in one 422 follows the schema (the server's
-//! order can vary between fields of one object); a failed typed conversion of an apply
+//! status strategy does); the causes of one 422 come in field-name order, an object's own
+//! checks (`required`, …) before its fields' (the server's order can vary between the fields
+//! of one object); a failed typed conversion of an apply
 //! configuration answers 500 with an empty reason, as an untyped server error does.
 
 mod apply;

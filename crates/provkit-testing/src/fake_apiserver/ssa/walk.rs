@@ -537,7 +537,10 @@ fn check_at(v: &Value, node: Node<'_>, path: &mut Path, errs: &mut Vec<String>) 
     }
     match (node.shape(Some(v)), v) {
         (Shape::Map { .. }, Value::Object(m)) => {
-            for (k, child) in m {
+            // In name order, whatever order the JSON map keeps (see `validation::schema`).
+            let mut fields: Vec<_> = m.iter().collect();
+            fields.sort_unstable_by_key(|(k, _)| k.as_str());
+            for (k, child) in fields {
                 path.push(PathElement::Field(k.clone()));
                 match node.field(k) {
                     None => errs.push(at(path, "field not declared in schema".into())),

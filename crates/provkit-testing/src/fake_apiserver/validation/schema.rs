@@ -413,7 +413,11 @@ fn object(
     let properties = s.get("properties").and_then(Value::as_object);
     let additional = s.get("additionalProperties").filter(|a| a.is_object());
     let embedded = path.is_empty() || truthy(s, "x-kubernetes-embedded-resource");
-    for (k, child_value) in m {
+    // Fields in name order, whatever order the JSON map keeps (serde_json's `preserve_order`
+    // may be on in the user's build): the causes of one 422 come in a stable order.
+    let mut fields: Vec<_> = m.iter().collect();
+    fields.sort_unstable_by_key(|(k, _)| k.as_str());
+    for (k, child_value) in fields {
         if embedded && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
             continue;
         }

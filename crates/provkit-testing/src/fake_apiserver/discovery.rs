@@ -79,10 +79,7 @@ pub(crate) fn group(types: &[ResourceType], name: &str) -> Option<Value> {
 
 /// `/api/v1` or `/apis/{group}/{version}`, `None` when not served.
 pub(crate) fn resource_list(types: &[ResourceType], group: &str, version: &str) -> Option<Value> {
-    let served: Vec<&ResourceType> = types
-        .iter()
-        .filter(|t| t.group == group && t.version == version)
-        .collect();
+    let served = super::resource::served_in(types, group, version);
     if served.is_empty() {
         return None;
     }

@@ -11,6 +11,34 @@ use serde_json::{Map, Value};
 
 use super::resource::ResourceType;
 
+/// The scalar fields of `ObjectMeta` (its map and list fields: [`OBJECT_META_COLLECTIONS`]).
+pub(crate) const OBJECT_META_SCALARS: [&str; 10] = [
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+];
+
+/// The map and list fields of `ObjectMeta`.
+pub(crate) const OBJECT_META_COLLECTIONS: [&str; 5] = [
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+/// Whether `field` is a field of `ObjectMeta`.
+pub(crate) fn is_object_meta_field(field: &str) -> bool {
+    OBJECT_META_SCALARS.contains(&field) || OBJECT_META_COLLECTIONS.contains(&field)
+}
+
 /// The fields a client never sets.
 const SERVER_OWNED: [&str; 6] = [
     "uid",

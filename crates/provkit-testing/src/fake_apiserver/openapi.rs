@@ -86,10 +86,7 @@ fn digest(text: &str) -> String {
 
 /// The document of one group-version; `None` when it is not served.
 pub(crate) fn document(types: &[ResourceType], group: &str, version: &str) -> Option<Value> {
-    let served: Vec<&ResourceType> = types
-        .iter()
-        .filter(|t| t.group == group && t.version == version)
-        .collect();
+    let served = super::resource::served_in(types, group, version);
     if served.is_empty() {
         return None;
     }

@@ -192,3 +192,15 @@ pub(crate) fn parse_crd_documents(text: &str) -> Result<Vec<Value>, CrdError> {
     }
     Ok(out)
 }
+
+/// The types served under one group-version (empty when it is not served).
+pub(crate) fn served_in<'a>(
+    types: &'a [ResourceType],
+    group: &str,
+    version: &str,
+) -> Vec<&'a ResourceType> {
+    types
+        .iter()
+        .filter(|t| t.group == group && t.version == version)
+        .collect()
+}

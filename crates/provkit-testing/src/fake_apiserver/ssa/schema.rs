@@ -71,19 +71,6 @@ fn truthy(schema: &Value, key: &str) -> bool {
     schema.get(key).and_then(Value::as_bool) == Some(true)
 }
 
-const META_SCALARS: [&str; 10] = [
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-];
-
 const OWNER_REF_FIELDS: [&str; 6] = [
     "apiVersion",
     "kind",
@@ -138,7 +125,9 @@ impl<'a> Node<'a> {
                 "finalizers" => named(Self::ScalarSet),
                 "ownerReferences" => named(Self::Crd(&OWNER_REFS)),
                 "managedFields" => named(Self::AtomicList),
-                n if META_SCALARS.contains(&n) => named(Self::Scalar),
+                n if crate::fake_apiserver::meta::OBJECT_META_SCALARS.contains(&n) => {
+                    named(Self::Scalar)
+                }
                 _ => None,
             },
             Self::OwnerRef => OWNER_REF_FIELDS.contains(&name).then_some(Field {

@@ -26,25 +26,6 @@ pub(crate) struct Admitted {
     pub(crate) causes: Vec<Cause>,
 }
 
-/// The fields of `ObjectMeta`; others are dropped from a custom resource's metadata.
-const OBJECT_META: [&str; 15] = [
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
 /// Drops the fields `ObjectMeta` does not have; their paths.
 pub(crate) fn prune_meta(obj: &mut Value) -> Vec<String> {
     let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
@@ -52,7 +33,7 @@ pub(crate) fn prune_meta(obj: &mut Value) -> Vec<String> {
     };
     let unknown: Vec<String> = meta
         .keys()
-        .filter(|k| !OBJECT_META.contains(&k.as_str()))
+        .filter(|k| !super::meta::is_object_meta_field(k))
         .cloned()
         .collect();
     for k in &unknown {

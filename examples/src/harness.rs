@@ -848,9 +848,10 @@ async fn incarnation(h: Arc<Harness>, identity: String) {
     let mut provisioner = provisioner
         .with_error_backoff(h.config.scale.error_backoff(h.config.error_backoff))
         .with_events(events);
-    if let Some(period) = h.config.resync {
-        provisioner = provisioner.with_resync(h.config.scale.of(period));
-    }
+    provisioner = match h.config.resync {
+        Some(period) => provisioner.with_resync(h.config.scale.of(period)),
+        None => provisioner.without_resync(),
+    };
     let wakeups = h.config.push.map(|safety_net| {
         let cadence =
             PollCadence::new(h.wall(h.config.poll_interval)).with_while_healthy(h.wall(safety_net));

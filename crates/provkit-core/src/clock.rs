@@ -40,6 +40,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 /// }
 /// assert!(stamp(&SystemClock).ends_with('Z'));
 /// ```
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait Clock: Send + Sync + std::fmt::Debug {
     /// The current wall-clock time.
     fn now(&self) -> DateTime<Utc>;

@@ -63,6 +63,9 @@ pub mod k8s;
 
 #[doc(inline)]
 pub use clock::{Clock, ManualClock, SystemClock};
+#[cfg(feature = "mock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
+pub use clock::MockClock;
 #[doc(inline)]
 pub use config_version::{
     ConfigHasher, ConfigVersionError, SpecWithStrategies, SpecWithStrategy,

@@ -41,7 +41,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Reporter};
-use provkit_core::JobType;
+use provkit_core::{
+    JobState, JobStatus, JobType, find_latest_job_by_type, find_latest_job_by_type_and_target,
+};
 use provkit_lifecycle::{Lifecycle, LifecycleError};
 use tracing::warn;
 
@@ -356,6 +358,30 @@ impl EventPublisher {
                 "failed to publish Kubernetes event"
             );
         }
+    }
+}
+
+/// The latest deprovision job (of `target`, or of any target when `None`) in `after` if it is
+/// Failed/Canceled and was not already so in `before` (a failure observed in this reconcile).
+pub(crate) fn newly_failed_deprovision_job(
+    before: &[JobStatus],
+    after: &[JobStatus],
+    target: Option<&str>,
+) -> Option<JobStatus> {
+    let failed = |j: &JobStatus| matches!(j.state, JobState::Failed | JobState::Canceled);
+    let now = match target {
+        None => find_latest_job_by_type(after, &JobType::Deprovision),
+        Some(t) => find_latest_job_by_type_and_target(after, &JobType::Deprovision, t),
+    }?;
+    if !failed(now) {
+        return None;
+    }
+    let was = before
+        .iter()
+        .find(|j| j.job_id == now.job_id && j.job_type == JobType::Deprovision);
+    match was {
+        Some(was) if failed(was) => None,
+        _ => Some(now.clone()),
     }
 }
 

@@ -67,6 +67,12 @@ pub use machine_progress::{KubeProgressHandle, MissingResourceVersion, progress_
 pub use management::{Management, ManagementHook, ManagementStatePolicy};
 #[doc(inline)]
 pub use multi_target::{MultiTargetCallbacks, MultiTargetProvisioner};
+#[cfg(feature = "mock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
+pub use multi_target::MockMultiTargetCallbacks;
+#[cfg(feature = "mock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
+pub use reconcile::MockProvisioningCallbacks;
 #[doc(inline)]
 pub use reconcile::{LAUNCH_BLOCKED_CONDITION, NoCallbacks, Provisioner, ProvisioningCallbacks};
 #[doc(inline)]

@@ -27,6 +27,7 @@ pub enum Management {
 
 /// A decision hook on the object's annotations. Implement it for custom rules; the default
 /// is [`ManagementStatePolicy`].
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait ManagementHook: Send + Sync + std::fmt::Debug {
     /// Decide for `obj`; `deleting` is whether `metadata.deletionTimestamp` is set.
     fn management(

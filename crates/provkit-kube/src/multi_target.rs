@@ -37,12 +37,13 @@ use crate::error::{FinalizerStep, ReconcileError};
 use crate::flush::StatusWriteConfig;
 use crate::reconcile::{NoCallbacks, Provisioner, lifecycle_inputs, show_launch_blocked};
 use crate::resource::ProvisionedResource;
-use crate::step_events::newly_failed_deprovision_job;
+use crate::events::newly_failed_deprovision_job;
 
 /// User callbacks of [`MultiTargetProvisioner::reconcile`]: [`ProvisioningCallbacks`]
 /// with the target's name on the per-job callbacks. Every method has a no-op default.
 ///
 /// [`ProvisioningCallbacks`]: crate::ProvisioningCallbacks
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait MultiTargetCallbacks<K>: Send + Sync {
     /// Before the targets run on apply; `config_applied` is true when **every** target's latest
     /// provision job applied the desired config version.
@@ -228,11 +229,15 @@ impl<K: ProvisionedResource> MultiTargetProvisioner<K> {
             .targets
             .iter()
             .any(|t| matches!(&t.result, Ok(o) if o.step == ProvisionStep::StaleCache));
-        if !stale_cache || out.history_changed {
+        let written = if !stale_cache || out.history_changed {
             self.base
                 .write_if_changed(&session, obj, &working, &object)
-                .await?;
-        }
+                .await
+        } else {
+            Ok(())
+        };
+        self.base.record_writes(&session);
+        written?;
         let regarding = obj.object_ref(&());
         for t in &out.targets {
             if let Ok(o) = &t.result {
@@ -249,7 +254,11 @@ impl<K: ProvisionedResource> MultiTargetProvisioner<K> {
             (o.requeue_after(), crate::push::provision_in_flight(&o.step))
         });
         self.base.push_ended(obj, working.provisioning_jobs());
-        Ok(stretched(self.outcome_of(&object, out)?).into())
+        // The single-target path's rules: the watch echo of this reconcile's own status writes
+        // keeps its requeue, and a converged object comes back after the resync period.
+        let requeue = stretched(self.outcome_of(&object, out)?).requeue_after();
+        self.base.remember_own_write(obj, &session, requeue);
+        Ok(self.base.action(requeue))
     }
 
     /// `Ok` lets kube-runtime remove the finalizer; [`FinalizerStep::Keep`] keeps it.
@@ -290,11 +299,15 @@ impl<K: ProvisionedResource> MultiTargetProvisioner<K> {
             .targets
             .iter()
             .any(|t| matches!(&t.result, Ok(o) if o.step == DeprovisionStep::StaleCache));
-        if !stale_cache || out.history_changed {
+        let written = if !stale_cache || out.history_changed {
             self.base
                 .write_if_changed(&session, obj, &working, &object)
-                .await?;
-        }
+                .await
+        } else {
+            Ok(())
+        };
+        self.base.record_writes(&session);
+        written?;
         let regarding = obj.object_ref(&());
         for t in &out.targets {
             if let Ok(o) = &t.result {

@@ -26,13 +26,14 @@ use crate::management::{ManagementHook, ManagementStatePolicy};
 use crate::own_writes::OwnWrites;
 use crate::removed_finalizers::RemovedFinalizers;
 use crate::resource::{NamespaceScope, ProvisionedResource};
-use crate::step_events::newly_failed_deprovision_job;
+use crate::events::newly_failed_deprovision_job;
 
 /// User callbacks of [`Provisioner::reconcile`]: phase, conditions and the per-launch context.
 /// Every method has a no-op default.
 ///
 /// Callbacks mutate the working copy of the object; whatever they change in its status is
 /// written once at the end of the reconcile (only when the status changed).
+#[cfg_attr(feature = "mock", mockall::automock)]
 pub trait ProvisioningCallbacks<K>: Send + Sync {
     /// Before the lifecycle runs on apply. `config_applied` is whether the latest provision
     /// job succeeded with the desired config version (A-B-A safe). Go sets the phase to
@@ -148,7 +149,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
             removed: RemovedFinalizers::default(),
             own_writes: OwnWrites::default(),
             own_write_window: Self::OWN_WRITE_WINDOW,
-            resync: None,
+            resync: Some(Self::DEFAULT_RESYNC),
             backoff: ErrorBackoff::new(ErrorBackoffConfig::default()),
             push: None,
             #[cfg(feature = "metrics")]
@@ -179,20 +180,36 @@ impl<K: ProvisionedResource> Provisioner<K> {
         self
     }
 
+    /// The default of [`with_resync`](Self::with_resync): 10 minutes.
+    pub const DEFAULT_RESYNC: std::time::Duration = std::time::Duration::from_secs(600);
+
     /// Reconciles a converged object again after `period` (less up to a tenth, at random, so a
     /// fleet converged at once does not come back at once), where the lifecycle asked for
-    /// nothing (`await_change`), like controller-runtime's sync period. Off by default.
+    /// nothing (`await_change`), like controller-runtime's sync period. **On by default**
+    /// ([`DEFAULT_RESYNC`](Self::DEFAULT_RESYNC)); [`without_resync`](Self::without_resync)
+    /// turns it off.
     ///
     /// Why: after a watch is told `410 Gone`, kube-runtime's `Controller` reconciles every
     /// object of the relist as its pages arrive, but reads each one from the reflector's store,
     /// which takes the relist's state only when its last page is in; an object whose change was
     /// lost with the old watch (a deletion, a spec edit) is reconciled as it was before, and
     /// nothing triggers it again. The fleet's 10,000-resource outage run left 79 to 612 deleted
-    /// objects unreconciled this way. A period bounds how long such a change goes unseen; the
-    /// reconcile of a converged object makes no AAP request and writes nothing.
+    /// objects unreconciled this way — their finalizers held until something else touched them.
+    /// A period bounds how long such a change goes unseen; the reconcile of a converged object
+    /// makes no AAP request and writes nothing. The same applies to
+    /// [`MultiTargetProvisioner`](crate::MultiTargetProvisioner).
     #[must_use]
     pub fn with_resync(mut self, period: std::time::Duration) -> Self {
         self.resync = Some(period);
+        self
+    }
+
+    /// No resync: a converged object waits for a change (`Action::await_change`). Only safe
+    /// where something else re-triggers objects after a relist (see
+    /// [`with_resync`](Self::with_resync)).
+    #[must_use]
+    pub fn without_resync(mut self) -> Self {
+        self.resync = None;
         self
     }
 
@@ -212,7 +229,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
     }
 
     /// The action for a reconcile whose lifecycle asked for `requeue_after`.
-    fn action(&self, requeue_after: Option<std::time::Duration>) -> Action {
+    pub(crate) fn action(&self, requeue_after: Option<std::time::Duration>) -> Action {
         match (requeue_after, self.resync) {
             (Some(after), _) => Action::requeue(after),
             (None, Some(period)) => Action::requeue(resync_delay(period, fastrand::f64())),
@@ -239,7 +256,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
         let _ = (ok, started);
     }
 
-    fn record_writes(&self, session: &StatusSession<K>) {
+    pub(crate) fn record_writes(&self, session: &StatusSession<K>) {
         #[cfg(feature = "metrics")]
         if let Some(m) = &self.metrics {
             let (writes, conflicts) = session.write_counts();

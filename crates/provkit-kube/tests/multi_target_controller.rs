@@ -504,3 +504,56 @@ async fn a_failing_target_is_reported_and_the_others_jobs_are_kept() {
     );
     assert_eq!(launched(&w.aap), ["create-cluster"]);
 }
+
+/// Issue 27 (1, 2): the multi-target path comes back to a converged object after the resync
+/// period, as the single-target path does (it returned `await_change` before, so a deletion
+/// lost with a relist kept the object's finalizer on this path even with a resync set).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_converged_object_comes_back_after_the_resync_period() {
+    use JobState::Succeeded;
+    use JobType::Provision;
+    let mut w = world().await;
+    w.start();
+    let spec = ClusterSpec {
+        nodes: 3,
+        storage_gb: 100,
+    };
+    w.api
+        .create(&PostParams::default(), &Cluster::new("c-1", spec.clone()))
+        .await
+        .unwrap();
+    let v1 = compute_desired_config_version(&spec).unwrap();
+    eventually("both create jobs are launched", || async {
+        w.aap.aap().jobs().len() == 2
+    })
+    .await;
+    w.clock.advance(Duration::from_secs(60));
+    eventually("both targets report success and the outputs are written", || async {
+        let c = w.api.get("c-1").await.unwrap();
+        let mut h = history(&c);
+        h.sort_by(|a, b| a.0.cmp(&b.0));
+        let st = c.status.clone().unwrap_or_default();
+        h == [
+            entry("cluster", Provision, Succeeded, &v1),
+            entry("storage", Provision, Succeeded, &v1),
+        ] && st.volume.is_some()
+            && st.api_url.is_some()
+    })
+    .await;
+    let converged = Arc::new(w.api.get("c-1").await.unwrap());
+    let action = w
+        .ctx
+        .provisioner
+        .reconcile(converged, &Outputs)
+        .await
+        .unwrap();
+    let text = format!("{action:?}");
+    let secs: f64 = text
+        .split_once("Some(")
+        .and_then(|(_, rest)| rest.split_once("s)"))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("a requeue, not a wait for a change: {text}"));
+    let period = provkit_kube::Provisioner::<Cluster>::DEFAULT_RESYNC.as_secs_f64();
+    assert!((period * 0.9..=period).contains(&secs), "{text}");
+    assert_eq!(w.aap.aap().jobs().len(), 2, "nothing launched");
+}

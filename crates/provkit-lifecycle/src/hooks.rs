@@ -12,6 +12,7 @@ use crate::provider::ProvisionStatus;
 /// Reads the resource's job history **directly from the API server** (an uncached read), so the engine
 /// can tell whether its cached copy is stale before it launches (Go's
 /// `CheckAPIServerForNonTerminalProvisionJob`). provkit-kube implements it with a `kube::Client`.
+#[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait::async_trait]
 pub trait StaleCacheCheck: Send + Sync {
     /// The job array of the fresh copy of the object.
@@ -20,6 +21,7 @@ pub trait StaleCacheCheck: Send + Sync {
 
 /// Persists the job history right after a launch, so a reconcile that starts before the end-of-reconcile
 /// status write still sees the new job (Go's `statusFlush`). Errors are logged and not fatal.
+#[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait::async_trait]
 pub trait StatusFlush: Send + Sync {
     /// Writes `jobs` into the object's status.

@@ -25,6 +25,7 @@ use crate::error::BoxError;
 /// - [`resolve`](Self::resolve) does no IO: it marks the intent with that key resolved, so the
 ///   next write that persists the job history clears it. A status write must never clear an
 ///   intent that was not resolved.
+#[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait::async_trait]
 pub trait IntentStore: Send + Sync {
     /// The unresolved intent the object carries, if any.

@@ -62,6 +62,12 @@ pub use policy::{Jitter, LifecyclePolicy, LookupBeforeLaunch};
 #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
 #[doc(inline)]
 pub use provider::MockProvisioningProvider;
+#[cfg(feature = "mock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
+pub use hooks::{MockStaleCacheCheck, MockStatusFlush};
+#[cfg(feature = "mock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
+pub use intent::MockIntentStore;
 #[doc(inline)]
 pub use provider::{
     DeprovisionAction, DeprovisionResult, ProvisionResult, ProvisionStatus, ProvisioningProvider,

@@ -19,13 +19,22 @@ pub mod machines;
 #[cfg_attr(docsrs, doc(cfg(feature = "operator")))]
 pub mod operator_env;
 
-/// The mockall mocks of provkit's provider traits, in one place (feature `mock`).
+/// The mockall mocks of provkit's traits, in one place (feature `mock`): the providers, the
+/// engine's hooks (stale-cache check, status flush, intent store), the clock, and with
+/// `operator` the kube callbacks and management hook, with `machines` the progress handle.
 #[cfg(feature = "mock")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
 pub mod mocks {
-    pub use provkit_lifecycle::MockProvisioningProvider;
+    pub use provkit_core::MockClock;
+    pub use provkit_lifecycle::{
+        MockIntentStore, MockProvisioningProvider, MockStaleCacheCheck, MockStatusFlush,
+    };
+    #[cfg(feature = "operator")]
+    pub use provkit_kube::management::MockManagementHook;
+    #[cfg(feature = "operator")]
+    pub use provkit_kube::{MockMultiTargetCallbacks, MockProvisioningCallbacks};
     #[cfg(feature = "machines")]
-    pub use provkit_machines::cloud::MockCloudProvider;
+    pub use provkit_machines::cloud::{MockCloudProvider, MockProgressHandle};
     #[cfg(feature = "machines")]
     pub use provkit_machines::set::MockMachineSetProvider;
 }

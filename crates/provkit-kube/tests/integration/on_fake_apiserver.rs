@@ -831,6 +831,49 @@ fn running_jobs_polled_every_30s(provider: &ScriptedProvider) -> Lifecycle {
     .with_policy(policy)
 }
 
+/// Issue 27 (2): the multi-target path answers the watch echo of its own status write as the
+/// single-target path does (it polled every target again before), and its converged objects
+/// come back after the resync period.
+#[tokio::test]
+async fn the_multi_target_path_skips_the_echo_of_its_own_write_too() {
+    use provkit_kube::MultiTargetProvisioner;
+    use provkit_lifecycle::{JobTarget, MultiTargetLifecycle};
+    let server = FakeApiServer::builder().crd::<Network>().build();
+    let (a, b) = (ScriptedProvider::new(), ScriptedProvider::new());
+    let targets = MultiTargetLifecycle::new([
+        JobTarget::new("a", running_jobs_polled_every_30s(&a)),
+        JobTarget::new("b", running_jobs_polled_every_30s(&b)),
+    ])
+    .unwrap();
+    let p = MultiTargetProvisioner::new(server.client(), targets, FINALIZER)
+        .configure(|p| p.with_own_write_window(Duration::from_secs(60)));
+    let api: Api<Network> = Api::namespaced(server.client_named("user"), NS);
+    api.create(&PostParams::default(), &network(0))
+        .await
+        .unwrap();
+    let fresh = async || Arc::new(api.get("net-0").await.unwrap());
+    let polls = || {
+        [&a, &b]
+            .iter()
+            .flat_map(|p| p.calls())
+            .filter(|c| matches!(c, ProviderCall::ProvisionStatus { .. }))
+            .count()
+    };
+    p.reconcile(fresh().await, &NoCallbacks).await.unwrap();
+    let launched = p.reconcile(fresh().await, &NoCallbacks).await.unwrap();
+    assert_eq!((a.jobs().len(), b.jobs().len()), (1, 1));
+    assert_eq!(launched, Action::requeue(Duration::from_secs(30)));
+    let requests = server.requests().len();
+    let echo = p.reconcile(fresh().await, &NoCallbacks).await.unwrap();
+    assert_eq!(echo, Action::requeue(Duration::from_secs(30)), "the requeue stands");
+    assert_eq!(polls(), 0, "no poll of either target for the echo of our own write");
+    assert_eq!(
+        server.requests().len(),
+        requests + 1,
+        "only the test's own GET reached the API server"
+    );
+}
+
 /// The watch echo of the Provisioner's own status write (the object exactly as that write left
 /// it, within the window) is answered with the requeue the writing reconcile asked for, with no
 /// provider call and no request; a change by anybody else, or the same version after the window,

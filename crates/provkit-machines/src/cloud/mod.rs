@@ -26,6 +26,9 @@ pub use progress::{
 #[cfg(feature = "mock")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
 pub use provider::MockCloudProvider;
+#[cfg(feature = "mock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
+pub use progress::MockProgressHandle;
 pub use provider::{CleanupProgress, CloudProvider, DefaultedSpec};
 pub use steps::{
     AFTER_CREATE_REQUEUE, BOOTSTRAP_SECRET_REQUEUE, BootstrapData, CLEANUP_REQUEUE,

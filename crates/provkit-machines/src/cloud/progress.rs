@@ -184,6 +184,7 @@ pub type ProgressChange<'a> = &'a (dyn Fn(&mut MachineProgress) + Send + Sync);
 /// assert!(handle.load().await.unwrap().finalizers.is_empty());
 /// # });
 /// ```
+#[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait::async_trait]
 pub trait ProgressHandle: Send + Sync + Debug {
     /// The persisted progress.

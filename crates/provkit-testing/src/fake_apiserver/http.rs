@@ -23,7 +23,7 @@ use super::openapi;
 use super::patch::PatchKind;
 use super::resource::ResourceType;
 use super::selector::{FieldSelector, LabelSelector, labels_of};
-use super::server::Inner;
+use super::inner::Inner;
 use super::ssa::Recording;
 use super::status::ApiStatus;
 use super::store::{Deleted, Doc, ObjectKey, Writer};

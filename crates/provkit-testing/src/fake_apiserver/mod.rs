@@ -123,6 +123,7 @@ mod doc;
 mod faults;
 mod field_validation;
 mod http;
+mod inner;
 mod inspect;
 mod meta;
 mod openapi;

@@ -12,65 +12,10 @@ use serde_json::{Value, json};
 
 use super::faults::{Fault, FaultId, Hit, RequestTarget, Verb};
 use super::http::{CLIENT_HEADER, handle};
+use super::inner::{Injected, Inner, lock};
 use super::inspect::{RequestLog, RequestRecord, StoreFootprint};
 use super::resource::{CrdError, ResourceType, TypeKey, parse_crd_documents};
 use super::store::{Store, Writer};
-
-/// An installed fault and how many requests it hit.
-#[derive(Debug)]
-struct Injected {
-    id: FaultId,
-    fault: Fault,
-    hits: u64,
-}
-
-/// The shared state behind every clone of a [`FakeApiServer`].
-#[derive(Debug)]
-pub(crate) struct Inner {
-    store: Mutex<Store>,
-    faults: Mutex<Vec<Injected>>,
-    next_fault: std::sync::atomic::AtomicU64,
-    log: Mutex<RequestLog>,
-    pub(crate) observer: crate::observe::ObserverSlot,
-    pub(crate) bookmark_interval: Duration,
-    pub(crate) default_namespace: String,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-impl Inner {
-    pub(crate) fn lock_store(&self) -> MutexGuard<'_, Store> {
-        lock(&self.store)
-    }
-
-    /// The combined effect of the faults matching `target` (counting down `times`).
-    pub(crate) fn faults_for(&self, target: &RequestTarget<'_>) -> Hit {
-        let mut hit = Hit::default();
-        let mut faults = lock(&self.faults);
-        for i in faults.iter_mut().filter(|i| i.fault.matches(target)) {
-            let f = &mut i.fault;
-            if f.skip > 0 {
-                f.skip -= 1;
-                continue;
-            }
-            if f.probability < 1.0 && self.lock_store().rng.f64() >= f.probability {
-                continue;
-            }
-            if let Some(n) = &mut f.remaining {
-                *n -= 1;
-            }
-            i.hits += 1;
-            hit.add(&f.effect);
-        }
-        hit
-    }
-
-    pub(crate) fn log(&self, record: RequestRecord) {
-        lock(&self.log).push(record);
-    }
-}
 
 /// Builds a [`FakeApiServer`].
 ///

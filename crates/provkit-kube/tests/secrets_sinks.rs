@@ -296,6 +296,19 @@ async fn launch_context_secrets_never_reach_logs_spans_events_status_errors_or_d
         !aap.aap().jobs().is_empty()
     })
     .await;
+    // Every launch from now on (the retry) is refused with a 400 that quotes the variables.
+    // Installed before the failure is seen: the retry may be due at once (the backoff counts
+    // from the job's end), and a retry launched before the fault was in place made this test
+    // fail about one run in fifty.
+    let echo = format!(
+        "Value {{'admin_kubeconfig': {}, 'storage_backend_connections': {{'backend-1': {{'password': '{SAN_PASSWORD}'}}}}, 'vault_token': '{VAULT_TOKEN}'}} for 'osac_job_vars' expected to be a string.",
+        serde_json::to_string(KUBECONFIG).unwrap().replace('"', "'")
+    );
+    let fault = aap.aap().add_fault(Fault::new(
+        "POST",
+        "*/launch/",
+        FaultAction::json(400, &json!({"extra_vars": [echo]})),
+    ));
     clock.advance(Duration::from_secs(30));
     eventually("the failed job is recorded", || async {
         api.get("net-a")
@@ -315,16 +328,8 @@ async fn launch_context_secrets_never_reach_logs_spans_events_status_errors_or_d
         "{failed}"
     );
 
-    // 2. The retry's launch is refused with a 400 that quotes the variables.
-    let echo = format!(
-        "Value {{'admin_kubeconfig': {}, 'storage_backend_connections': {{'backend-1': {{'password': '{SAN_PASSWORD}'}}}}, 'vault_token': '{VAULT_TOKEN}'}} for 'osac_job_vars' expected to be a string.",
-        serde_json::to_string(KUBECONFIG).unwrap().replace('"', "'")
-    );
-    let fault = aap.aap().add_fault(Fault::new(
-        "POST",
-        "*/launch/",
-        FaultAction::json(400, &json!({"extra_vars": [echo]})),
-    ));
+    // 2. (The fault was installed before the failure was seen.) The retry's launch is refused,
+    // and refused again after the backoff.
     clock.advance(Duration::from_secs(5));
     eventually("the refused launch is reported", || async {
         aap.aap().fault_hits(fault) >= 2

@@ -28,7 +28,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use kube::runtime::controller::{self, Action};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::{Controller, WatchStreamExt as _, watcher};
 use provkit_aap::push::{PushConfig, ReconnectBackoff};
 use provkit_core::{Clock, SystemClock};
 use provkit_example_operator::controller::Context;
@@ -895,7 +895,18 @@ async fn incarnation(h: Arc<Harness>, identity: String) {
             None => (None, None),
         };
         let woken = futures::stream::iter(pushed).flat_map(|w| w.triggers::<VirtualNetwork>());
-        let controller = Controller::new(api, watcher::Config::default())
+        // The reflector cache keeps no managedFields (kube-rs's advice for memory): the
+        // reconcile never reads them, and with a server's real fieldsV1 sets they were the
+        // largest part of every cached object.
+        let (reader, writer) = kube::runtime::reflector::store();
+        let objects = kube::runtime::reflector(
+            writer,
+            watcher(api, watcher::Config::default()).modify(|o: &mut VirtualNetwork| {
+                kube::ResourceExt::managed_fields_mut(o).clear();
+            }),
+        )
+        .applied_objects();
+        let controller = Controller::for_stream(objects, reader)
             .with_config(controller::Config::default().concurrency(concurrency))
             .reconcile_on(futures::stream::select(triggers, woken))
             .run(reconcile, error_policy, ctx)

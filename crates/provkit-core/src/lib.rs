@@ -61,11 +61,11 @@ pub mod timestamp;
 #[cfg_attr(docsrs, doc(cfg(feature = "k8s")))]
 pub mod k8s;
 
-#[doc(inline)]
-pub use clock::{Clock, ManualClock, SystemClock};
 #[cfg(feature = "mock")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
 pub use clock::MockClock;
+#[doc(inline)]
+pub use clock::{Clock, ManualClock, SystemClock};
 #[doc(inline)]
 pub use config_version::{
     ConfigHasher, ConfigVersionError, SpecWithStrategies, SpecWithStrategy,

@@ -65,11 +65,11 @@ pub use leadership::{LeadershipEnd, LeadershipLost, shutdown_signal};
 pub use machine_progress::{KubeProgressHandle, MissingResourceVersion, progress_of};
 #[doc(inline)]
 pub use management::{Management, ManagementHook, ManagementStatePolicy};
-#[doc(inline)]
-pub use multi_target::{MultiTargetCallbacks, MultiTargetProvisioner};
 #[cfg(feature = "mock")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
 pub use multi_target::MockMultiTargetCallbacks;
+#[doc(inline)]
+pub use multi_target::{MultiTargetCallbacks, MultiTargetProvisioner};
 #[cfg(feature = "mock")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
 pub use reconcile::MockProvisioningCallbacks;

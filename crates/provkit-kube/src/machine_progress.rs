@@ -164,7 +164,10 @@ where
         progress_of(&self.read().await?)
     }
 
-    async fn update(&self, change: ProgressChange<'_>) -> Result<MachineProgress, ProgressError> {
+    async fn update<'c>(
+        &self,
+        change: ProgressChange<'c>,
+    ) -> Result<MachineProgress, ProgressError> {
         let attempts = self.max_attempts.get();
         let params = PatchParams {
             field_manager: self.field_manager.clone(),
@@ -174,7 +177,7 @@ where
             let obj = self.read().await?;
             let current = progress_of(&obj)?;
             let mut next = current.clone();
-            change(&mut next);
+            change.apply(&mut next);
             if next == current {
                 return Ok(current);
             }

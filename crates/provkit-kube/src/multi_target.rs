@@ -34,17 +34,17 @@ use provkit_lifecycle::{
 
 use crate::adapters::{SessionFlush, SessionIntents, SessionStaleCheck, display_name};
 use crate::error::{FinalizerStep, ReconcileError};
+use crate::events::newly_failed_deprovision_job;
 use crate::flush::StatusWriteConfig;
 use crate::reconcile::{NoCallbacks, Provisioner, lifecycle_inputs, show_launch_blocked};
 use crate::resource::ProvisionedResource;
-use crate::events::newly_failed_deprovision_job;
 
 /// User callbacks of [`MultiTargetProvisioner::reconcile`]: [`ProvisioningCallbacks`]
 /// with the target's name on the per-job callbacks. Every method has a no-op default.
 ///
 /// [`ProvisioningCallbacks`]: crate::ProvisioningCallbacks
 #[cfg_attr(feature = "mock", mockall::automock)]
-pub trait MultiTargetCallbacks<K>: Send + Sync {
+pub trait MultiTargetCallbacks<K: Send + Sync + 'static>: Send + Sync {
     /// Before the targets run on apply; `config_applied` is true when **every** target's latest
     /// provision job applied the desired config version.
     fn on_apply(&self, obj: &mut K, config_applied: bool) {
@@ -69,7 +69,7 @@ pub trait MultiTargetCallbacks<K>: Send + Sync {
     }
 }
 
-impl<K> MultiTargetCallbacks<K> for NoCallbacks {}
+impl<K: Send + Sync + 'static> MultiTargetCallbacks<K> for NoCallbacks {}
 
 /// [`Provisioner`] for a resource whose spec drives several targets, each with its own provider
 /// and its own jobs in the shared history. Build one at start-up, put it in the controller

@@ -20,13 +20,13 @@ use crate::adapters::{
 use crate::backoff::{ErrorBackoff, ErrorBackoffConfig};
 use crate::error::{FinalizerStep, ReconcileError};
 use crate::error_chain::ErrorChain;
+use crate::events::newly_failed_deprovision_job;
 use crate::events::{EventPublisher, JobEvent};
 use crate::flush::{StatusSession, StatusWriteConfig};
 use crate::management::{ManagementHook, ManagementStatePolicy};
 use crate::own_writes::OwnWrites;
 use crate::removed_finalizers::RemovedFinalizers;
 use crate::resource::{NamespaceScope, ProvisionedResource};
-use crate::events::newly_failed_deprovision_job;
 
 /// User callbacks of [`Provisioner::reconcile`]: phase, conditions and the per-launch context.
 /// Every method has a no-op default.
@@ -34,7 +34,7 @@ use crate::events::newly_failed_deprovision_job;
 /// Callbacks mutate the working copy of the object; whatever they change in its status is
 /// written once at the end of the reconcile (only when the status changed).
 #[cfg_attr(feature = "mock", mockall::automock)]
-pub trait ProvisioningCallbacks<K>: Send + Sync {
+pub trait ProvisioningCallbacks<K: Send + Sync + 'static>: Send + Sync {
     /// Before the lifecycle runs on apply. `config_applied` is whether the latest provision
     /// job succeeded with the desired config version (A-B-A safe). Go sets the phase to
     /// `Progressing` when it is empty, or when it is `Ready` and the config is not applied.
@@ -80,7 +80,7 @@ pub trait ProvisioningCallbacks<K>: Send + Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoCallbacks;
 
-impl<K> ProvisioningCallbacks<K> for NoCallbacks {}
+impl<K: Send + Sync + 'static> ProvisioningCallbacks<K> for NoCallbacks {}
 
 /// Everything a controller needs to provision objects of type `K`: the lifecycle engine, the
 /// finalizer name, the management-state hook, the event publisher and status-write settings.

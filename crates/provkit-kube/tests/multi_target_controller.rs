@@ -528,17 +528,20 @@ async fn a_converged_object_comes_back_after_the_resync_period() {
     })
     .await;
     w.clock.advance(Duration::from_secs(60));
-    eventually("both targets report success and the outputs are written", || async {
-        let c = w.api.get("c-1").await.unwrap();
-        let mut h = history(&c);
-        h.sort_by(|a, b| a.0.cmp(&b.0));
-        let st = c.status.clone().unwrap_or_default();
-        h == [
-            entry("cluster", Provision, Succeeded, &v1),
-            entry("storage", Provision, Succeeded, &v1),
-        ] && st.volume.is_some()
-            && st.api_url.is_some()
-    })
+    eventually(
+        "both targets report success and the outputs are written",
+        || async {
+            let c = w.api.get("c-1").await.unwrap();
+            let mut h = history(&c);
+            h.sort_by(|a, b| a.0.cmp(&b.0));
+            let st = c.status.clone().unwrap_or_default();
+            h == [
+                entry("cluster", Provision, Succeeded, &v1),
+                entry("storage", Provision, Succeeded, &v1),
+            ] && st.volume.is_some()
+                && st.api_url.is_some()
+        },
+    )
     .await;
     let converged = Arc::new(w.api.get("c-1").await.unwrap());
     let action = w

@@ -42,8 +42,14 @@ pub use error::{
 pub use hooks::{
     DeprovisionHooks, ProvisionHooks, StaleCacheCheck, StatusFlush, stale_check_fn, status_flush_fn,
 };
+#[cfg(feature = "mock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
+pub use hooks::{MockStaleCacheCheck, MockStatusFlush};
 #[doc(inline)]
 pub use idempotency::{FoundJob, IdempotencyKey, IdempotencySupport};
+#[cfg(feature = "mock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
+pub use intent::MockIntentStore;
 #[doc(inline)]
 pub use intent::{IntentStore, LaunchIntent, MemoryIntentStore};
 #[doc(inline)]
@@ -62,12 +68,6 @@ pub use policy::{Jitter, LifecyclePolicy, LookupBeforeLaunch};
 #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
 #[doc(inline)]
 pub use provider::MockProvisioningProvider;
-#[cfg(feature = "mock")]
-#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
-pub use hooks::{MockStaleCacheCheck, MockStatusFlush};
-#[cfg(feature = "mock")]
-#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
-pub use intent::MockIntentStore;
 #[doc(inline)]
 pub use provider::{
     DeprovisionAction, DeprovisionResult, ProvisionResult, ProvisionStatus, ProvisioningProvider,

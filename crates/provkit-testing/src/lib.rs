@@ -26,13 +26,13 @@ pub mod operator_env;
 #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
 pub mod mocks {
     pub use provkit_core::MockClock;
-    pub use provkit_lifecycle::{
-        MockIntentStore, MockProvisioningProvider, MockStaleCacheCheck, MockStatusFlush,
-    };
     #[cfg(feature = "operator")]
     pub use provkit_kube::management::MockManagementHook;
     #[cfg(feature = "operator")]
     pub use provkit_kube::{MockMultiTargetCallbacks, MockProvisioningCallbacks};
+    pub use provkit_lifecycle::{
+        MockIntentStore, MockProvisioningProvider, MockStaleCacheCheck, MockStatusFlush,
+    };
     #[cfg(feature = "machines")]
     pub use provkit_machines::cloud::{MockCloudProvider, MockProgressHandle};
     #[cfg(feature = "machines")]

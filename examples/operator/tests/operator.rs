@@ -300,7 +300,18 @@ async fn create_provision_ready_then_delete() {
             ],
         )
         .await;
-    assert_eq!(r.unwrap(), Action::await_change());
+    // Ready: nothing more to do until a change, but the default resync brings it back within
+    // ten minutes (a relist's lost events cannot strand it).
+    let resync = format!("{:?}", r.unwrap());
+    let secs: f64 = resync
+        .trim_start_matches("Action { requeue_after: Some(")
+        .trim_end_matches("s) }")
+        .parse()
+        .unwrap_or_else(|_| panic!("a resync requeue: {resync}"));
+    assert!(
+        (540.0..=600.0).contains(&secs),
+        "the resync requeue: {resync}"
+    );
 
     // delete: the provision job is terminal → uncached read (stale-cache check before a
     // deprovision launch) → delete template launched at once

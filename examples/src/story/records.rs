@@ -108,7 +108,8 @@ pub(super) struct Reconciled {
     pub(super) before: Snap,
     pub(super) after: Snap,
     pub(super) api_calls: Vec<String>,
-    pub(super) result: Result<bool, String>,
+    /// The requeue delay (`None`: await change), or the error.
+    pub(super) result: Result<Option<Duration>, String>,
 }
 
 #[derive(Debug)]
@@ -204,7 +205,7 @@ impl<K: ProvisionedResource> ReconcileObserver<K> for Recorder {
             after: server_copy::<K>(&self.api, &name),
             api_calls,
             result: match result {
-                Ok(a) => Ok(*a != Action::await_change()),
+                Ok(a) => Ok(requeue_of(a)),
                 Err(e) => Err(provkit_kube::ErrorChain(e).to_string()),
             },
         });
@@ -220,4 +221,23 @@ pub(super) fn jobs_of(stack: &Stack, kind: &str, action: TemplateAction) -> Vec<
         .into_iter()
         .filter(|j| j.template.is_some() && j.template == template)
         .collect()
+}
+
+/// The delay of a requeue, `None` for an await-change. kube's `Action` keeps it private; its
+/// `Debug` form (`Action { requeue_after: Some(853.6ms) }`) shows it in `Duration`'s units.
+fn requeue_of(action: &Action) -> Option<Duration> {
+    let text = format!("{action:?}");
+    let (_, rest) = text.split_once("Some(")?;
+    let (value, _) = rest.split_once(')')?;
+    let split = value.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (number, unit) = value.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let seconds = match unit {
+        "s" => number,
+        "ms" => number / 1e3,
+        "µs" => number / 1e6,
+        "ns" => number / 1e9,
+        _ => return None,
+    };
+    Duration::try_from_secs_f64(seconds).ok()
 }

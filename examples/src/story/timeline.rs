@@ -212,9 +212,10 @@ pub(super) fn timeline(stack: &Stack, rec: &Recorder) -> String {
             .collect();
         let what = decision(r, &mine);
         let requeue = match &r.result {
-            Ok(true) => "",
-            Ok(false) => " · await change",
-            Err(_) => "",
+            // A converged object comes back after the resync period (10 minutes by default).
+            Ok(Some(delay)) if *delay >= Duration::from_secs(300) => " · resync",
+            Ok(Some(_)) | Err(_) => "",
+            Ok(None) => " · await change",
         };
         rows.push((
             r.at,

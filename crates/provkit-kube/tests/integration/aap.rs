@@ -190,7 +190,7 @@ async fn aap_trigger_poll_succeed_then_quiet() {
             )],
         )
         .await;
-    assert_eq!(r.unwrap(), Action::await_change());
+    assert_resync(&r.unwrap());
 
     // 4. no further AAP call until the spec changes
     let before = h.aap().requests().len();
@@ -199,7 +199,7 @@ async fn aap_trigger_poll_succeed_then_quiet() {
         let r = h
             .reconcile(status_with(&base, "6", s3.clone()), vec![])
             .await;
-        assert_eq!(r.unwrap(), Action::await_change());
+        assert_resync(&r.unwrap());
     }
     assert_eq!(h.aap().requests().len(), before);
     assert_eq!(h.launches().len(), 1);

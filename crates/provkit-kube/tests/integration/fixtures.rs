@@ -399,3 +399,23 @@ pub fn clearing_intent(mut status: Value) -> Value {
     status["launchIntent"] = Value::Null;
     status
 }
+
+/// The delay of a requeue in seconds (kube's `Action` keeps it private; its `Debug` shows it);
+/// `None` for `Action::await_change()`.
+pub fn requeue_secs(action: &kube::runtime::controller::Action) -> Option<f64> {
+    let text = format!("{action:?}");
+    text.split_once("Some(")
+        .and_then(|(_, rest)| rest.split_once("s)"))
+        .and_then(|(n, _)| n.parse().ok())
+}
+
+/// A converged object's action with the default settings: the resync requeue
+/// (`Provisioner::DEFAULT_RESYNC`, shortened by at most a tenth), never an await-change.
+pub fn assert_resync(action: &kube::runtime::controller::Action) {
+    let period = provkit_kube::Provisioner::<Network>::DEFAULT_RESYNC.as_secs_f64();
+    let secs = requeue_secs(action).unwrap_or_else(|| panic!("a resync requeue: {action:?}"));
+    assert!(
+        (period * 0.9..=period).contains(&secs),
+        "a resync requeue: {action:?}"
+    );
+}

@@ -262,14 +262,14 @@ async fn s2_poll_running_then_succeeded_then_quiet() {
             true,
         )
         .await;
-    assert_eq!(r.unwrap(), Action::await_change());
+    assert_resync(&r.unwrap());
     let calls = h.provider_calls();
 
     // quiet: no request, no provider call
     let ready = stored(&base, "6", &s3);
     for _ in 0..3 {
         let (r, log) = h.reconcile(ready.clone(), vec![], false).await;
-        assert_eq!(r.unwrap(), Action::await_change());
+        assert_resync(&r.unwrap());
         assert!(log.is_empty());
     }
     assert_eq!(h.provider_calls(), calls);

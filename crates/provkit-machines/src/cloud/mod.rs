@@ -19,16 +19,16 @@ pub use ensure::{EnsureConfig, EnsureError, EnsureOutcome, cleanup_instance, ens
 pub use error::{MachineErrorReason, ProviderError};
 pub use instance::{AddressType, Instance, InstanceStatus, NodeAddress};
 pub use machine_view::MachineView;
+#[cfg(feature = "mock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
+pub use progress::MockProgressHandle;
 pub use progress::{
-    CreateIntent, DynProgressHandle, MachineProgress, PROGRESS_ANNOTATION, ProgressChange,
-    ProgressError, ProgressHandle,
+    ApplyProgress, CreateIntent, DynProgressHandle, MachineProgress, PROGRESS_ANNOTATION,
+    ProgressChange, ProgressError, ProgressHandle,
 };
 #[cfg(feature = "mock")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
 pub use provider::MockCloudProvider;
-#[cfg(feature = "mock")]
-#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
-pub use progress::MockProgressHandle;
 pub use provider::{CleanupProgress, CloudProvider, DefaultedSpec};
 pub use steps::{
     AFTER_CREATE_REQUEUE, BOOTSTRAP_SECRET_REQUEUE, BootstrapData, CLEANUP_REQUEUE,

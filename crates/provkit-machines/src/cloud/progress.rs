@@ -154,8 +154,22 @@ impl From<ProgressError> for super::ProviderError {
 /// so that mockall can mock the methods taking it).
 pub type DynProgressHandle = dyn ProgressHandle + 'static;
 
-/// A change applied to the stored progress (dyn-compatible closure).
-pub type ProgressChange<'a> = &'a (dyn Fn(&mut MachineProgress) + Send + Sync);
+/// A change to the stored progress, as [`ProgressHandle::update`] takes it: every
+/// `Fn(&mut MachineProgress) + Send + Sync` closure is one (a trait of its own rather than a
+/// `dyn Fn` so that mockall can mock the handle).
+pub trait ApplyProgress: Send + Sync {
+    /// Applies the change to `progress`.
+    fn apply(&self, progress: &mut MachineProgress);
+}
+
+impl<F: Fn(&mut MachineProgress) + Send + Sync> ApplyProgress for F {
+    fn apply(&self, progress: &mut MachineProgress) {
+        self(progress);
+    }
+}
+
+/// A change applied to the stored progress (a closure, as a trait object).
+pub type ProgressChange<'a> = &'a (dyn ApplyProgress + 'a);
 
 /// Durable storage of one machine's [`MachineProgress`], handed to
 /// [`CloudProvider::create`](super::CloudProvider::create) and
@@ -190,8 +204,12 @@ pub trait ProgressHandle: Send + Sync + Debug {
     /// The persisted progress.
     async fn load(&self) -> Result<MachineProgress, ProgressError>;
 
-    /// Applies `change` to the persisted progress; returns the stored result.
-    async fn update(&self, change: ProgressChange<'_>) -> Result<MachineProgress, ProgressError>;
+    /// Applies `change` to the persisted progress; returns the stored result. (The lifetime is
+    /// named, not elided, so that mockall can mock the method.)
+    async fn update<'c>(
+        &self,
+        change: ProgressChange<'c>,
+    ) -> Result<MachineProgress, ProgressError>;
 
     /// Records a sub-resource finalizer (before creating the sub-resource).
     async fn add_finalizer(&self, name: &str) -> Result<MachineProgress, ProgressError> {

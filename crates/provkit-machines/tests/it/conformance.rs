@@ -308,12 +308,12 @@ mod broken {
         async fn load(&self) -> Result<MachineProgress, ProgressError> {
             self.0.load().await
         }
-        async fn update(
+        async fn update<'c>(
             &self,
-            change: ProgressChange<'_>,
+            change: ProgressChange<'c>,
         ) -> Result<MachineProgress, ProgressError> {
             let mut p = self.0.snapshot();
-            change(&mut p);
+            change.apply(&mut p);
             Ok(p)
         }
     }
@@ -327,12 +327,12 @@ mod broken {
         async fn load(&self) -> Result<MachineProgress, ProgressError> {
             self.0.load().await
         }
-        async fn update(
+        async fn update<'c>(
             &self,
-            change: ProgressChange<'_>,
+            change: ProgressChange<'c>,
         ) -> Result<MachineProgress, ProgressError> {
             let mut fresh = MachineProgress::default();
-            change(&mut fresh);
+            change.apply(&mut fresh);
             if fresh.is_empty() {
                 return self.0.load().await;
             }

@@ -250,3 +250,40 @@ async fn the_untyped_mock_takes_a_progress_handle() {
     );
     assert!(progress.load().await.unwrap().is_empty());
 }
+
+/// `MockProgressHandle` (issue 27): a provider's progress writes can be scripted and checked,
+/// including a failing write; the closure a provider passes is handed to the expectation.
+#[cfg(feature = "mock")]
+#[tokio::test]
+async fn the_progress_handle_mock_sees_each_change_and_can_fail() {
+    use provkit_machines::cloud::{
+        MachineProgress, MockProgressHandle, ProgressError, ProgressHandle,
+    };
+    let mut handle = MockProgressHandle::new();
+    let mut seq = mockall::Sequence::new();
+    handle
+        .expect_update()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|change| {
+            let mut p = MachineProgress::default();
+            change.apply(&mut p);
+            assert_eq!(p.instance_id.as_deref(), Some("i-1"));
+            Ok(p)
+        });
+    handle
+        .expect_update()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_| {
+            Err(ProgressError::Gone {
+                machine: "m-0".into(),
+            })
+        });
+    let stored = handle
+        .update(&|p: &mut MachineProgress| p.instance_id = Some("i-1".into()))
+        .await
+        .unwrap();
+    assert_eq!(stored.instance_id.as_deref(), Some("i-1"));
+    assert!(handle.update(&|_: &mut MachineProgress| {}).await.is_err());
+}

@@ -1,7 +1,7 @@
 //! [`FakeApiServer`]: the shared state, its builder, in-process clients and inspection.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::HeaderValue;
@@ -10,7 +10,7 @@ use provkit_core::{Clock, SystemClock};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::faults::{Fault, FaultId, Hit, RequestTarget, Verb};
+use super::faults::{Fault, FaultId, Verb};
 use super::http::{CLIENT_HEADER, handle};
 use super::inner::{Injected, Inner, lock};
 use super::inspect::{RequestLog, RequestRecord, StoreFootprint};

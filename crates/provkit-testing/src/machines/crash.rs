@@ -234,7 +234,10 @@ impl<H: ProgressHandle> ProgressHandle for CrashingProgress<H> {
         self.inner.load().await
     }
 
-    async fn update(&self, change: ProgressChange<'_>) -> Result<MachineProgress, ProgressError> {
+    async fn update<'c>(
+        &self,
+        change: ProgressChange<'c>,
+    ) -> Result<MachineProgress, ProgressError> {
         self.switch.point("progress update: before").await;
         let r = self.inner.update(change).await;
         self.switch.point("progress update: after").await;

@@ -63,10 +63,13 @@ impl ProgressHandle for InMemoryProgress {
         Ok(self.snapshot())
     }
 
-    async fn update(&self, change: ProgressChange<'_>) -> Result<MachineProgress, ProgressError> {
+    async fn update<'c>(
+        &self,
+        change: ProgressChange<'c>,
+    ) -> Result<MachineProgress, ProgressError> {
         let mut s = self.lock();
         let mut next = s.progress.clone();
-        change(&mut next);
+        change.apply(&mut next);
         if next != s.progress {
             s.progress = next;
             s.writes += 1;

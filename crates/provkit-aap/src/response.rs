@@ -72,15 +72,13 @@ fn html_instead_of_json(resp: &RawResponse) -> Error {
     }
 }
 
-/// Cuts `s` to at most `max` characters, marking the cut.
+/// Cuts `s` to at most `max` bytes (at a character boundary), marking the cut.
 pub(crate) fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_owned()
-    } else {
-        let mut out: String = s.chars().take(max).collect();
+    let mut out = s.to_owned();
+    if provkit_core::text::truncate_to_bytes(&mut out, max) {
         out.push('…');
-        out
     }
+    out
 }
 
 /// A short, safe summary of a body: the JSON `detail`/`error`, an HTML page's title, or the

@@ -6,6 +6,8 @@
 
 use std::time::{Duration, SystemTime};
 
+use provkit_core::backoff::{Jitter, exponential};
+
 /// How idempotent requests are retried.
 ///
 /// ```
@@ -88,23 +90,17 @@ impl RetryConfig {
 
     /// The delay before retry number `retry` (0-based).
     ///
-    /// Without `Retry-After`: `min(initial · 2^retry, max_backoff)`, scaled by `unit` ∈ [0, 1) mapped
-    /// to [50 %, 100 %] when jitter is on (so a fleet does not retry in lockstep). With
+    /// Without `Retry-After`: `min(initial · 2^retry, max_backoff)`, shortened by `unit` ∈ [0, 1)
+    /// times half of it when jitter is on (so within [50 %, 100 %]) (so a fleet does not retry in lockstep). With
     /// `Retry-After`, the server's value is used as is (the client gives up instead of waiting
     /// when it exceeds `max_backoff` or the remaining budget).
     pub fn delay(&self, retry: u32, retry_after: Option<Duration>, unit: f64) -> Duration {
         if let Some(after) = retry_after {
             return after;
         }
-        let factor = 2u32.checked_pow(retry.min(30)).unwrap_or(u32::MAX);
-        let base = self
-            .initial_backoff
-            .checked_mul(factor)
-            .unwrap_or(self.max_backoff)
-            .min(self.max_backoff);
+        let base = exponential(self.initial_backoff, self.max_backoff, retry);
         if self.jitter {
-            let unit = unit.clamp(0.0, 1.0);
-            base.mul_f64(0.5 + unit / 2.0)
+            Jitter::Shorten { max_fraction: 0.5 }.apply_with(base, || unit)
         } else {
             base
         }

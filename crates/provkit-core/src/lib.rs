@@ -50,11 +50,13 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod backoff;
 pub mod clock;
 pub mod config_version;
 pub mod history;
 pub mod intent;
 pub mod job;
+pub mod text;
 pub mod timestamp;
 
 #[cfg(feature = "k8s")]

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::flush::StatusSession;
 use crate::resource::ProvisionedResource;
+use crate::stale_check::read_fresh;
 
 /// The lifecycle's view of a typed object: kind and apiVersion from [`kube::Resource`]
 /// (not from the object's own `TypeMeta`, which may be missing), name, namespace, uid, and the
@@ -124,14 +125,10 @@ impl<K: ProvisionedResource> ApiServerJobs<K> {
 #[async_trait::async_trait]
 impl<K: ProvisionedResource> StaleCacheCheck for ApiServerJobs<K> {
     async fn read_fresh_jobs(&self) -> Result<Vec<JobStatus>, BoxError> {
-        match self.api.get_opt(&self.name).await {
-            Ok(Some(fresh)) => Ok(fresh.provisioning_jobs().to_vec()),
-            Ok(None) => Ok(Vec::new()),
-            Err(e) => {
-                tracing::warn!(object.name = %self.name, error = %e, "stale-cache check: API server read failed");
-                Err(Box::new(e))
-            }
-        }
+        let fresh = read_fresh(&self.api, &self.name).await?;
+        Ok(fresh
+            .map(|f| f.provisioning_jobs().to_vec())
+            .unwrap_or_default())
     }
 }
 
@@ -190,17 +187,11 @@ impl<'a, K: ProvisionedResource> SessionStaleCheck<'a, K> {
 #[async_trait::async_trait]
 impl<K: ProvisionedResource> StaleCacheCheck for SessionStaleCheck<'_, K> {
     async fn read_fresh_jobs(&self) -> Result<Vec<JobStatus>, BoxError> {
-        match self.api.get_opt(&self.name).await {
-            Ok(Some(fresh)) => {
-                self.session.observe(&fresh);
-                Ok(fresh.provisioning_jobs().to_vec())
-            }
-            Ok(None) => Ok(Vec::new()),
-            Err(e) => {
-                tracing::warn!(object.name = %self.name, error = %e, "stale-cache check: API server read failed");
-                Err(Box::new(e))
-            }
-        }
+        let Some(fresh) = read_fresh(&self.api, &self.name).await? else {
+            return Ok(Vec::new());
+        };
+        self.session.observe(&fresh);
+        Ok(fresh.provisioning_jobs().to_vec())
     }
 }
 

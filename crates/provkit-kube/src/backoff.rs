@@ -8,13 +8,16 @@
 //! `min(initial × 2^(n-1), max)`, shortened by a random fraction of up to `jitter` of itself,
 //! so a fleet that failed together (an AAP outage) does not come back in lock step.
 //!
-//! Hand-written: a map of counters and one formula; kube-runtime's own backoff
+//! Hand-written: a map of counters; the formula is provkit-core's [`backoff`](provkit_core::backoff)
+//! (shared with the AAP client's retries and the resync). kube-runtime's own backoff
 //! (`backon`-based) applies to watch streams, not to per-object reconcile errors.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
+
+use provkit_core::backoff::{Jitter, exponential};
 
 /// Settings of the per-object error backoff.
 ///
@@ -78,24 +81,15 @@ impl ErrorBackoffConfig {
     /// 1), with `unit` in `0.0..1.0` choosing the jitter (0: no shortening).
     #[must_use]
     pub fn delay(&self, failures: u32, unit: f64) -> Duration {
-        let max = self.max.max(self.initial);
-        let exponent = failures.saturating_sub(1).min(63);
-        let factor = 1u64.checked_shl(exponent).unwrap_or(u64::MAX);
-        let base = u32::try_from(factor)
-            .ok()
-            .and_then(|f| self.initial.checked_mul(f))
-            .map_or(max, |d| d.min(max));
-        let jitter = if self.jitter.is_finite() {
-            self.jitter.clamp(0.0, 1.0)
-        } else {
-            0.0
-        };
-        let unit = if unit.is_finite() {
-            unit.clamp(0.0, 1.0)
-        } else {
-            0.0
-        };
-        base.mul_f64(1.0 - jitter * unit)
+        let base = exponential(
+            self.initial,
+            self.max.max(self.initial),
+            failures.saturating_sub(1),
+        );
+        Jitter::Shorten {
+            max_fraction: self.jitter,
+        }
+        .apply_with(base, || unit)
     }
 }
 

@@ -253,14 +253,9 @@ fn strip_failed_prefix(message: &str) -> &str {
     }
 }
 
+/// `s` cut to `max` bytes (Kubernetes bounds Event fields in bytes).
 fn truncate(mut s: String, max: usize) -> String {
-    if s.len() > max {
-        let mut cut = max;
-        while !s.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        s.truncate(cut);
-    }
+    provkit_core::text::truncate_to_bytes(&mut s, max);
     s
 }
 

@@ -756,7 +756,7 @@ pub(crate) fn lifecycle_error(object: &str, source: LifecycleError) -> Reconcile
 
 /// A resync `period` shortened by up to a tenth: `roll` in `0.0..1.0` picks how much.
 fn resync_delay(period: std::time::Duration, roll: f64) -> std::time::Duration {
-    period.mul_f64(1.0 - roll.clamp(0.0, 1.0) / 10.0)
+    provkit_core::backoff::Jitter::Shorten { max_fraction: 0.1 }.apply_with(period, || roll)
 }
 
 /// The message of the latest deprovision job when it failed or was canceled.

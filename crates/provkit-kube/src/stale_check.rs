@@ -48,19 +48,10 @@ pub async fn api_server_has_non_terminal_provision_job<K: ProvisionedResource>(
     name: &str,
     on_error: OnStaleCheckError,
 ) -> bool {
-    let fresh = match api.get_opt(name).await {
+    let fresh = match read_fresh(api, name).await {
         Ok(Some(obj)) => obj,
         Ok(None) => return false,
-        Err(error) => {
-            let requeue = on_error == OnStaleCheckError::Requeue;
-            warn!(
-                object.name = name,
-                %error,
-                fail_closed = requeue,
-                "stale-cache check: reading the object from the API server failed"
-            );
-            return requeue;
-        }
+        Err(_) => return on_error == OnStaleCheckError::Requeue,
     };
     let latest = find_latest_job_by_type(fresh.provisioning_jobs(), &JobType::Provision);
     let running = has_job_id(latest) && latest.is_some_and(|j| !j.state.is_terminal());
@@ -72,4 +63,20 @@ pub async fn api_server_has_non_terminal_provision_job<K: ProvisionedResource>(
         );
     }
     running
+}
+
+/// The uncached read of every stale-cache check ([`api_server_has_non_terminal_provision_job`]
+/// and the lifecycle hooks in `adapters`): one GET, never the reflector cache; a 404 is
+/// `None`; a failure is logged here, once.
+pub(crate) async fn read_fresh<K: ProvisionedResource>(
+    api: &Api<K>,
+    name: &str,
+) -> Result<Option<K>, kube::Error> {
+    api.get_opt(name).await.inspect_err(|error| {
+        warn!(
+            object.name = name,
+            %error,
+            "stale-cache check: reading the object from the API server failed"
+        );
+    })
 }

@@ -5,49 +5,9 @@ use std::time::Duration;
 
 use crate::decide::{Backoff, DEFAULT_STATUS_POLL_INTERVAL, LegacyJobs};
 
-/// Random extra delay added to requeue durations, so that a fleet of resources changed at the same time
-/// does not poll or retry in lockstep.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-#[non_exhaustive]
-pub enum Jitter {
-    /// No jitter (Go's behaviour; the default).
-    #[default]
-    None,
-    /// Add a uniformly random `0 ..= max_fraction × d` to a delay `d` (values are clamped to `0..=1`).
-    /// Jitter only ever *delays*: the engine never retries before the backoff has elapsed.
-    Proportional {
-        /// The largest fraction of the delay that may be added.
-        max_fraction: f64,
-    },
-}
-
-impl Jitter {
-    /// `d` plus the jitter, drawing randomness from `unit` (a function returning values in `[0, 1)`).
-    pub fn apply_with(&self, d: Duration, unit: impl FnOnce() -> f64) -> Duration {
-        match *self {
-            Self::None => d,
-            Self::Proportional { max_fraction } => {
-                let fraction = if max_fraction.is_finite() {
-                    max_fraction.clamp(0.0, 1.0)
-                } else {
-                    0.0
-                };
-                let r = unit();
-                let r = if r.is_finite() {
-                    r.clamp(0.0, 1.0)
-                } else {
-                    0.0
-                };
-                d.saturating_add(d.mul_f64(fraction * r))
-            }
-        }
-    }
-
-    /// `d` plus the jitter, with randomness from `fastrand`.
-    pub fn apply(&self, d: Duration) -> Duration {
-        self.apply_with(d, fastrand::f64)
-    }
-}
+/// Random variation of requeue durations (provkit-core's, re-exported): the engine uses
+/// [`Jitter::Proportional`], which only ever delays, so a retry never comes before its backoff.
+pub use provkit_core::backoff::Jitter;
 
 /// When the engine asks the provider to find a job by idempotency key before launching **when no
 /// launch intent is pending**.

@@ -167,9 +167,9 @@ impl ReconnectBackoff {
     /// assert_eq!(backoff.next_delay(), Duration::from_secs(1));
     /// ```
     pub fn next_delay(&mut self) -> Duration {
-        let factor = 1u32.checked_shl(self.failures.min(31)).unwrap_or(u32::MAX);
+        let delay = provkit_core::backoff::exponential(self.initial, self.max, self.failures);
         self.failures = self.failures.saturating_add(1);
-        self.initial.saturating_mul(factor).min(self.max)
+        delay
     }
 
     /// Forgets the failures (after a confirmed subscription).

@@ -135,12 +135,7 @@ fn events_details(events: &[crate::types::AapJobEvent]) -> String {
         }
         out.push_str(&summary);
     }
-    if out.len() > MAX_EVENT_DETAILS_BYTES {
-        let mut cut = MAX_EVENT_DETAILS_BYTES;
-        while !out.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        out.truncate(cut);
+    if provkit_core::text::truncate_to_bytes(&mut out, MAX_EVENT_DETAILS_BYTES) {
         out.push('…');
     }
     out

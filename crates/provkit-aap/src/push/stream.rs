@@ -242,7 +242,7 @@ async fn run(inner: Arc<Inner>, config: PushConfig, tx: mpsc::Sender<PushEvent>)
             Err(error) => error,
         };
         let delay = backoff.next_delay();
-        let retry_in = delay.mul_f64(1.0 - fastrand::f64() / 2.0);
+        let retry_in = provkit_core::backoff::Jitter::Shorten { max_fraction: 0.5 }.apply(delay);
         tracing::warn!(error = %provkit_lifecycle::ErrorChain(&error), ?retry_in, "AAP job status websocket down; polling at the normal interval");
         if tx
             .send(PushEvent::Dropped { error, retry_in })

@@ -419,3 +419,16 @@ pub fn assert_resync(action: &kube::runtime::controller::Action) {
         "a resync requeue: {action:?}"
     );
 }
+
+/// Wall time that follows tokio's (paused) clock.
+#[derive(Debug)]
+pub struct TokioClock {
+    pub base: DateTime<Utc>,
+    pub start: tokio::time::Instant,
+}
+
+impl provkit_core::Clock for TokioClock {
+    fn now(&self) -> DateTime<Utc> {
+        self.base + self.start.elapsed()
+    }
+}

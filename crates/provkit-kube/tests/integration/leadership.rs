@@ -9,7 +9,6 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use http::{Method, Request, Response, StatusCode};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -24,24 +23,11 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep};
 
-use crate::fixtures::t;
+use crate::fixtures::{TokioClock, t};
 
 const LEASE: &str = "/apis/coordination.k8s.io/v1/namespaces/default/leases/op";
 const LEASES: &str = "/apis/coordination.k8s.io/v1/namespaces/default/leases?";
 const WORK: &str = "/api/v1/namespaces/default/configmaps/work?";
-
-/// Wall time that follows tokio's (paused) clock.
-#[derive(Debug)]
-struct TokioClock {
-    base: DateTime<Utc>,
-    start: Instant,
-}
-
-impl Clock for TokioClock {
-    fn now(&self) -> DateTime<Utc> {
-        self.base + self.start.elapsed()
-    }
-}
 
 #[derive(Debug, Clone)]
 struct Logged {

@@ -7,7 +7,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -29,19 +28,6 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep};
 
 use crate::fixtures::*;
-
-/// Wall time that follows tokio's (paused) clock.
-#[derive(Debug)]
-struct TokioClock {
-    base: DateTime<Utc>,
-    start: Instant,
-}
-
-impl Clock for TokioClock {
-    fn now(&self) -> DateTime<Utc> {
-        self.base + self.start.elapsed()
-    }
-}
 
 fn running_provider() -> ScriptedProvider {
     let p = ScriptedProvider::new();

@@ -985,3 +985,110 @@ async fn a_status_write_that_landed_on_a_deletion_is_not_an_echo() {
         "the deletion is reconciled, not taken for an echo"
     );
 }
+
+/// Issue 27 (1): deletions lost after a relist. The controller's watch is told `410 Gone` while
+/// the objects are being deleted; kube-runtime relists page by page and reconciles each page's
+/// objects as it arrives — from the reflector's store, which keeps the copies from before the
+/// deletions until the relist ends. Those reconciles see converged objects and nothing triggers
+/// them again. With provkit's default settings (the resync, on by default) every object is
+/// deprovisioned and released; with `without_resync()` (the default before issue 27) the first
+/// page's objects keep their finalizers for good. Paused time: the ten-minute resync passes in
+/// no wall time.
+#[tokio::test(start_paused = true)]
+async fn deletions_during_a_relist_are_not_lost_with_the_default_settings() {
+    for resync in [true, false] {
+        let left = deletions_across_a_relist(resync).await;
+        if resync {
+            assert!(
+                left.is_empty(),
+                "with the default resync: {left:?} never released"
+            );
+        } else {
+            assert!(
+                left.contains(&"net-0".to_owned()) && left.contains(&"net-1".to_owned()),
+                "without resync the first page is stranded (the hazard this test guards): {left:?}"
+            );
+        }
+    }
+}
+
+/// Four converged objects, a relist in pages of two that falls into their deletion; returns the
+/// objects still present an hour (of paused time) later.
+async fn deletions_across_a_relist(resync: bool) -> Vec<String> {
+    let clock: Arc<dyn Clock> = Arc::new(TokioClock {
+        base: t(0),
+        start: Instant::now(),
+    });
+    let server = FakeApiServer::builder()
+        .crd::<Network>()
+        .clock(clock.clone())
+        .build();
+    let provider = ScriptedProvider::new();
+    provider.set_default_statuses([StatusStep::State(JobState::Succeeded)]);
+    let client = server.client_named("operator");
+    let provisioner = Provisioner::new(client.clone(), lifecycle(&provider, clock), FINALIZER);
+    let provisioner = Arc::new(if resync {
+        provisioner
+    } else {
+        provisioner.without_resync()
+    });
+    let user: Api<Network> = Api::namespaced(server.client_named("user"), NS);
+    for i in 0..4 {
+        user.create(&PostParams::default(), &network(i))
+            .await
+            .unwrap();
+    }
+    let controller = tokio::spawn(
+        Controller::new(
+            Api::<Network>::all(client),
+            watcher::Config::default().page_size(2).timeout(10),
+        )
+        .run(reconcile_plain, quick_retry, provisioner)
+        .for_each(|_| async {}),
+    );
+    let converged = async || {
+        let all = user.list(&Default::default()).await.unwrap().items;
+        all.len() == 4
+            && all.iter().all(|n| {
+                n.provisioning_jobs()
+                    .iter()
+                    .any(|j| j.state == JobState::Succeeded)
+            })
+    };
+    let mut waited = 0;
+    while !converged().await {
+        waited += 1;
+        assert!(waited < 600, "the objects never converged");
+        sleep(Duration::from_millis(100)).await;
+    }
+    // The next watch (once the current one times out, within 10 s) is told 410 Gone; the
+    // relist's two pages each take a minute. The deletions land after the watch ended and
+    // before the relist's snapshot.
+    server.inject(
+        Fault::new(FaultEffect::Gone)
+            .verb(Verb::Watch)
+            .resource("networks")
+            .times(1),
+    );
+    server.inject(
+        Fault::new(FaultEffect::Latency(Duration::from_secs(60)))
+            .verb(Verb::List)
+            .resource("networks")
+            .times(2),
+    );
+    sleep(Duration::from_secs(30)).await;
+    for i in 0..4 {
+        user.delete(&format!("net-{i}"), &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    sleep(Duration::from_secs(3600)).await;
+    controller.abort();
+    let mut left: Vec<String> = server
+        .objects::<Network>()
+        .iter()
+        .map(|n| n.metadata.name.clone().unwrap_or_default())
+        .collect();
+    left.sort();
+    left
+}

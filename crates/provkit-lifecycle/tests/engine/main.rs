@@ -10,6 +10,7 @@ mod support;
 
 mod bad_input;
 mod conformance;
+mod conformance_broken;
 mod dispatch;
 mod duplicate_launch;
 mod go_changes;

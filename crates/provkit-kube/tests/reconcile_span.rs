@@ -108,7 +108,7 @@ async fn the_reconcile_span_names_object_action_and_job() {
     assert_eq!(spans.len(), 1, "{text}");
     assert!(spans[0].contains("object.ref=default/net-a"), "{text}");
     assert!(spans[0].contains("action=Trigger"), "{text}");
-    assert!(spans[0].contains(r#"job_id="job-1""#), "{text}");
+    assert!(spans[0].contains(r#"job_id="1""#), "{text}");
     // The launch's log line is inside that span.
     assert!(
         text.lines()
@@ -119,5 +119,5 @@ async fn the_reconcile_span_names_object_action_and_job() {
     let text = reconcile().await;
     let spans = reconcile_spans(&text);
     assert!(spans[0].contains("action=Poll"), "{text}");
-    assert!(spans[0].contains(r#"job_id="job-1""#), "{text}");
+    assert!(spans[0].contains(r#"job_id="1""#), "{text}");
 }

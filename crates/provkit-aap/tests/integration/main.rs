@@ -19,6 +19,7 @@ mod client_launch;
 mod client_lookup;
 mod client_tls;
 mod conformance;
+mod contract;
 mod envelopes;
 mod error_chains;
 mod extra_vars_vectors;

@@ -163,7 +163,7 @@ async fn s1_new_object_gets_finalizer_then_exactly_one_job() {
 
     let v = version(&finalized);
     let job = job_json(
-        "job-1",
+        "1",
         "provision",
         "Pending",
         0,
@@ -182,7 +182,7 @@ async fn s1_new_object_gets_finalizer_then_exactly_one_job() {
                 patch_intent("2", "provision", &finalized), // write-ahead intent
                 patch_status("2", clearing_intent(flushed), &after_flush), // flush after the launch
                 patch_status("3", full.clone(), &stored(&finalized, "4", &full)), // end-of-reconcile
-                event("ProvisionJobTriggered", "job-1"),
+                event("ProvisionJobTriggered", "1"),
             ],
             true,
         )
@@ -209,7 +209,7 @@ async fn s2_poll_running_then_succeeded_then_quiet() {
     let base = Network::test().finalized().with_rv("2");
     let v = version(&base);
     let pending = job_json(
-        "job-1",
+        "1",
         "provision",
         "Pending",
         0,
@@ -235,7 +235,7 @@ async fn s2_poll_running_then_succeeded_then_quiet() {
 
     // poll: running (status write only, no stale check, no flush)
     let cached = stored(&base, "4", &s1_full);
-    let running = job_json("job-1", "provision", "Running", 0, "running", &v);
+    let running = job_json("1", "provision", "Running", 0, "running", &v);
     let s2 =
         json!({"phase": "Progressing", "provisioningJobs": [running], "desiredConfigVersion": v});
     let (r, log) = h
@@ -250,14 +250,14 @@ async fn s2_poll_running_then_succeeded_then_quiet() {
 
     // poll: succeeded → Ready, Event
     let cached = stored(&base, "5", &s2);
-    let done = job_json("job-1", "provision", "Succeeded", 0, "succeeded", &v);
+    let done = job_json("1", "provision", "Succeeded", 0, "succeeded", &v);
     let s3 = json!({"phase": "Ready", "provisioningJobs": [done], "desiredConfigVersion": v});
     let (r, _) = h
         .reconcile(
             cached,
             vec![
                 patch_status("5", s3.clone(), &stored(&base, "6", &s3)),
-                event("ProvisionJobSucceeded", "job-1"),
+                event("ProvisionJobSucceeded", "1"),
             ],
             true,
         )
@@ -291,7 +291,7 @@ async fn s3_spec_change_and_revert_each_launch_a_job() {
     let ready_a = json!({"phase": "Ready", "provisioningJobs": [ok_a], "desiredConfigVersion": va});
     let cached_b = stored(&b, "11", &ready_a);
     let job_b = job_json(
-        "job-1",
+        "1",
         "provision",
         "Pending",
         0,
@@ -322,12 +322,12 @@ async fn s3_spec_change_and_revert_each_launch_a_job() {
     // B succeeded (a minute later), then the spec is reverted to A: the old succeeded A job
     // does not count (A-B-A), a new job is launched with A's version.
     h.clock.advance(Duration::from_secs(60));
-    let ok_b = job_json("job-1", "provision", "Succeeded", 0, "succeeded", &vb);
+    let ok_b = job_json("1", "provision", "Succeeded", 0, "succeeded", &vb);
     let ready_b =
         json!({"phase": "Ready", "provisioningJobs": [ok_a, ok_b], "desiredConfigVersion": vb});
     let cached_a = stored(&a, "14", &ready_b);
     let job_a2 = job_json(
-        "job-2",
+        "2",
         "provision",
         "Pending",
         1,
@@ -385,7 +385,7 @@ async fn s4_deletion_on_stale_cache_keeps_finalizer_without_launching() {
     let base = Network::test().finalized().needs_delete();
     let v = "v1";
     let done = job_json("100", "provision", "Succeeded", 0, "succeeded", v);
-    let running = job_json("job-1", "deprovision", "Running", 1, "running", "");
+    let running = job_json("1", "deprovision", "Running", 1, "running", "");
     let cached = stored(
         &base,
         "40",
@@ -430,7 +430,7 @@ async fn deletion_stale_check_error_fails_open_or_closed_per_policy() {
     open.provider
         .push_deprovision(UID, DeprovisionScript::triggered());
     let deprov = job_json(
-        "job-1",
+        "1",
         "deprovision",
         "Pending",
         0,
@@ -474,7 +474,7 @@ async fn s5_flush_conflict_rereads_merges_and_retries() {
     let cached = Network::test().finalized().with_rv("2");
     let v = version(&cached);
     let ours = job_json(
-        "job-1",
+        "1",
         "provision",
         "Pending",
         0,
@@ -577,7 +577,7 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
     // 2. provision job canceled → deprovision job launched and flushed; finalizer kept
     let canceled = job_json("100", "provision", "Canceled", 0, "canceled", v);
     let deprov = job_json(
-        "job-1",
+        "1",
         "deprovision",
         "Pending",
         0,
@@ -593,7 +593,7 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
                 get_object(&stored(&base, "21", &s1)),
                 patch_intent("21", "deprovision", &stored(&base, "21", &s1)),
                 patch_status("21", clearing_intent(s2), &stored(&base, "22", &s2_stored)),
-                event("DeprovisionJobTriggered", "job-1"),
+                event("DeprovisionJobTriggered", "1"),
             ],
             true,
         )
@@ -606,7 +606,7 @@ async fn s6_deletion_cancels_waits_deprovisions_then_removes_finalizer() {
     assert_eq!(log.len(), 4);
 
     // 3. deprovision succeeded → status written, finalizer removed (kube-runtime's JSON patch)
-    let deprov_ok = job_json("job-1", "deprovision", "Succeeded", 0, "succeeded", "");
+    let deprov_ok = job_json("1", "deprovision", "Succeeded", 0, "succeeded", "");
     let s3 = json!({"phase": "Deleting", "provisioningJobs": [canceled, deprov_ok], "desiredConfigVersion": v});
     let (r, log) = h
         .reconcile(
@@ -640,7 +640,7 @@ async fn s6_blocking_deprovision_failure_keeps_finalizer_with_backoff() {
     let base = Network::test().finalized().needs_delete();
     let cached = stored(&base, "30", &json!({"phase": "Deleting"}));
     let deprov = job_json(
-        "job-1",
+        "1",
         "deprovision",
         "Pending",
         0,
@@ -673,7 +673,7 @@ async fn s6_blocking_deprovision_failure_keeps_finalizer_with_backoff() {
 
     h.clock.advance(Duration::from_secs(30));
     let failed = job_json(
-        "job-1",
+        "1",
         "deprovision",
         "Failed",
         0,
@@ -686,7 +686,7 @@ async fn s6_blocking_deprovision_failure_keeps_finalizer_with_backoff() {
             stored(&base, "31", &s1_stored),
             vec![
                 patch_status("31", s2.clone(), &stored(&base, "32", &s2)),
-                event("DeprovisionJobFailed", "job-1"),
+                event("DeprovisionJobFailed", "1"),
             ],
             true,
         )
@@ -720,7 +720,7 @@ async fn failed_poll_sets_failed_and_requeues_after_backoff() {
     let base = Network::test().finalized().with_rv("2");
     let v = version(&base);
     let pending = job_json(
-        "job-1",
+        "1",
         "provision",
         "Pending",
         0,
@@ -745,7 +745,7 @@ async fn failed_poll_sets_failed_and_requeues_after_backoff() {
     assert_eq!(r.unwrap(), Action::requeue(POLL));
 
     h.clock.advance(Duration::from_secs(20));
-    let failed = job_json("job-1", "provision", "Failed", 0, "failed: boom", &v);
+    let failed = job_json("1", "provision", "Failed", 0, "failed: boom", &v);
     let s2 = json!({"phase": "Failed", "provisioningJobs": [failed], "desiredConfigVersion": v});
     let (r, log) = h
         .reconcile(
@@ -772,7 +772,7 @@ async fn stale_check_error_fails_open_or_closed_per_policy() {
 
     let open = Harness::new();
     let job = job_json(
-        "job-1",
+        "1",
         "provision",
         "Pending",
         0,

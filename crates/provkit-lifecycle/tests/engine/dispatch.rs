@@ -285,7 +285,7 @@ async fn the_osac_plan_builds_dual_dispatch_targets() {
         jobs.iter()
             .map(|j| (j.job_id.as_str(), j.target.as_str()))
             .collect::<Vec<_>>(),
-        [("7", "fabric"), ("job-1", "k8s")]
+        [("7", "fabric"), ("1", "k8s")]
     );
 
     // Without a fabric target (Kubernetes-only plan) or without a plan: the single-target path.
@@ -389,7 +389,7 @@ async fn a_routing_change_while_a_job_runs_leaves_the_job_with_its_provider() {
     let mut jobs = Vec::new();
     r.provision(&mut jobs, "v1").await;
     assert_eq!(
-        jobs[0].job_id, "job-1",
+        jobs[0].job_id, "1",
         "the default route records bare ids (Go's)"
     );
 
@@ -402,35 +402,29 @@ async fn a_routing_change_while_a_job_runs_leaves_the_job_with_its_provider() {
         r.a.ops(),
         [
             op("trigger_provision", ""),
-            op("provision_status", "job-1"),
-            op("provision_status", "job-1"),
+            op("provision_status", "1"),
+            op("provision_status", "1"),
         ]
     );
     assert!(r.b.ops().is_empty(), "b never saw a's job: {:?}", r.b.ops());
 
     // A spec change launches on the new route; its id records the route.
     r.provision(&mut jobs, "v2").await;
-    assert_eq!(jobs.last().unwrap().job_id, "b:job-1");
+    assert_eq!(jobs.last().unwrap().job_id, "b:1");
     r.route_to("a");
     r.provision(&mut jobs, "v2").await;
-    assert_eq!(r.b.ops().last().unwrap(), &op("provision_status", "job-1"));
+    assert_eq!(r.b.ops().last().unwrap(), &op("provision_status", "1"));
     assert_eq!(jobs.last().unwrap().state, JobState::Succeeded);
 
     // Deletion: the provider that recorded the latest provision job tears down (b, though the
     // route says a), seeing only its own jobs under its own ids.
     r.deprovision(&mut jobs).await;
-    assert_eq!(
-        r.b.ops().last().unwrap(),
-        &op("trigger_deprovision", "job-1")
-    );
+    assert_eq!(r.b.ops().last().unwrap(), &op("trigger_deprovision", "1"));
     let deprov = jobs.last().unwrap();
     assert_eq!(deprov.job_type, JobType::Deprovision);
-    assert_eq!(deprov.job_id, "b:job-2");
+    assert_eq!(deprov.job_id, "b:2");
     r.deprovision(&mut jobs).await;
-    assert_eq!(
-        r.b.ops().last().unwrap(),
-        &op("deprovision_status", "job-2")
-    );
+    assert_eq!(r.b.ops().last().unwrap(), &op("deprovision_status", "2"));
     assert!(
         !r.a.ops().iter().any(|(o, _)| o.contains("deprovision")),
         "{:?}",
@@ -453,7 +447,7 @@ async fn go_written_bare_ids_belong_to_the_default_route() {
 #[tokio::test]
 async fn a_job_of_a_route_no_longer_configured_is_an_error_never_a_relaunch() {
     let r = routed();
-    let mut jobs = vec![pjob("gone:job-9", JobState::Running, "v1", ago(60))];
+    let mut jobs = vec![pjob("gone:9", JobState::Running, "v1", ago(60))];
     r.provision(&mut jobs, "v1").await;
     assert!(
         jobs[0]
@@ -475,7 +469,7 @@ async fn a_lost_launch_answer_is_found_on_the_route_it_went_to_after_the_routing
     // a created the job but its answer was lost; the engine's lookup (route a first) finds it.
     r.provision(&mut jobs, "v1").await;
     assert_eq!(jobs.len(), 1);
-    assert_eq!(jobs[0].job_id, "job-1");
+    assert_eq!(jobs[0].job_id, "1");
 
     // Again, but the routing changes before the lookup: b is asked first, then a.
     let r = routed();
@@ -495,7 +489,7 @@ async fn a_lost_launch_answer_is_found_on_the_route_it_went_to_after_the_routing
         .await
         .unwrap()
         .expect("found on a");
-    assert_eq!(found.job_id, "job-1");
+    assert_eq!(found.job_id, "1");
     assert_eq!(r.b.ops(), [op("find_job", "")], "b was asked first");
     assert!(r.b.inner.calls().iter().all(|c| !c.is_trigger()));
     assert!(matches!(

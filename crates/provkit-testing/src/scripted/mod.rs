@@ -47,8 +47,14 @@ pub use script::{DeprovisionScript, ProviderCall, ScriptedJob, StatusStep, Trigg
 ///   job, in launch order).
 /// - Empty queues fall back to defaults: triggers launch (`Pending`), deprovision triggers launch with
 ///   `blockDeletionOnFailure = true`, and jobs report the default status sequence (`Succeeded`).
+///   As `AapProvider` does, a default deprovision trigger first looks at the latest provision job
+///   of the history it is given: while that job is still running here (its next status is not
+///   final), it is canceled (its next status is `Canceled`) and the answer is `Waiting` with the
+///   job's status; a job that has ended is reported with the `Triggered` answer.
 /// - Every call is recorded with its arguments ([`calls`](Self::calls)).
-/// - Job ids are `"job-1"`, `"job-2"`, … across all resources; jobs remember their idempotency key, so
+/// - Job ids are decimal numbers, `"1"`, `"2"`, … across all resources, like AAP's; the status of
+///   an id that is not a number is an error (as `AapProvider` answers), never `NotFound`, and
+///   an unknown number is `NotFound`. Jobs remember their idempotency key, so
 ///   [`find_job_by_idempotency_key`](ProvisioningProvider::find_job_by_idempotency_key) works.
 ///   It reports [`IdempotencySupport::Lookup`] by default — what `AapProvider` reports — so tests
 ///   see production's lookup behaviour; script
@@ -60,6 +66,7 @@ pub use script::{DeprovisionScript, ProviderCall, ScriptedJob, StatusStep, Trigg
 pub struct ScriptedProvider {
     name: String,
     support: IdempotencySupport,
+    lookup_cap: usize,
     state: Arc<Mutex<State>>,
 }
 
@@ -105,6 +112,7 @@ impl ScriptedProvider {
         Self {
             name: "scripted".into(),
             support: IdempotencySupport::Lookup,
+            lookup_cap: Self::DEFAULT_LOOKUP_CAP,
             state: Arc::new(Mutex::new(State {
                 scripts: HashMap::new(),
                 default_statuses: vec![StatusStep::State(JobState::Succeeded)],
@@ -120,6 +128,19 @@ impl ScriptedProvider {
     #[must_use]
     pub fn with_idempotency_support(mut self, support: IdempotencySupport) -> Self {
         self.support = support;
+        self
+    }
+
+    /// The default of [`with_lookup_cap`](Self::with_lookup_cap): 100,000 jobs, the AAP
+    /// client's default `max_lookup_items`.
+    pub const DEFAULT_LOOKUP_CAP: usize = 100_000;
+
+    /// At most `jobs` jobs are read by one idempotency lookup, newest first across every
+    /// resource's jobs of the type (as `AapProvider` lists a template's jobs); a lookup that
+    /// reaches the cap without a match is an error, never "not found".
+    #[must_use]
+    pub fn with_lookup_cap(mut self, jobs: usize) -> Self {
+        self.lookup_cap = jobs;
         self
     }
 
@@ -212,6 +233,59 @@ impl ScriptedProvider {
         self.lock().calls.clear();
     }
 
+    /// The latest provision job of `jobs` that this provider issued and still knows.
+    fn latest_provision<'a>(state: &'a State, jobs: &[JobStatus]) -> Option<&'a JobEntry> {
+        let latest = provkit_core::find_latest_job_by_type(jobs, &JobType::Provision)
+            .filter(|j| !j.state.is_terminal())?;
+        state.jobs.values().find(|j| {
+            j.info.job_id == latest.job_id && j.info.job_type == JobType::Provision && j.info.exists
+        })
+    }
+
+    /// What a status call on `entry` would answer next, without consuming it.
+    fn peek(entry: &JobEntry) -> Option<JobState> {
+        match entry.steps.front() {
+            Some(StatusStep::State(s)) => Some(s.clone()),
+            Some(StatusStep::FailedWith(_)) => Some(JobState::Failed),
+            Some(StatusStep::NotFound | StatusStep::Error(_)) => None,
+            None => Some(JobState::Succeeded),
+        }
+    }
+
+    /// The default deprovision's first step (`AapProvider`'s): a recorded-running provision job
+    /// that is still running here is canceled (its next status is `Canceled`); returns its
+    /// status then.
+    fn cancel_running_provision(state: &mut State, jobs: &[JobStatus]) -> Option<ProvisionStatus> {
+        let entry = Self::latest_provision(state, jobs)?;
+        let now = Self::peek(entry)?;
+        if now.is_terminal() {
+            return None;
+        }
+        let id = entry.info.job_id.clone();
+        let entry = state
+            .jobs
+            .values_mut()
+            .find(|j| j.info.job_id == id && j.info.job_type == JobType::Provision)?;
+        entry.steps = VecDeque::from([StatusStep::State(JobState::Canceled)]);
+        Some(ProvisionStatus::new(
+            id,
+            now.clone(),
+            now.as_str().to_ascii_lowercase(),
+        ))
+    }
+
+    /// The status of a recorded-running provision job that has ended here, for the
+    /// `Triggered` answer.
+    fn ended_provision(state: &State, jobs: &[JobStatus]) -> Option<ProvisionStatus> {
+        let entry = Self::latest_provision(state, jobs)?;
+        let now = Self::peek(entry).filter(JobState::is_terminal)?;
+        Some(ProvisionStatus::new(
+            entry.info.job_id.clone(),
+            now.clone(),
+            now.as_str().to_ascii_lowercase(),
+        ))
+    }
+
     fn create_job(
         state: &mut State,
         uid: &str,
@@ -220,7 +294,7 @@ impl ScriptedProvider {
     ) -> String {
         let n = state.next_id;
         state.next_id += 1;
-        let job_id = format!("job-{n}");
+        let job_id = n.to_string();
         let script = state.script(uid);
         let queued = match job_type {
             JobType::Deprovision => script.deprovision_statuses.pop_front(),
@@ -262,6 +336,12 @@ impl ScriptedProvider {
             },
         };
         state.calls.push(call);
+        if job_id.trim().parse::<u64>().is_err() {
+            return Err(ProviderError::other(format!(
+                "job id {job_id:?} is not a {} job id (its ids are decimal numbers)",
+                self.name
+            )));
+        }
         let Some(entry) = state
             .jobs
             .values_mut()
@@ -371,11 +451,19 @@ impl ProvisioningProvider for ScriptedProvider {
             jobs: jobs.to_vec(),
             ctx: ctx.clone(),
         });
-        let step = state
-            .script(&resource.uid)
-            .deprovisions
-            .pop_front()
-            .unwrap_or_else(DeprovisionScript::triggered);
+        let scripted = state.script(&resource.uid).deprovisions.pop_front();
+        let step = match scripted {
+            Some(step) => step,
+            None => match Self::cancel_running_provision(&mut state, jobs) {
+                Some(running) => {
+                    return Ok(DeprovisionResult::waiting(true).with_provision_job_status(running));
+                }
+                None => DeprovisionScript::Triggered {
+                    block_deletion_on_failure: true,
+                    provision_status: Self::ended_provision(&state, jobs),
+                },
+            },
+        };
         let key = ctx.idempotency_key.clone();
         match step {
             DeprovisionScript::Triggered {
@@ -439,12 +527,28 @@ impl ProvisioningProvider for ScriptedProvider {
                 self.name.clone(),
             ));
         }
-        let found = state.jobs.values().find(|j| {
-            j.info.exists
-                && j.info.uid == resource.uid
-                && &j.info.job_type == job_type
-                && j.info.key.as_ref() == Some(key)
-        });
-        Ok(found.map(|j| FoundJob::new(j.info.job_id.clone(), j.info.state.clone(), "")))
+        // As AAP lists a template's jobs: every resource's jobs of this type, newest first, at
+        // most `lookup_cap` of them; running out of the cap without a match proves nothing.
+        let mut read = 0;
+        for j in state.jobs.values().rev() {
+            if !j.info.exists || &j.info.job_type != job_type {
+                continue;
+            }
+            if read == self.lookup_cap {
+                return Err(ProviderError::other(format!(
+                    "idempotency lookup read {read} jobs without finding key {key} (the lookup \
+                     cap): its absence is not proven"
+                )));
+            }
+            read += 1;
+            if j.info.uid == resource.uid && j.info.key.as_ref() == Some(key) {
+                return Ok(Some(FoundJob::new(
+                    j.info.job_id.clone(),
+                    j.info.state.clone(),
+                    "",
+                )));
+            }
+        }
+        Ok(None)
     }
 }

@@ -358,6 +358,20 @@ impl EventPublisher {
 
 /// The latest deprovision job (of `target`, or of any target when `None`) in `after` if it is
 /// Failed/Canceled and was not already so in `before` (a failure observed in this reconcile).
+/// The message of the latest deprovision job (of `target`, on the multi-target path) when it
+/// failed or was canceled: what `on_deprovision_failed` is told on both paths.
+pub(crate) fn latest_failed_deprovision(
+    jobs: &[JobStatus],
+    target: Option<&str>,
+) -> Option<String> {
+    match target {
+        None => find_latest_job_by_type(jobs, &JobType::Deprovision),
+        Some(t) => find_latest_job_by_type_and_target(jobs, &JobType::Deprovision, t),
+    }
+    .filter(|j| matches!(j.state, JobState::Failed | JobState::Canceled))
+    .map(|j| j.message.clone())
+}
+
 pub(crate) fn newly_failed_deprovision_job(
     before: &[JobStatus],
     after: &[JobStatus],

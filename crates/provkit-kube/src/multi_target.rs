@@ -34,7 +34,7 @@ use provkit_lifecycle::{
 
 use crate::adapters::{SessionFlush, SessionIntents, SessionStaleCheck, display_name};
 use crate::error::{FinalizerStep, ReconcileError};
-use crate::events::newly_failed_deprovision_job;
+use crate::events::{latest_failed_deprovision, newly_failed_deprovision_job};
 use crate::flush::StatusWriteConfig;
 use crate::reconcile::{NoCallbacks, Provisioner, lifecycle_inputs, show_launch_blocked};
 use crate::resource::ProvisionedResource;
@@ -61,6 +61,13 @@ pub trait MultiTargetCallbacks<K: Send + Sync + 'static>: Send + Sync {
     /// Before the targets run on deletion.
     fn on_deleting(&self, obj: &mut K) {
         let _ = obj;
+    }
+    /// After the targets ran on deletion, for each target whose latest deprovision job failed
+    /// or was canceled (`message` is its message): as
+    /// [`ProvisioningCallbacks::on_deprovision_failed`](crate::ProvisioningCallbacks::on_deprovision_failed),
+    /// with the target's name.
+    fn on_deprovision_failed(&self, obj: &mut K, target: &str, message: &str) {
+        let _ = (obj, target, message);
     }
     /// The launch context of this object's launches (all targets).
     fn launch_context(&self, obj: &K) -> LaunchContext {
@@ -229,15 +236,15 @@ impl<K: ProvisionedResource> MultiTargetProvisioner<K> {
             .targets
             .iter()
             .any(|t| matches!(&t.result, Ok(o) if o.step == ProvisionStep::StaleCache));
-        let written = if !stale_cache || out.history_changed {
-            self.base
-                .write_if_changed(&session, obj, &working, &object)
-                .await
-        } else {
-            Ok(())
-        };
-        self.base.record_writes(&session);
-        written?;
+        self.base
+            .persist(
+                &session,
+                obj,
+                &working,
+                &object,
+                stale_cache && !out.history_changed,
+            )
+            .await?;
         let regarding = obj.object_ref(&());
         for t in &out.targets {
             if let Ok(o) = &t.result {
@@ -253,12 +260,10 @@ impl<K: ProvisionedResource> MultiTargetProvisioner<K> {
         let stretched = self.push_requeue(&out, |o| {
             (o.requeue_after(), crate::push::provision_in_flight(&o.step))
         });
-        self.base.push_ended(obj, working.provisioning_jobs());
-        // The single-target path's rules: the watch echo of this reconcile's own status writes
-        // keeps its requeue, and a converged object comes back after the resync period.
         let requeue = stretched(self.outcome_of(&object, out)?).requeue_after();
-        self.base.remember_own_write(obj, &session, requeue);
-        Ok(self.base.action(requeue))
+        Ok(self
+            .base
+            .conclude(obj, &session, working.provisioning_jobs(), requeue))
     }
 
     /// `Ok` lets kube-runtime remove the finalizer; [`FinalizerStep::Keep`] keeps it.
@@ -294,20 +299,27 @@ impl<K: ProvisionedResource> MultiTargetProvisioner<K> {
                 .await
         };
         working.provisioning_status_mut().provisioning_jobs = jobs;
+        for t in &out.targets {
+            if let Some(failed) =
+                latest_failed_deprovision(working.provisioning_jobs(), Some(&t.target))
+            {
+                callbacks.on_deprovision_failed(&mut working, &t.target, &failed);
+            }
+        }
         self.show_launch_blocked(&mut working, &out);
         let stale_cache = out
             .targets
             .iter()
             .any(|t| matches!(&t.result, Ok(o) if o.step == DeprovisionStep::StaleCache));
-        let written = if !stale_cache || out.history_changed {
-            self.base
-                .write_if_changed(&session, obj, &working, &object)
-                .await
-        } else {
-            Ok(())
-        };
-        self.base.record_writes(&session);
-        written?;
+        self.base
+            .persist(
+                &session,
+                obj,
+                &working,
+                &object,
+                stale_cache && !out.history_changed,
+            )
+            .await?;
         let regarding = obj.object_ref(&());
         for t in &out.targets {
             if let Ok(o) = &t.result {
@@ -327,11 +339,7 @@ impl<K: ProvisionedResource> MultiTargetProvisioner<K> {
         self.base.push_ended(obj, working.provisioning_jobs());
         if out.may_remove_finalizer() {
             tracing::info!("every target finished deprovisioning; removing finalizer");
-            self.base
-                .events
-                .publish(&crate::events::JobEvent::Deprovisioned, &regarding)
-                .await;
-            return Ok(Action::await_change());
+            return Ok(self.base.release(&regarding).await);
         }
         let stretched = self.push_requeue(&out, |o| {
             (
@@ -344,11 +352,8 @@ impl<K: ProvisionedResource> MultiTargetProvisioner<K> {
             Outcome::RequeueAfter(d) => d,
             Outcome::Done => self.targets.primary().policy().poll_interval,
         };
-        tracing::debug!(
-            ?requeue_after,
-            "deprovisioning not finished for every target; keeping the finalizer"
-        );
-        Err(FinalizerStep::Keep(Action::requeue(requeue_after)))
+        tracing::debug!("deprovisioning not finished for every target");
+        Err(self.base.keep_finalizer(obj, &session, requeue_after))
     }
 
     /// Shows the first target's blocked launch (or clears the condition when no target failed).

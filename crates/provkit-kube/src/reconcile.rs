@@ -20,8 +20,8 @@ use crate::adapters::{
 use crate::backoff::{ErrorBackoff, ErrorBackoffConfig};
 use crate::error::{FinalizerStep, ReconcileError};
 use crate::error_chain::ErrorChain;
-use crate::events::newly_failed_deprovision_job;
 use crate::events::{EventPublisher, JobEvent};
+use crate::events::{latest_failed_deprovision, newly_failed_deprovision_job};
 use crate::flush::{StatusSession, StatusWriteConfig};
 use crate::management::{ManagementHook, ManagementStatePolicy};
 use crate::own_writes::OwnWrites;
@@ -478,26 +478,18 @@ impl<K: ProvisionedResource> Provisioner<K> {
         // Persist what changed even when the lifecycle failed (desired version, phase) — but
         // not when the cache proved stale: the next reconcile works on the fresh object.
         let stale_cache = matches!(&result, Ok(o) if o.step == ProvisionStep::StaleCache);
-        let written = if stale_cache {
-            Ok(())
-        } else {
-            self.write_if_changed(&session, obj, &working, &object)
-                .await
-        };
-        self.record_writes(&session);
-        written?;
+        self.persist(&session, obj, &working, &object, stale_cache)
+            .await?;
         let outcome = result.map_err(|source| lifecycle_error(&object, source))?;
         tracing::Span::current().record("action", tracing::field::display(&outcome.action));
         let requeue = self.push_requeue(
             outcome.requeue_after(),
             crate::push::provision_in_flight(&outcome.step),
         );
-        self.push_ended(obj, working.provisioning_jobs());
-        self.remember_own_write(obj, &session, requeue);
-
+        let action = self.conclude(obj, &session, working.provisioning_jobs(), requeue);
         self.publish_provision_step(&outcome.step, failed.as_deref(), &obj.object_ref(&()))
             .await;
-        Ok(self.action(requeue))
+        Ok(action)
     }
 
     /// `Ok` lets kube-runtime remove the finalizer; [`FinalizerStep::Keep`] keeps it.
@@ -533,21 +525,15 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 .await
         };
         working.provisioning_status_mut().provisioning_jobs = jobs;
-        if let Some(failed) = latest_failed_deprovision(working.provisioning_jobs()) {
+        if let Some(failed) = latest_failed_deprovision(working.provisioning_jobs(), None) {
             callbacks.on_deprovision_failed(&mut working, &failed);
         }
         show_launch_blocked(&mut working, result.as_ref().err(), &self.lifecycle);
         // As on apply: no status write when the cache proved stale (the API server already
         // holds a newer deprovision job); the next reconcile works on the fresh object.
         let stale_cache = matches!(&result, Ok(o) if o.step == DeprovisionStep::StaleCache);
-        let written = if stale_cache {
-            Ok(())
-        } else {
-            self.write_if_changed(&session, obj, &working, &object)
-                .await
-        };
-        self.record_writes(&session);
-        written?;
+        self.persist(&session, obj, &working, &object, stale_cache)
+            .await?;
         let outcome = result.map_err(|source| lifecycle_error(&object, source))?;
         tracing::Span::current().record("action", "Deprovision");
         self.push_ended(obj, working.provisioning_jobs());
@@ -566,10 +552,7 @@ impl<K: ProvisionedResource> Provisioner<K> {
         .await;
         if outcome.may_remove_finalizer() {
             tracing::info!(step = ?outcome.step, "deprovisioning finished; removing finalizer");
-            self.events
-                .publish(&JobEvent::Deprovisioned, &regarding)
-                .await;
-            return Ok(Action::await_change());
+            return Ok(self.release(&regarding).await);
         }
         let requeue_after = self
             .push_requeue(
@@ -577,10 +560,69 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 crate::push::deprovision_in_flight(&outcome.step),
             )
             .unwrap_or(self.lifecycle.policy().poll_interval);
-        self.remember_own_write(obj, &session, Some(requeue_after));
-        tracing::debug!(step = ?outcome.step, ?requeue_after, "deprovisioning not finished; keeping the finalizer");
+        tracing::debug!(step = ?outcome.step, "deprovisioning not finished");
+        Err(self.keep_finalizer(obj, &session, requeue_after))
+    }
+
+    // ---- The steps every reconcile body shares (single- and multi-target alike), so that a
+    // fix to one reaches both: persisting the status, concluding an apply, releasing or
+    // keeping the finalizer.
+
+    /// Writes the working copy's status when it changed (not when the cache proved stale:
+    /// the next reconcile works on the fresh object) and counts the session's writes.
+    pub(crate) async fn persist(
+        &self,
+        session: &StatusSession<K>,
+        obj: &K,
+        working: &K,
+        object: &str,
+        stale_cache: bool,
+    ) -> Result<(), ReconcileError> {
+        let written = if stale_cache {
+            Ok(())
+        } else {
+            self.write_if_changed(session, obj, working, object).await
+        };
+        self.record_writes(session);
+        written
+    }
+
+    /// The end of an apply: push bookkeeping for the jobs now recorded, the own-write echo
+    /// window, and the action (the lifecycle's requeue, or the resync for a converged object).
+    /// The single-target path calls it right after its status write, before publishing Events
+    /// (as it always did); the multi-target path after its Events, as before.
+    pub(crate) fn conclude(
+        &self,
+        obj: &K,
+        session: &StatusSession<K>,
+        jobs: &[JobStatus],
+        requeue: Option<std::time::Duration>,
+    ) -> Action {
+        self.push_ended(obj, jobs);
+        self.remember_own_write(obj, session, requeue);
+        self.action(requeue)
+    }
+
+    /// Deprovisioning finished: the `Deprovisioned` Event; kube-runtime removes the finalizer.
+    pub(crate) async fn release(&self, regarding: &ObjectReference) -> Action {
+        self.events
+            .publish(&JobEvent::Deprovisioned, regarding)
+            .await;
+        Action::await_change()
+    }
+
+    /// Deprovisioning not finished: the finalizer stays, the object comes back after
+    /// `requeue_after` (the echo of this reconcile's writes keeps that requeue).
+    pub(crate) fn keep_finalizer(
+        &self,
+        obj: &K,
+        session: &StatusSession<K>,
+        requeue_after: std::time::Duration,
+    ) -> FinalizerStep {
+        self.remember_own_write(obj, session, Some(requeue_after));
+        tracing::debug!(?requeue_after, "keeping the finalizer");
         self.record_finalizer_hold();
-        Err(FinalizerStep::Keep(Action::requeue(requeue_after)))
+        FinalizerStep::Keep(Action::requeue(requeue_after))
     }
 
     /// Publishes the Event of a failed reconcile (lifecycle errors only), once per failed
@@ -757,18 +799,6 @@ pub(crate) fn lifecycle_error(object: &str, source: LifecycleError) -> Reconcile
 /// A resync `period` shortened by up to a tenth: `roll` in `0.0..1.0` picks how much.
 fn resync_delay(period: std::time::Duration, roll: f64) -> std::time::Duration {
     provkit_core::backoff::Jitter::Shorten { max_fraction: 0.1 }.apply_with(period, || roll)
-}
-
-/// The message of the latest deprovision job when it failed or was canceled.
-fn latest_failed_deprovision(jobs: &[JobStatus]) -> Option<String> {
-    provkit_core::find_latest_job_by_type(jobs, &provkit_core::JobType::Deprovision)
-        .filter(|j| {
-            matches!(
-                j.state,
-                provkit_core::JobState::Failed | provkit_core::JobState::Canceled
-            )
-        })
-        .map(|j| j.message.clone())
 }
 
 #[cfg(test)]

@@ -1092,3 +1092,77 @@ async fn deletions_across_a_relist(resync: bool) -> Vec<String> {
     left.sort();
     left
 }
+
+/// Issue 27 (2), a drift of the kind the issue names: issue 29's `on_deprovision_failed` reached
+/// the single-target path only. The multi-target path now calls it (with the target's name)
+/// for each target whose latest deprovision job failed, through the reconcile steps both paths
+/// share.
+#[tokio::test]
+async fn the_multi_target_path_reports_a_failed_deprovision_per_target() {
+    use provkit_kube::{MultiTargetCallbacks, MultiTargetProvisioner};
+    use provkit_lifecycle::{JobTarget, MultiTargetLifecycle};
+
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<(String, String)>>);
+    impl MultiTargetCallbacks<Network> for Seen {
+        fn on_deprovision_failed(&self, _obj: &mut Network, target: &str, message: &str) {
+            self.0
+                .lock()
+                .unwrap()
+                .push((target.to_owned(), message.to_owned()));
+        }
+    }
+
+    let server = FakeApiServer::builder().crd::<Network>().build();
+    let (a, b) = (ScriptedProvider::new(), ScriptedProvider::new());
+    let clock: Arc<dyn Clock> = Arc::new(provkit_core::SystemClock);
+    let targets = MultiTargetLifecycle::new([
+        JobTarget::new("a", lifecycle(&a, clock.clone())),
+        JobTarget::new("b", lifecycle(&b, clock)),
+    ])
+    .unwrap();
+    let p = MultiTargetProvisioner::new(server.client(), targets, FINALIZER);
+    let api: Api<Network> = Api::namespaced(server.client_named("user"), NS);
+    api.create(&PostParams::default(), &network(0))
+        .await
+        .unwrap();
+    let fresh = async || Arc::new(api.get("net-0").await.unwrap());
+    let seen = Seen::default();
+    let uid = fresh().await.metadata.uid.clone().unwrap();
+    b.push_job_statuses(
+        &uid,
+        &JobType::Deprovision,
+        [StatusStep::FailedWith("volume still attached".into())],
+    );
+    // Finalizer, launches, polls: both provision jobs succeed.
+    for _ in 0..4 {
+        p.reconcile(fresh().await, &seen).await.unwrap();
+        sleep(Duration::from_millis(250)).await;
+    }
+    assert!(
+        fresh()
+            .await
+            .provisioning_jobs()
+            .iter()
+            .filter(|j| j.state == JobState::Succeeded)
+            .count()
+            == 2,
+        "both targets provisioned"
+    );
+    api.delete("net-0", &DeleteParams::default()).await.unwrap();
+    // Deprovision jobs on both targets, then their polls: b's fails.
+    for _ in 0..4 {
+        let _ = p.reconcile(fresh().await, &seen).await;
+        sleep(Duration::from_millis(250)).await;
+    }
+    let seen = seen.0.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "on_deprovision_failed was never called");
+    assert!(
+        seen.iter().all(|(target, _)| target == "b"),
+        "only the failed target is reported: {seen:?}"
+    );
+    assert!(
+        api.get_opt("net-0").await.unwrap().is_some(),
+        "the failed deprovision keeps the finalizer"
+    );
+}

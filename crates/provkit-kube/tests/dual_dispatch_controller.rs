@@ -9,6 +9,8 @@
 //! server never carries either value, and polls and deletion work on the object as stored.
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +35,8 @@ use provkit_testing::fake_apiserver::FakeApiServer;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+use common::eventually;
 
 const FINALIZER: &str = "test.provkit.dev/subnet-finalizer";
 
@@ -90,22 +94,6 @@ async fn reconcile(
     ctx: Arc<Ctx>,
 ) -> Result<kube::runtime::controller::Action, ReconcileError> {
     ctx.provisioner.reconcile(obj, &NoCallbacks).await
-}
-
-/// Polls `check` every 20 ms until it holds; fails after 30 s (a hang, not a timing claim).
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never happened: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// The template as the current osac-aap playbook uses it: it reads its role from the resource's

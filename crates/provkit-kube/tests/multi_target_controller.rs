@@ -4,6 +4,8 @@
 //! HTTP. Every job in the shared history carries its target.
 #![allow(clippy::unwrap_used, missing_docs, unreachable_pub)]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +32,8 @@ use provkit_testing::fake_apiserver::FakeApiServer;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+
+use common::eventually;
 
 const FINALIZER: &str = "test.provkit.dev/cluster-finalizer";
 
@@ -110,22 +114,6 @@ async fn reconcile(
     ctx: Arc<Ctx>,
 ) -> Result<kube::runtime::controller::Action, ReconcileError> {
     ctx.provisioner.reconcile(obj, &Outputs).await
-}
-
-/// Polls `check` every 20 ms until it holds; fails after 30 s (a hang, not a timing claim).
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never happened: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// `(target, type, state, configVersion)` of every job, in array order.

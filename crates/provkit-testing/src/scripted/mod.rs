@@ -84,6 +84,14 @@ struct JobEntry {
     steps: VecDeque<StatusStep>,
 }
 
+/// What a default deprovision found of the latest provision job (`check_provision_job`).
+enum ProvisionJob {
+    /// Still running: canceled now; its status before the cancel.
+    Running(ProvisionStatus),
+    /// Ended (its status), or nothing to look at.
+    Settled(Option<ProvisionStatus>),
+}
+
 #[derive(Debug)]
 struct State {
     scripts: HashMap<String, ResourceScript>,
@@ -233,57 +241,40 @@ impl ScriptedProvider {
         self.lock().calls.clear();
     }
 
-    /// The latest provision job of `jobs` that this provider issued and still knows.
-    fn latest_provision<'a>(state: &'a State, jobs: &[JobStatus]) -> Option<&'a JobEntry> {
-        let latest = provkit_core::find_latest_job_by_type(jobs, &JobType::Provision)
-            .filter(|j| !j.state.is_terminal())?;
-        state.jobs.values().find(|j| {
+    /// The default deprovision's first step (`AapProvider`'s): the latest provision job of
+    /// `jobs`, recorded as not final, read here without consuming its script. Still running:
+    /// it is canceled (its next status is `Canceled`) and its status goes with the `Waiting`
+    /// answer. Ended: its status goes with the `Triggered` answer. No such job here, or gone,
+    /// or unreadable: `Settled(None)`.
+    fn check_provision_job(state: &mut State, jobs: &[JobStatus]) -> ProvisionJob {
+        let Some(latest) = provkit_core::find_latest_job_by_type(jobs, &JobType::Provision)
+            .filter(|j| !j.state.is_terminal())
+        else {
+            return ProvisionJob::Settled(None);
+        };
+        let Some(entry) = state.jobs.values_mut().find(|j| {
             j.info.job_id == latest.job_id && j.info.job_type == JobType::Provision && j.info.exists
-        })
-    }
-
-    /// What a status call on `entry` would answer next, without consuming it.
-    fn peek(entry: &JobEntry) -> Option<JobState> {
-        match entry.steps.front() {
-            Some(StatusStep::State(s)) => Some(s.clone()),
-            Some(StatusStep::FailedWith(_)) => Some(JobState::Failed),
-            Some(StatusStep::NotFound | StatusStep::Error(_)) => None,
-            None => Some(JobState::Succeeded),
-        }
-    }
-
-    /// The default deprovision's first step (`AapProvider`'s): a recorded-running provision job
-    /// that is still running here is canceled (its next status is `Canceled`); returns its
-    /// status then.
-    fn cancel_running_provision(state: &mut State, jobs: &[JobStatus]) -> Option<ProvisionStatus> {
-        let entry = Self::latest_provision(state, jobs)?;
-        let now = Self::peek(entry)?;
-        if now.is_terminal() {
-            return None;
-        }
-        let id = entry.info.job_id.clone();
-        let entry = state
-            .jobs
-            .values_mut()
-            .find(|j| j.info.job_id == id && j.info.job_type == JobType::Provision)?;
-        entry.steps = VecDeque::from([StatusStep::State(JobState::Canceled)]);
-        Some(ProvisionStatus::new(
-            id,
-            now.clone(),
-            now.as_str().to_ascii_lowercase(),
-        ))
-    }
-
-    /// The status of a recorded-running provision job that has ended here, for the
-    /// `Triggered` answer.
-    fn ended_provision(state: &State, jobs: &[JobStatus]) -> Option<ProvisionStatus> {
-        let entry = Self::latest_provision(state, jobs)?;
-        let now = Self::peek(entry).filter(JobState::is_terminal)?;
-        Some(ProvisionStatus::new(
+        }) else {
+            return ProvisionJob::Settled(None);
+        };
+        let now = match entry.steps.front() {
+            Some(StatusStep::State(s)) => s.clone(),
+            Some(StatusStep::FailedWith(_)) => JobState::Failed,
+            Some(StatusStep::NotFound | StatusStep::Error(_)) => {
+                return ProvisionJob::Settled(None);
+            }
+            None => JobState::Succeeded,
+        };
+        let status = ProvisionStatus::new(
             entry.info.job_id.clone(),
             now.clone(),
             now.as_str().to_ascii_lowercase(),
-        ))
+        );
+        if now.is_terminal() {
+            return ProvisionJob::Settled(Some(status));
+        }
+        entry.steps = VecDeque::from([StatusStep::State(JobState::Canceled)]);
+        ProvisionJob::Running(status)
     }
 
     fn create_job(
@@ -454,13 +445,13 @@ impl ProvisioningProvider for ScriptedProvider {
         let scripted = state.script(&resource.uid).deprovisions.pop_front();
         let step = match scripted {
             Some(step) => step,
-            None => match Self::cancel_running_provision(&mut state, jobs) {
-                Some(running) => {
+            None => match Self::check_provision_job(&mut state, jobs) {
+                ProvisionJob::Running(running) => {
                     return Ok(DeprovisionResult::waiting(true).with_provision_job_status(running));
                 }
-                None => DeprovisionScript::Triggered {
+                ProvisionJob::Settled(provision_status) => DeprovisionScript::Triggered {
                     block_deletion_on_failure: true,
-                    provision_status: Self::ended_provision(&state, jobs),
+                    provision_status,
                 },
             },
         };

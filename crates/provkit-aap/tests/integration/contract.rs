@@ -144,6 +144,22 @@ async fn deprovision(side: &Side, r: &ResourceView, jobs: &[JobStatus]) -> Outco
     }
 }
 
+/// A lookup's outcome: `Found(Some(the job found is job `launched`))`, `Found(None)`, or the
+/// kind of error.
+async fn lookup(
+    p: &dyn ProvisioningProvider,
+    r: &ResourceView,
+    job_type: JobType,
+    k: &IdempotencyKey,
+    launched: &str,
+) -> Outcome {
+    match p.find_job_by_idempotency_key(r, &job_type, k).await {
+        Ok(found) => Outcome::Found(found.map(|f| f.job_id == launched)),
+        Err(e) if e.is_not_found() => Outcome::NotFound,
+        Err(_) => Outcome::Error,
+    }
+}
+
 /// One scenario on one side: the outcomes it observed, in order.
 async fn scenario(name: &str, side: &Side) -> Vec<Outcome> {
     let p = side.provider();
@@ -173,21 +189,10 @@ async fn scenario(name: &str, side: &Side) -> Vec<Outcome> {
             let used = key(&r.uid, &JobType::Provision, "launch");
             let unused = key(&r.uid, &JobType::Provision, "unused");
             let id = launch(side, &r).await;
-            let found = |k: &IdempotencyKey, t: JobType| {
-                let k = k.clone();
-                let r = r.clone();
-                let id = id.clone();
-                async move {
-                    match p.find_job_by_idempotency_key(&r, &t, &k).await {
-                        Ok(f) => Outcome::Found(f.map(|f| f.job_id == id)),
-                        Err(_) => Outcome::Error,
-                    }
-                }
-            };
             vec![
-                found(&unused, JobType::Provision).await,
-                found(&used, JobType::Provision).await,
-                found(&used, JobType::Deprovision).await,
+                lookup(p, &r, JobType::Provision, &unused, &id).await,
+                lookup(p, &r, JobType::Provision, &used, &id).await,
+                lookup(p, &r, JobType::Deprovision, &used, &id).await,
             ]
         }
         "a lookup that reaches the cap" => {
@@ -196,14 +201,7 @@ async fn scenario(name: &str, side: &Side) -> Vec<Outcome> {
                 launch(side, &resource(&format!("contract-cap-{other}"))).await;
             }
             let k = key(&r.uid, &JobType::Provision, "launch");
-            vec![match p
-                .find_job_by_idempotency_key(&r, &JobType::Provision, &k)
-                .await
-            {
-                Ok(f) => Outcome::Found(f.map(|_| false)),
-                Err(e) if e.is_not_found() => Outcome::NotFound,
-                Err(_) => Outcome::Error,
-            }]
+            vec![lookup(p, &r, JobType::Provision, &k, "").await]
         }
         other => panic!("no scenario {other}"),
     }

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use chrono::{DateTime, Utc};
 use provkit_core::{JobState, JobStatus, JobType};
 use provkit_lifecycle::{
     DeprovisionResult, FoundJob, IdempotencyKey, IdempotencySupport, LaunchContext, ProviderError,
@@ -214,17 +213,6 @@ impl ProvisioningProvider for Broken {
                     .await
             }
         }
-    }
-
-    async fn find_job_by_idempotency_key_since(
-        &self,
-        resource: &ResourceView,
-        job_type: &JobType,
-        key: &IdempotencyKey,
-        _since: Option<DateTime<Utc>>,
-    ) -> Result<Option<FoundJob>, ProviderError> {
-        self.find_job_by_idempotency_key(resource, job_type, key)
-            .await
     }
 }
 

@@ -518,9 +518,9 @@ pub struct FleetReport {
     /// Rendered provider-call table.
     calls_table: String,
     /// Idempotency-key lookups of every client: calls, job-list pages requested, most pages of
-    /// one call.
-    /// Then the calls without an intent window and their pages.
-    pub key_lookups: (u64, u64, u64, u64, u64),
+    /// one call, the calls without an intent window and their pages, the calls that stopped at
+    /// their page budget.
+    pub key_lookups: provkit_aap::KeyLookupStats,
     /// `unified_jobs/?id=` kind look-ups the providers made.
     pub kind_lookups: u64,
 }
@@ -658,12 +658,13 @@ impl FleetReport {
         out.push('\n');
         out.push_str(&self.calls_table);
         out.push('\n');
-        let (lookups, pages, max_pages, unbounded, unbounded_pages) = self.key_lookups;
+        let k = self.key_lookups;
         #[allow(clippy::cast_precision_loss)]
-        let per_lookup = pages as f64 / lookups.max(1) as f64;
+        let per_lookup = k.pages as f64 / k.lookups.max(1) as f64;
         let _ = writeln!(
             out,
-            "idempotency lookups: {lookups} lookups, {pages} pages, {per_lookup:.2} pages per lookup (max {max_pages}) · of which without an intent window: {unbounded} lookups, {unbounded_pages} pages"
+            "idempotency lookups: {} lookups, {} pages, {per_lookup:.2} pages per lookup (max {}) · of which without an intent window: {} lookups, {} pages · stopped at the page budget (window continued by a later call): {}",
+            k.lookups, k.pages, k.max_pages, k.unbounded_lookups, k.unbounded_pages, k.unfinished,
         );
         let _ = writeln!(
             out,

@@ -130,21 +130,21 @@ impl CallStats {
         }
     }
 
-    /// The idempotency-key lookups of every client wrapped: `(calls, pages requested, most
-    /// pages of one call, calls without an intent window, their pages)`.
-    pub fn key_lookups(&self) -> (u64, u64, u64, u64, u64) {
+    /// The idempotency-key lookups of every client wrapped, summed (the most pages of one
+    /// call: the largest of any client).
+    pub fn key_lookups(&self) -> provkit_aap::KeyLookupStats {
         let meters = self.meters.lock().unwrap_or_else(PoisonError::into_inner);
         meters
             .iter()
-            .fold((0, 0, 0, 0, 0), |(n, p, m, un, up), meter| {
+            .fold(provkit_aap::KeyLookupStats::default(), |mut sum, meter| {
                 let s = meter.stats();
-                (
-                    n + s.lookups,
-                    p + s.pages,
-                    m.max(s.max_pages),
-                    un + s.unbounded_lookups,
-                    up + s.unbounded_pages,
-                )
+                sum.lookups += s.lookups;
+                sum.pages += s.pages;
+                sum.max_pages = sum.max_pages.max(s.max_pages);
+                sum.unbounded_lookups += s.unbounded_lookups;
+                sum.unbounded_pages += s.unbounded_pages;
+                sum.unfinished += s.unfinished;
+                sum
             })
     }
 

@@ -67,6 +67,12 @@ pub trait AapApi: Send + Sync {
     /// The jobs workflow job `id` ran, in finish order (one request; see
     /// [`AapClient::workflow_node_jobs`]).
     async fn workflow_node_jobs(&self, id: u64) -> Result<Vec<Job>>;
+    /// AAP's clock from one cheap answer's `Date` header, if the API offers one (see
+    /// [`AapClient::server_time`]); the default offers none (the provider then keeps its
+    /// configured clock-skew allowance until its first launch answer).
+    async fn server_time(&self) -> Result<Option<DateTime<Utc>>> {
+        Ok(None)
+    }
 }
 
 #[async_trait::async_trait]
@@ -136,5 +142,8 @@ impl AapApi for AapClient {
     }
     async fn workflow_node_jobs(&self, id: u64) -> Result<Vec<Job>> {
         AapClient::workflow_node_jobs(self, id).await
+    }
+    async fn server_time(&self) -> Result<Option<DateTime<Utc>>> {
+        AapClient::server_time(self).await
     }
 }

@@ -212,6 +212,30 @@ impl AapClient {
         self.get_value(path).await
     }
 
+    /// AAP's clock: the `Date` header of one `GET ping/` (whole seconds, RFC 9110 format), or
+    /// `None` when the answer has none (or an unreadable one). The provider brackets this call
+    /// with its own clock to bound the clock offset before it has launched anything
+    /// (`docs/aap.md`, "Clock skew is measured").
+    ///
+    /// The header is the web server's clock (nginx in front of AWX's Django, same host); behind
+    /// another proxy that writes its own `Date` it is that proxy's clock (unverified on an AAP
+    /// gateway).
+    ///
+    /// # Errors
+    /// Any HTTP error of the request.
+    pub async fn server_time(&self) -> Result<Option<DateTime<Utc>>> {
+        let path = self.path(&["ping"], &[]).await?;
+        let raw = self
+            .inner
+            .send(&Call::get(path, self.inner.max_body_bytes))
+            .await?;
+        Ok(raw
+            .date
+            .as_deref()
+            .and_then(|d| httpdate::parse_http_date(d).ok())
+            .map(DateTime::<Utc>::from))
+    }
+
     /// `GET me/`: validates the credentials and returns the calling user.
     ///
     /// # Errors
@@ -700,7 +724,7 @@ impl AapClient {
         self.inner
             .key_scans
             .stats
-            .record(sent_pages(pages, &found), false);
+            .record(sent_pages(pages, &found), false, false);
         found
     }
 
@@ -764,7 +788,10 @@ impl AapClient {
         let mut read = Read::default();
         let mut pages = 0;
         let found = self.key_walk(&scan, cursor, &mut read, &mut pages).await;
-        scans.stats.record(sent_pages(pages, &found), true);
+        let unfinished = matches!(found, Err(Error::LookupUnfinished { .. }));
+        scans
+            .stats
+            .record(sent_pages(pages, &found), true, unfinished);
         match (&found, read.span()) {
             (Ok(_), _) => scans.done(&scan),
             (Err(_), Some(span)) => scans.keep(scan, span),
@@ -849,7 +876,10 @@ impl AapClient {
         let first = self.path(&[scan.kind.endpoint()], &query).await?;
         // Each page is decoded into slim `JobWire`s (a list item is mostly `related` and
         // `summary_fields`) and dropped before the next one is fetched.
-        crate::pagination::find_first(&self.inner, first, decode_job_page, pages, |item| {
+        // One attempt's window is read at most `lookup_pages_per_call` pages per call (the
+        // caller keeps the ids read; the next call continues); an unbounded one to its end.
+        let budget = scan.until.map(|_| self.inner.lookup_pages_per_call);
+        crate::pagination::find_first(&self.inner, first, decode_job_page, pages, budget, |item| {
             let job = Job::from_value(&item.into_value(), scan.kind)?;
             read.saw(job.id);
             crate::marker::carries_key(&job, &scan.key).then_some(job)
@@ -936,8 +966,13 @@ fn decode_job_page(resp: &RawResponse) -> Result<Page<ListedJob>> {
 /// `jobs/` query for a template's jobs created after `since`, newest first, 200 a page.
 /// The pages a lookup sent: those read, and the one that failed unless the circuit breaker
 /// refused to send it.
+/// The page requests a lookup call sent: the pages read, plus the one that failed (none when
+/// the circuit breaker refused it, or when the call stopped at its page budget).
 fn sent_pages(read: u32, found: &Result<Option<Job>>) -> u32 {
-    let failed = found.as_ref().err().is_some_and(|e| !e.is_circuit_open());
+    let failed = found
+        .as_ref()
+        .err()
+        .is_some_and(|e| !e.is_circuit_open() && !matches!(e, Error::LookupUnfinished { .. }));
     read + u32::from(failed)
 }
 
@@ -970,6 +1005,7 @@ mod tests {
             content_type: Some(content_type.into()),
             location: None,
             retry_after: None,
+            date: None,
             body: body.as_bytes().to_vec(),
             ctx: RequestContext::new(http::Method::GET, "/api/v2/jobs/"),
         }

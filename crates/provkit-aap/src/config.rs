@@ -29,6 +29,8 @@ fn normalize_base(path: &str) -> String {
     }
 }
 
+/// Default [`AapClientBuilder::lookup_pages_per_call`]: 4 pages (800 jobs).
+pub const DEFAULT_LOOKUP_PAGES_PER_CALL: u32 = 4;
 /// Splits a configured URL into its origin and API root.
 ///
 /// - `https://host` or `https://host/api/` → discovery through `/api/`;
@@ -107,6 +109,7 @@ pub struct AapClientBuilder {
     max_stdout_bytes: usize,
     max_list_items: usize,
     max_lookup_items: usize,
+    lookup_pages_per_call: u32,
     organization: Option<String>,
     template_miss_ttl: Duration,
     gateway_minting: Option<GatewayTokenOptions>,
@@ -137,6 +140,7 @@ impl AapClientBuilder {
             max_stdout_bytes: 64 * 1024 * 1024,
             max_list_items: 10_000,
             max_lookup_items: 100_000,
+            lookup_pages_per_call: DEFAULT_LOOKUP_PAGES_PER_CALL,
             organization: None,
             template_miss_ttl: Duration::from_secs(10),
             gateway_minting: None,
@@ -298,6 +302,19 @@ impl AapClientBuilder {
         self
     }
 
+    /// Pages one call of a bounded idempotency lookup (one attempt's window,
+    /// [`AapClient::first_job_with_key_between`](crate::AapClient::first_job_with_key_between))
+    /// reads at most (default [`DEFAULT_LOOKUP_PAGES_PER_CALL`], at least 1). A window holding
+    /// more jobs is read over several calls, each continuing after the last id the previous one
+    /// read (the window is fixed, so nothing read is read again); a call that stops there
+    /// answers [`Error::LookupUnfinished`](crate::Error::LookupUnfinished) and the engine
+    /// launches nothing until a later call reaches the window's end. It bounds what one
+    /// reconcile asks of AAP, and how long a walk is exposed to faults.
+    pub fn lookup_pages_per_call(mut self, pages: u32) -> Self {
+        self.lookup_pages_per_call = pages.max(1);
+        self
+    }
+
     /// Default organization (name) for template lookups by name.
     pub fn organization(mut self, name: impl Into<String>) -> Self {
         self.organization = Some(name.into());
@@ -412,6 +429,7 @@ impl AapClientBuilder {
                     max_stdout_bytes: self.max_stdout_bytes,
                     max_list_items: self.max_list_items,
                     max_lookup_items: self.max_lookup_items,
+                    lookup_pages_per_call: self.lookup_pages_per_call,
                 },
                 organization: self.organization,
                 template_miss_ttl: self.template_miss_ttl,

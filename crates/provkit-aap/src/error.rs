@@ -226,6 +226,19 @@ pub enum Error {
         /// The cap.
         cap: usize,
     },
+    /// One call of a bounded idempotency lookup read its page budget
+    /// ([`lookup_pages_per_call`](crate::AapClientBuilder::lookup_pages_per_call)) without
+    /// reaching the end of the attempt's window: the absence of a match is not proven yet, and
+    /// the next call continues after the last job this one read.
+    #[error(
+        "{ctx}: read {pages} pages of the attempt's window without reaching its end; the next lookup continues from there"
+    )]
+    LookupUnfinished {
+        /// Request context of the call's first page.
+        ctx: Box<RequestContext>,
+        /// Pages this call read.
+        pages: u32,
+    },
     /// The job template does not prompt for variables on launch: AAP would accept a launch,
     /// drop its `extra_vars` (echoing them under `ignored_fields`) and run the playbook without
     /// the payload. Enable "Prompt on launch" for Variables (`ask_variables_on_launch: true`).
@@ -388,6 +401,7 @@ impl Error {
             | Self::Decode { ctx, .. }
             | Self::FilterRefused { ctx, .. }
             | Self::ListIncomplete { ctx, .. }
+            | Self::LookupUnfinished { ctx, .. }
             | Self::BodyTooLarge { ctx, .. } => Some(ctx),
             Self::Discovery {
                 source: Some(inner),
@@ -487,6 +501,9 @@ impl Error {
             Self::FilterRefused { .. } => "the server refuses the filter".into(),
             Self::ListIncomplete { cap, .. } => {
                 format!("list cap of {cap} items reached")
+            }
+            Self::LookupUnfinished { pages, .. } => {
+                format!("lookup continues after {pages} pages")
             }
             Self::TemplateIgnoresExtraVars { .. } => {
                 "the template does not prompt for variables on launch".into()

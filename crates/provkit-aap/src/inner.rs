@@ -46,6 +46,7 @@ pub(crate) struct Limits {
     pub(crate) max_stdout_bytes: usize,
     pub(crate) max_list_items: usize,
     pub(crate) max_lookup_items: usize,
+    pub(crate) lookup_pages_per_call: u32,
 }
 
 /// What the websocket of module `push` needs besides the credentials: the same TLS trust as the
@@ -80,6 +81,7 @@ pub(crate) struct Inner {
     pub(crate) max_stdout_bytes: usize,
     pub(crate) max_list_items: usize,
     pub(crate) max_lookup_items: usize,
+    pub(crate) lookup_pages_per_call: u32,
     pub(crate) organization: Option<String>,
     pub(crate) templates: RwLock<HashMap<TemplateKey, Template>>,
     /// Failed lookups (not found, forbidden, ambiguous) remembered for `template_miss_ttl`.
@@ -132,6 +134,7 @@ impl Inner {
             max_stdout_bytes: parts.limits.max_stdout_bytes,
             max_list_items: parts.limits.max_list_items,
             max_lookup_items: parts.limits.max_lookup_items,
+            lookup_pages_per_call: parts.limits.lookup_pages_per_call,
             organization: parts.organization,
             templates: RwLock::new(HashMap::new()),
             template_misses: RwLock::new(HashMap::new()),

@@ -95,8 +95,8 @@ impl KeyLookupMeter {
         self.0.read()
     }
 
-    pub(crate) fn record(&self, pages: u32, bounded: bool) {
-        self.0.record(pages, bounded);
+    pub(crate) fn record(&self, pages: u32, bounded: bool, unfinished: bool) {
+        self.0.record(pages, bounded, unfinished);
     }
 }
 
@@ -108,14 +108,18 @@ struct LookupCounters {
     max_pages: AtomicU64,
     unbounded_lookups: AtomicU64,
     unbounded_pages: AtomicU64,
+    unfinished: AtomicU64,
 }
 
 impl LookupCounters {
     /// One lookup call that requested `pages` pages (a failed page counts); a call that sent
     /// nothing (refused by the circuit breaker) is not counted.
-    fn record(&self, pages: u32, bounded: bool) {
+    fn record(&self, pages: u32, bounded: bool, unfinished: bool) {
         if pages == 0 {
             return;
+        }
+        if unfinished {
+            self.unfinished.fetch_add(1, Ordering::Relaxed);
         }
         let pages = u64::from(pages);
         self.lookups.fetch_add(1, Ordering::Relaxed);
@@ -135,6 +139,7 @@ impl LookupCounters {
             max_pages: self.max_pages.load(Ordering::Relaxed),
             unbounded_lookups: self.unbounded_lookups.load(Ordering::Relaxed),
             unbounded_pages: self.unbounded_pages.load(Ordering::Relaxed),
+            unfinished: self.unfinished.load(Ordering::Relaxed),
         }
     }
 }
@@ -155,6 +160,10 @@ pub struct KeyLookupStats {
     pub unbounded_lookups: u64,
     /// The pages of those calls.
     pub unbounded_pages: u64,
+    /// Calls of a bounded lookup that stopped at their page budget
+    /// ([`lookup_pages_per_call`](crate::AapClientBuilder::lookup_pages_per_call)): their window
+    /// was continued by a later call.
+    pub unfinished: u64,
 }
 
 impl KeyScans {
@@ -220,17 +229,18 @@ mod tests {
     #[test]
     fn counters_sum_pages_and_keep_the_largest() {
         let c = LookupCounters::default();
-        for pages in [1, 3, 0, 1] {
-            c.record(pages, pages != 3);
+        for pages in [1, 3, 0, 1, 4] {
+            c.record(pages, pages != 3, pages == 4);
         }
         assert_eq!(
             c.read(),
             KeyLookupStats {
-                lookups: 3,
-                pages: 5,
-                max_pages: 3,
+                lookups: 4,
+                pages: 9,
+                max_pages: 4,
                 unbounded_lookups: 1,
                 unbounded_pages: 3,
+                unfinished: 1,
             }
         );
     }

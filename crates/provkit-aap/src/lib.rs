@@ -38,7 +38,7 @@ pub use api::MockAapApi;
 pub use auth::Credentials;
 pub use circuit::{CircuitBreakerConfig, CircuitState};
 pub use client::AapClient;
-pub use config::AapClientBuilder;
+pub use config::{AapClientBuilder, DEFAULT_LOOKUP_PAGES_PER_CALL};
 pub use error::{Error, RequestContext, Result, TemplateCandidate};
 pub use gateway_token::{GatewayToken, GatewayTokenOptions, TokenScope};
 pub use key_scan::{KeyLookupMeter, KeyLookupStats};

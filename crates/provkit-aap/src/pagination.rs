@@ -69,7 +69,7 @@ pub(crate) async fn collect(client: &Inner, first: String) -> Result<Vec<Value>>
         decode_value_page,
         |page| {
             items.extend(page);
-            false
+            Step::More
         },
     )
     .await?;
@@ -80,39 +80,66 @@ pub(crate) async fn collect(client: &Inner, first: String) -> Result<Vec<Value>>
 /// (returned) or the pages run out (`None`: provably no match). Each page is dropped before the
 /// next is fetched. Reaching the configured item cap without a match is
 /// [`Error::ListIncomplete`]: the absence of a match is not proven.
-/// `pages` counts the pages read (answered whole).
+/// `pages` counts the pages read (answered whole). With `budget`, the walk stops after that
+/// many pages when more follow: [`Error::LookupUnfinished`] (the caller keeps what was read).
 pub(crate) async fn find_first<T, R>(
     client: &Inner,
     first: String,
     decode: fn(&RawResponse) -> Result<Page<T>>,
     pages: &mut u32,
+    budget: Option<u32>,
     mut hit: impl FnMut(T) -> Option<R>,
 ) -> Result<Option<R>> {
     let mut found = None;
+    let mut read = 0u32;
     let first_path = first.clone();
     let end = walk(client, first, client.max_lookup_items, decode, |page| {
         *pages = pages.saturating_add(1);
+        read += 1;
         found = page.into_iter().find_map(&mut hit);
-        found.is_some()
+        if found.is_some() {
+            Step::Take
+        } else if budget.is_some_and(|b| read >= b) {
+            Step::Pause
+        } else {
+            Step::More
+        }
     })
     .await?;
+    let ctx = || {
+        Box::new(crate::error::RequestContext::new(
+            http::Method::GET,
+            first_path,
+        ))
+    };
     match (found, end) {
         (Some(found), _) => Ok(Some(found)),
-        (None, End::Capped(cap)) => Err(Error::ListIncomplete {
-            ctx: Box::new(crate::error::RequestContext::new(
-                http::Method::GET,
-                first_path,
-            )),
-            cap,
+        (None, End::Capped(cap)) => Err(Error::ListIncomplete { ctx: ctx(), cap }),
+        (None, End::Paused) => Err(Error::LookupUnfinished {
+            ctx: ctx(),
+            pages: read,
         }),
         (None, End::Exhausted | End::Taken) => Ok(None),
     }
+}
+
+/// What a walk's `take` wants after a page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// Done (a match).
+    Take,
+    /// The next page, if any.
+    More,
+    /// Stop here if more pages follow.
+    Pause,
 }
 
 /// How a walk over the pages ended.
 enum End {
     /// `take` answered `true`.
     Taken,
+    /// `take` asked to stop while more pages followed.
+    Paused,
     /// No more pages (`next` is null, an empty page, or a later page answered "Invalid page.").
     Exhausted,
     /// The item cap was reached first.
@@ -127,7 +154,7 @@ async fn walk<T>(
     first: String,
     cap: usize,
     decode: fn(&RawResponse) -> Result<Page<T>>,
-    mut take: impl FnMut(Vec<T>) -> bool,
+    mut take: impl FnMut(Vec<T>) -> Step,
 ) -> Result<End> {
     let mut seen = 0usize;
     let mut next = Some(first);
@@ -153,7 +180,8 @@ async fn walk<T>(
                     results.truncate(room);
                 }
                 seen += results.len();
-                if take(results) {
+                let step = take(results);
+                if step == Step::Take {
                     return Ok(End::Taken);
                 }
                 if capped {
@@ -163,6 +191,9 @@ async fn walk<T>(
                 // An empty page with a `next` link would loop forever on a broken server.
                 if empty || following.as_deref() == Some(path.as_str()) {
                     break;
+                }
+                if step == Step::Pause && following.is_some() {
+                    return Ok(End::Paused);
                 }
                 next = following;
             }

@@ -19,6 +19,8 @@ pub(crate) struct RawResponse {
     pub(crate) content_type: Option<String>,
     pub(crate) location: Option<String>,
     pub(crate) retry_after: Option<String>,
+    /// The `Date` header (the server's clock, whole seconds).
+    pub(crate) date: Option<String>,
     pub(crate) body: Vec<u8>,
     pub(crate) ctx: RequestContext,
 }
@@ -270,6 +272,7 @@ mod tests {
             content_type: Some(content_type.into()),
             location: None,
             retry_after: None,
+            date: None,
             body: body.as_bytes().to_vec(),
             ctx,
         }

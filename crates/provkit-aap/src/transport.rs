@@ -2,7 +2,7 @@
 
 use std::time::SystemTime;
 
-use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, DATE, LOCATION, RETRY_AFTER};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
@@ -181,6 +181,7 @@ impl Inner {
         let content_type = header(CONTENT_TYPE.as_str());
         let location = header(LOCATION.as_str());
         let retry_after = header(RETRY_AFTER.as_str());
+        let date = header(DATE.as_str());
         let success = status.is_success();
         let cap = if success { call.cap } else { ERROR_BODY_CAP };
         let mut body = Vec::new();
@@ -213,6 +214,7 @@ impl Inner {
             content_type,
             location,
             retry_after,
+            date,
             body,
             ctx,
         };

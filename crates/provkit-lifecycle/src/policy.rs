@@ -16,7 +16,9 @@ pub use provkit_core::backoff::Jitter;
 /// is preceded by a persisted intent and a pending intent is always resolved by a lookup first,
 /// whatever this setting says; that is what makes launches exactly-once across crashes and refused
 /// status writes for providers with lookups. This setting only adds lookups for attempts without a
-/// pending intent, and matters mostly for engines run **without** an intent store:
+/// pending intent, and matters mostly for engines run **without** an intent store (with one, the
+/// "after an unknown outcome" part adds nothing — the outcome's intent was resolved in its window
+/// — and is skipped; `Always` and `CheapLookup` still look up):
 ///
 /// | Setting | Lookups (no intent pending) | Guarantee without an intent store |
 /// |---|---|---|

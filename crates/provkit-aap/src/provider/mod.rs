@@ -19,8 +19,10 @@
 //!   lists the template's jobs of the attempt's window and matches the key client-side. With
 //!   the attempt's intent time (`find_job_by_idempotency_key_since`), the window is bounded on
 //!   both sides: a launch is sent only before its [launch deadline](AapProviderBuilder::launch_deadline)
-//!   and the clock offset to AAP is measured from launch answers, so the window is
-//!   `[intent + offset.low, intent + deadline + offset.high]`, read oldest first.
+//!   and the clock offset to AAP is measured from launch answers (before the first one, from
+//!   one `Date` header of `GET ping/`), so the window is
+//!   `[intent + offset.low, intent + deadline + offset.high]`, read oldest first, at most
+//!   [`lookup_pages_per_call`](crate::AapClientBuilder::lookup_pages_per_call) pages per call.
 //! - Templates that would drop the payload: before the first launch of a template its launch
 //!   requirements are read (`GET …/launch/`, cached per template) and a template that does not
 //!   prompt for variables is refused with [`Error::TemplateIgnoresExtraVars`]. A launch answer
@@ -70,6 +72,10 @@ use crate::types::{CancelOutcome, JobKind, LaunchRequest, Launched, Template, Te
 
 /// Default [`AapProviderBuilder::launch_deadline`].
 pub const DEFAULT_LAUNCH_DEADLINE: Duration = Duration::from_secs(60);
+
+/// `Date` probes a provider makes before its offset to AAP is measured (a failed probe is
+/// tried again by a later lookup, up to this many).
+const MAX_CLOCK_PROBES: u32 = 3;
 
 /// Default cap on the launch body (1 MiB: below common gateway/ingress body limits).
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 1024 * 1024;
@@ -154,10 +160,12 @@ impl AapProviderBuilder {
     }
 
     /// Allowance for clock skew between this host and AAP in lookups until the skew is measured
-    /// (default 5 min). From the first launch answer on, the allowance is measured: the `created`
-    /// of the launched job against the local times around the request, plus a drift margin of
-    /// 50 ms and 1 ms per second of the sample's age (docs/aap.md of the repository describes
-    /// the failure mode).
+    /// (default 5 min). The offset is measured from launch answers (the `created` of the
+    /// launched job against the local times around the request) and, before the first one, from
+    /// one `Date` header (`GET ping/`, whole seconds); each sample is widened by a drift margin of
+    /// 50 ms and 1 ms per second of its age, and their intersection is used. The allowance
+    /// applies only while no probe answered (docs/aap.md of the repository describes the
+    /// failure modes).
     pub fn clock_skew(mut self, skew: Duration) -> Self {
         self.clock_skew = skew;
         self
@@ -186,6 +194,7 @@ impl AapProviderBuilder {
             clock_skew: self.clock_skew,
             launch_deadline: self.launch_deadline,
             skew: Mutex::new(SkewEstimator::default()),
+            clock_probes: tokio::sync::Mutex::new(0),
             windows: Mutex::new(Windows::default()),
             kinds: RwLock::new(HashMap::new()),
             attempts: Mutex::new(Attempts::default()),
@@ -219,6 +228,9 @@ pub struct AapProvider {
     launch_deadline: Duration,
     /// AAP's clock against this host's, measured from launch answers.
     skew: Mutex<SkewEstimator>,
+    /// `Date` probes made while the offset was unmeasured (one at a time, at most
+    /// [`MAX_CLOCK_PROBES`]).
+    clock_probes: tokio::sync::Mutex<u32>,
     /// The window of each intent being looked up, fixed at its first lookup.
     windows: Mutex<Windows>,
     kinds: RwLock<HashMap<u64, JobKind>>,
@@ -679,17 +691,32 @@ impl AapProvider {
     /// cache: a workflow job template's jobs are workflow jobs, a job template's are jobs (unless
     /// it is sliced; the job detail's 404 then sends the caller to `unified_jobs/?id=`). `None`
     /// when the template is unknown.
+    /// The kind of the jobs `action`'s template of `resource` launches (the template is cached
+    /// by the client). `None` when no such template can be named or read for good (not found,
+    /// ambiguous, forbidden); a failure to read it (a fault, the open circuit) is the status
+    /// read's error: the next poll asks again, instead of one `unified_jobs/?id=` request per
+    /// job while AAP is failing (issue 33).
     async fn template_job_kind(
         &self,
         action: TemplateAction,
         resource: &ResourceView,
-    ) -> Option<JobKind> {
-        let name = self.template_name(action, resource).ok()?;
-        self.api
-            .get_template(&name)
-            .await
-            .ok()
-            .map(|t| t.kind.job_kind())
+    ) -> Result<Option<JobKind>, ProviderError> {
+        let Ok(name) = self.template_name(action, resource) else {
+            return Ok(None);
+        };
+        match self.api.get_template(&name).await {
+            Ok(template) => Ok(Some(template.kind.job_kind())),
+            Err(
+                Error::TemplateNotFound { .. }
+                | Error::AmbiguousTemplate { .. }
+                | Error::Forbidden { .. },
+            ) => Ok(None),
+            // Never `NotFound` (that would say the job is gone): a rate limit or an error.
+            Err(err) => Err(match throttled(&err) {
+                Some(wait) => ProviderError::rate_limited(wait),
+                None => other(&format!("failed to get job: AAP template {name:?}"), err),
+            }),
+        }
     }
 
     /// The kind of job `id`: remembered, or resolved with one `unified_jobs/?id=` request.
@@ -721,7 +748,7 @@ impl AapProvider {
         let id = Self::parse_id(job_id)?;
         let (kind, guessed) = match self.remembered_kind(id) {
             Some(kind) => (kind, false),
-            None => match self.template_job_kind(action, resource).await {
+            None => match self.template_job_kind(action, resource).await? {
                 Some(kind) => (kind, true),
                 None => (self.kind_of(id).await?, false),
             },
@@ -740,6 +767,42 @@ impl AapProvider {
         };
         self.remember_kind(id, job.kind);
         Ok(provision_status_with_outputs(self.api.as_ref(), job_id, &job).await)
+    }
+
+    /// Before a lookup's window is derived from the clock offset: while nothing measured it
+    /// (no launch answered yet, e.g. right after a restart), one `Date` probe (`GET ping/`)
+    /// bounds it within about a second instead of the configured allowance. One probe at a
+    /// time; concurrent lookups wait for it and use its sample.
+    async fn measure_clock(&self) {
+        let measured = || {
+            self.skew
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .is_measured()
+        };
+        if measured() {
+            return;
+        }
+        let mut probes = self.clock_probes.lock().await;
+        if measured() || *probes >= MAX_CLOCK_PROBES {
+            return;
+        }
+        *probes += 1;
+        let sent = self.clock.now();
+        match self.api.server_time().await {
+            Ok(Some(date)) => {
+                let received = self.clock.now();
+                self.skew
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .observe_date(sent, received, date);
+            }
+            // No `Date` header: asking again will not help.
+            Ok(None) => *probes = MAX_CLOCK_PROBES,
+            Err(err) => {
+                tracing::debug!(error = %err, "AAP clock probe failed; the configured clock-skew allowance applies");
+            }
+        }
     }
 
     async fn since(&self, resource: &ResourceView, key: &IdempotencyKey) -> DateTime<Utc> {
@@ -942,6 +1005,7 @@ impl ProvisioningProvider for AapProvider {
         };
         let (since, until) = match since {
             Some(at) => {
+                self.measure_clock().await;
                 let default = chrono::Duration::from_std(self.clock_skew)
                     .unwrap_or(chrono::Duration::minutes(5));
                 let offset = self

@@ -188,3 +188,91 @@ async fn a_launch_past_its_deadline_is_not_sent() {
         1
     );
 }
+
+/// A `created__gt` / `created__lt` bound of a logged job-list query.
+fn bound(query: &str, name: &str) -> chrono::DateTime<chrono::Utc> {
+    let value = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("no {name} in {query}"))
+        .replace("%3A", ":")
+        .replace("%2B", "+");
+    chrono::DateTime::parse_from_rfc3339(&value)
+        .unwrap_or_else(|e| panic!("{value}: {e}"))
+        .with_timezone(&chrono::Utc)
+}
+
+/// A process that launched nothing yet (a restart inheriting another process's intents) bounds
+/// AAP's clock with one `Date` probe (`GET ping/`) instead of its configured allowance (5 min
+/// here): the window it reads is the intent's, on AAP's clock (40 s ahead of this host's), to
+/// within about a second on each side — not ten minutes of the template's jobs.
+#[tokio::test]
+async fn a_process_that_launched_nothing_bounds_aaps_clock_by_its_date_header() {
+    let server = server(Mode::Awx).await;
+    server.aap().advance(Duration::from_secs(40));
+    let p = AapProvider::builder(client(&server))
+        .templates(TemplateNames::explicit("provision-job", "deprovision-job"))
+        .clock_skew(Duration::from_secs(300))
+        .launch_deadline(Duration::from_secs(10))
+        .build();
+    let r = resource("inherited");
+    let key = IdempotencyKey::new("pk1-uid-inherited-p-00000000000000aa");
+    let intent = now();
+    let found = p
+        .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
+        .await
+        .unwrap();
+    assert_eq!(found, None);
+    assert_eq!(requests_to(&server, "/ping/").len(), 1, "one probe");
+    let lists = job_lists(&server);
+    assert_eq!(lists.len(), 1, "{lists:?}");
+    let ahead = chrono::Duration::seconds(40);
+    let second = chrono::Duration::milliseconds(1_200);
+    let since = bound(&lists[0].query, "created__gt");
+    let until = bound(&lists[0].query, "created__lt");
+    assert!(
+        (since - (intent + ahead)).abs() <= second,
+        "window starts at {since}, intent on AAP's clock {}",
+        intent + ahead
+    );
+    assert!(
+        (until - (intent + ahead + chrono::Duration::seconds(10))).abs() <= second,
+        "window ends at {until}"
+    );
+    // Measured once: the next lookup asks no more.
+    p.find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
+        .await
+        .unwrap();
+    assert_eq!(requests_to(&server, "/ping/").len(), 1);
+}
+
+/// One call reads at most `lookup_pages_per_call` pages (default 4) of an attempt's window; a
+/// window of 1,000 jobs (5 pages) without the key is proven empty by a second call that reads
+/// only what the first did not (`id__gt` past the last id read).
+#[tokio::test]
+async fn a_window_longer_than_the_page_budget_is_read_over_two_calls() {
+    let server = server(Mode::Awx).await;
+    let intent = now();
+    other_jobs(&client(&server), 1_000).await;
+    let p = provider(client(&server));
+    let r = resource("budget");
+    let key = IdempotencyKey::new("pk1-uid-budget-p-00000000000000aa");
+    let err = p
+        .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("lookup continues after 4 pages"),
+        "{err}"
+    );
+    let first = job_lists(&server);
+    assert_eq!(first.len(), 4, "{first:?}");
+    let found = p
+        .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
+        .await
+        .unwrap();
+    assert_eq!(found, None, "absence proven");
+    let lists = job_lists(&server);
+    assert_eq!(lists.len(), 5, "one more page: {lists:?}");
+    assert!(lists[4].query.contains("id__gt="), "{}", lists[4].query);
+}

@@ -15,7 +15,7 @@ use provkit_testing::fake_aap::{
     WorkflowJobTemplateSpec,
 };
 
-use crate::support::{client, quick, requests_to, server, server_with, template_id};
+use crate::support::{builder, client, quick, requests_to, server, server_with, template_id};
 
 fn resource(kind: &str, name: &str) -> ResourceView {
     ResourceView::new(
@@ -1290,4 +1290,46 @@ async fn deprovision_reads_the_provision_job_only_while_it_is_recorded_in_flight
     assert_eq!(d.action, DeprovisionAction::Triggered);
     assert_eq!(d.provision_job_status.unwrap().state, JobState::Succeeded);
     assert_eq!(requests_to(&server, &job_path).len(), reads + 1, "one read");
+}
+
+/// Issue 33: a process that cannot read the template (a fault, the open circuit) fails the
+/// poll and asks again next time, instead of resolving the job's kind with one
+/// `unified_jobs/?id=` request per job (936 of them in one 10,000-resource chaos run).
+#[tokio::test]
+async fn a_template_that_cannot_be_read_fails_the_poll_without_a_kind_look_up() {
+    let server = server(Mode::Awx).await;
+    let launcher = AapProvider::with_templates(client(&server), "provision-job", "deprovision-job");
+    let r = resource("Subnet", "s");
+    let id = launcher
+        .trigger_provision(&r, &LaunchContext::new())
+        .await
+        .unwrap()
+        .job_id;
+    server
+        .aap()
+        .add_fault(provkit_testing::fake_aap::Fault::new(
+            "GET",
+            "*/unified_job_templates/",
+            provkit_testing::fake_aap::FaultAction::gateway_html(502),
+        ));
+    let restarted = AapProvider::with_templates(
+        builder(&server)
+            .retry(provkit_aap::RetryConfig::disabled())
+            .build()
+            .unwrap(),
+        "provision-job",
+        "deprovision-job",
+    );
+    for _ in 0..3 {
+        let err = restarted.provision_status(&r, &id).await.unwrap_err();
+        assert!(!err.is_not_found(), "the job is not gone: {err}");
+    }
+    assert!(
+        requests_to(&server, "unified_jobs/").is_empty(),
+        "no kind look-up: {:?}",
+        requests_to(&server, "unified_jobs/")
+    );
+    server.aap().clear_faults();
+    restarted.provision_status(&r, &id).await.unwrap();
+    assert!(requests_to(&server, "unified_jobs/").is_empty());
 }

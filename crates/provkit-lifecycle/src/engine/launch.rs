@@ -30,6 +30,31 @@ impl Lifecycle {
         }
     }
 
+    /// Whether to look the attempt up by key (without an intent window) before writing its
+    /// intent and launching, once the pending intent was resolved. With an intent store, every
+    /// launch this engine made had a durable intent written first, and a pending one was just
+    /// resolved: the in-memory journal of unknown outcomes adds nothing (its lookup would read
+    /// the template's jobs up to now, unbounded); only the policy `Always` and a cheap lookup
+    /// still ask.
+    pub(super) fn lookup_before_intent(
+        &self,
+        key: &IdempotencyKey,
+        resolution: &Resolution,
+    ) -> bool {
+        match resolution {
+            Resolution::NoStore => self.should_lookup_before_launch(key),
+            Resolution::Clear { reuse: Some(_) } | Resolution::Adopted { .. } => false,
+            Resolution::Clear { reuse: None } => {
+                let support = self.provider.idempotency_support();
+                support != IdempotencySupport::Unsupported
+                    && (self.policy.lookup_before_launch == LookupBeforeLaunch::Always
+                        || (support == IdempotencySupport::CheapLookup
+                            && self.policy.lookup_before_launch
+                                == LookupBeforeLaunch::ProviderDefault))
+            }
+        }
+    }
+
     /// Asks the provider for a job carrying `key`, created since `since` when known.
     /// `Unsupported` answers count as "none".
     ///

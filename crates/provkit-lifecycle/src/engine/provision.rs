@@ -171,9 +171,7 @@ impl Lifecycle {
             }
             return Ok(out);
         }
-        let intent_pending = matches!(resolution, Resolution::Clear { reuse: Some(_) });
-        if !intent_pending
-            && self.should_lookup_before_launch(&key)
+        if self.lookup_before_intent(&key, &resolution)
             && let Some(found) = self
                 .lookup(resource, &JobType::Provision, &key, None)
                 .await?

@@ -33,17 +33,26 @@ fn engine() -> (ScriptedProvider, Lifecycle) {
     (provider.clone(), Lifecycle::new(Arc::new(provider), clock))
 }
 
+/// One provisioning reconcile of `r` at config `v1` with `store` as its intent store.
+async fn run(
+    engine: &Lifecycle,
+    r: &provkit_lifecycle::ResourceView,
+    jobs: &mut Vec<provkit_core::JobStatus>,
+    store: &dyn IntentStore,
+) -> Result<provkit_lifecycle::ProvisionOutcome, LifecycleError> {
+    let mut hooks = ProvisionHooks::new().intents(store);
+    engine
+        .run_provisioning_lifecycle(r, jobs, "v1", &LaunchContext::new(), &mut hooks)
+        .await
+}
+
 #[tokio::test]
 async fn a_refused_intent_write_launches_nothing() {
     let (provider, engine) = engine();
     let r = resource("uid-1");
     let mut jobs = Vec::new();
     let store = Refusing;
-    let mut hooks = ProvisionHooks::new().intents(&store);
-    let err = engine
-        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
-        .await
-        .unwrap_err();
+    let err = run(&engine, &r, &mut jobs, &store).await.unwrap_err();
     assert!(matches!(err, LifecycleError::IntentWrite { .. }), "{err:?}");
     assert_eq!(provider.jobs_created("uid-1", &JobType::Provision), 0);
     assert!(jobs.is_empty());
@@ -55,11 +64,7 @@ async fn the_intent_is_written_before_the_launch_and_resolved_by_it() {
     let r = resource("uid-1");
     let mut jobs = Vec::new();
     let store = MemoryIntentStore::default();
-    let mut hooks = ProvisionHooks::new().intents(&store);
-    let out = engine
-        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
-        .await
-        .unwrap();
+    let out = run(&engine, &r, &mut jobs, &store).await.unwrap();
     assert!(
         matches!(out.step, ProvisionStep::Launched { .. }),
         "{out:?}"
@@ -113,11 +118,7 @@ async fn a_relaunch_after_a_proven_absence_records_a_fresh_intent_first() {
     };
     clock.advance(std::time::Duration::from_secs(100));
     let mut jobs = Vec::new();
-    let mut hooks = ProvisionHooks::new().intents(&store);
-    let out = engine
-        .run_provisioning_lifecycle(&r, &mut jobs, "v1", &LaunchContext::new(), &mut hooks)
-        .await
-        .unwrap();
+    let out = run(&engine, &r, &mut jobs, &store).await.unwrap();
     assert!(
         matches!(out.step, ProvisionStep::Launched { .. }),
         "{out:?}"
@@ -134,5 +135,48 @@ async fn a_relaunch_after_a_proven_absence_records_a_fresh_intent_first() {
         t0() + chrono::Duration::seconds(100),
         "a time of its own"
     );
+    assert_eq!(provider.jobs_created("uid-1", &JobType::Provision), 1);
+}
+
+/// Issue 33: with an intent store, the engine's in-memory journal of unknown outcomes no
+/// longer triggers a lookup without a window (the template's jobs up to now, unbounded) once no
+/// intent is pending: every launch of this engine had a durable intent first, and a pending one
+/// is resolved (adopted or proven absent) before anything new is launched. Here the attempt's
+/// answer was lost, its immediate lookup found nothing, and its intent was then resolved
+/// elsewhere: the next attempt writes its intent and launches without another lookup.
+#[tokio::test]
+async fn with_an_intent_store_no_unbounded_lookup_follows_an_unknown_outcome() {
+    let (provider, engine) = engine();
+    let r = resource("uid-1");
+    let mut jobs = Vec::new();
+    let store = MemoryIntentStore::default();
+    provider.push_trigger(
+        "uid-1",
+        provkit_testing::scripted::TriggerStep::Fail("connection reset".into()),
+    );
+    let lookups = |p: &ScriptedProvider| {
+        p.calls()
+            .iter()
+            .filter(|c| matches!(c, provkit_testing::scripted::ProviderCall::FindJob { .. }))
+            .count()
+    };
+    let err = run(&engine, &r, &mut jobs, &store).await.unwrap_err();
+    assert!(
+        matches!(err, LifecycleError::TriggerProvision { .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        lookups(&provider),
+        1,
+        "the immediate lookup after the lost answer"
+    );
+    let pending = store.pending().expect("the attempt's intent stays pending");
+    store.resolve(&pending.idempotency_key);
+    let out = run(&engine, &r, &mut jobs, &store).await.unwrap();
+    assert!(
+        matches!(out.step, ProvisionStep::Launched { .. }),
+        "{out:?}"
+    );
+    assert_eq!(lookups(&provider), 1, "no lookup before the second launch");
     assert_eq!(provider.jobs_created("uid-1", &JobType::Provision), 1);
 }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::SystemTime;
 use tokio::time::Instant;
 
 use axum::body::Body;
@@ -189,6 +190,12 @@ impl App {
         }
         if resp.status == 401 {
             set("www-authenticate", WWW_AUTHENTICATE);
+        }
+        // AWX's nginx writes `Date` from the host clock, the clock `created` is read from; the
+        // fake's clock, not hyper's default (the system clock), so a test's `ManualClock` holds.
+        let date = SystemTime::from(self.clock.now());
+        if date >= SystemTime::UNIX_EPOCH {
+            set("date", &httpdate::fmt_http_date(date));
         }
         set("vary", "Accept, Accept-Language, Origin, Cookie");
         for (name, value) in &resp.headers {

@@ -136,7 +136,7 @@ enum Step {
 
 /// How a walk over the pages ended.
 enum End {
-    /// `take` answered `true`.
+    /// `take` answered [`Step::Take`].
     Taken,
     /// `take` asked to stop while more pages followed.
     Paused,

@@ -811,6 +811,25 @@ async fn one_launch_costs_one_intent_write_and_one_launch_requirements_read() {
     let stack = w.process();
     w.create_network().await;
     until("the job is recorded", || w.provision_jobs().len() == 1).await;
+    // The fake logs a request after its answer is built, so after the watch shows the flush:
+    // wait for the log to hold the three writes before the process stops.
+    let operator_writes = || -> Vec<String> {
+        w.server
+            .requests()
+            .into_iter()
+            .filter(|r| {
+                r.client != "user"
+                    && r.status < 300
+                    && matches!(r.verb, Some(Verb::Create | Verb::Update | Verb::Patch))
+                    && r.path.contains("/networks/")
+            })
+            .map(|r| format!("{} {}", r.method, r.path.split('?').next().unwrap_or("")))
+            .collect()
+    };
+    until("the finalizer, intent and flush writes are logged", || {
+        operator_writes().len() >= 3
+    })
+    .await;
     stack.crash().await;
     let by_verb = |reqs: &[provkit_testing::fake_aap::LoggedRequest]| {
         let mut counts = std::collections::BTreeMap::<String, usize>::new();
@@ -828,18 +847,7 @@ async fn one_launch_costs_one_intent_write_and_one_launch_requirements_read() {
         counts
     };
     let launch_aap = by_verb(&w.aap().requests());
-    let writes: Vec<String> = w
-        .server
-        .requests()
-        .into_iter()
-        .filter(|r| {
-            r.client != "user"
-                && r.status < 300
-                && matches!(r.verb, Some(Verb::Create | Verb::Update | Verb::Patch))
-                && r.path.contains("/networks/")
-        })
-        .map(|r| format!("{} {}", r.method, r.path.split('?').next().unwrap_or("")))
-        .collect();
+    let writes = operator_writes();
     println!("launch: AAP {launch_aap:?}; API-server writes {writes:?}");
     let launch_only: Vec<_> = launch_aap
         .into_iter()

@@ -14,13 +14,13 @@ use crate::policy::LookupBeforeLaunch;
 use crate::resource::ResourceView;
 
 impl Lifecycle {
-    /// Whether to look the attempt up by key before launching.
-    pub(super) fn should_lookup_before_launch(&self, key: &IdempotencyKey) -> bool {
+    /// Whether the policy asks for a lookup by key before a launch, given whether this
+    /// attempt's last outcome is unknown (`after_unknown`).
+    fn lookup_asked(&self, after_unknown: bool) -> bool {
         let support = self.provider.idempotency_support();
         if support == IdempotencySupport::Unsupported {
             return false;
         }
-        let after_unknown = self.journal.contains(key);
         match self.policy.lookup_before_launch {
             LookupBeforeLaunch::Always => true,
             LookupBeforeLaunch::AfterUnknownOutcome => after_unknown,
@@ -31,10 +31,11 @@ impl Lifecycle {
     }
 
     /// Whether to look the attempt up by key (without an intent window) before writing its
-    /// intent and launching, once the pending intent was resolved. With an intent store, every
-    /// launch this engine made had a durable intent written first, and a pending one was just
-    /// resolved: the in-memory journal of unknown outcomes adds nothing (its lookup would read
-    /// the template's jobs up to now, unbounded); only the policy `Always` and a cheap lookup
+    /// intent and launching, once the pending intent was resolved. Without an intent store,
+    /// the in-memory journal of unknown outcomes says whether the last outcome is unknown.
+    /// With one, every launch this engine made had a durable intent written first, and a
+    /// pending one was just resolved: the journal adds nothing (its lookup would read the
+    /// template's jobs up to now, unbounded); only the policy `Always` and a cheap lookup
     /// still ask.
     pub(super) fn lookup_before_intent(
         &self,
@@ -42,16 +43,9 @@ impl Lifecycle {
         resolution: &Resolution,
     ) -> bool {
         match resolution {
-            Resolution::NoStore => self.should_lookup_before_launch(key),
+            Resolution::NoStore => self.lookup_asked(self.journal.contains(key)),
             Resolution::Clear { reuse: Some(_) } | Resolution::Adopted { .. } => false,
-            Resolution::Clear { reuse: None } => {
-                let support = self.provider.idempotency_support();
-                support != IdempotencySupport::Unsupported
-                    && (self.policy.lookup_before_launch == LookupBeforeLaunch::Always
-                        || (support == IdempotencySupport::CheapLookup
-                            && self.policy.lookup_before_launch
-                                == LookupBeforeLaunch::ProviderDefault))
-            }
+            Resolution::Clear { reuse: None } => self.lookup_asked(false),
         }
     }
 

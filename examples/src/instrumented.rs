@@ -28,17 +28,20 @@ pub enum Op {
     FindKind,
     /// Job list by template and creation time (idempotency lookup).
     ListJobs,
+    /// `GET ping/` for AAP's clock (its `Date` header).
+    Ping,
 }
 
 impl Op {
     /// Every operation, in report order.
-    pub const ALL: [Op; 6] = [
+    pub const ALL: [Op; 7] = [
         Op::GetTemplate,
         Op::Launch,
         Op::GetJob,
         Op::Cancel,
         Op::FindKind,
         Op::ListJobs,
+        Op::Ping,
     ];
 
     fn index(self) -> usize {
@@ -49,6 +52,7 @@ impl Op {
             Op::Cancel => 3,
             Op::FindKind => 4,
             Op::ListJobs => 5,
+            Op::Ping => 6,
         }
     }
 
@@ -61,6 +65,7 @@ impl Op {
             Op::Cancel => "POST cancel",
             Op::FindKind => "GET unified_jobs",
             Op::ListJobs => "GET jobs?key",
+            Op::Ping => "GET ping (clock)",
         }
     }
 }
@@ -112,9 +117,9 @@ pub async fn with_resource<F: std::future::Future>(
 /// Per-operation counters, global and per resource.
 #[derive(Debug)]
 pub struct CallStats {
-    total: [AtomicU64; 6],
-    errors: [AtomicU64; 6],
-    per_resource: Vec<[AtomicU32; 6]>,
+    total: [AtomicU64; Op::ALL.len()],
+    errors: [AtomicU64; Op::ALL.len()],
+    per_resource: Vec<[AtomicU32; Op::ALL.len()]>,
     /// The idempotency-lookup counters of every client wrapped.
     meters: Mutex<Vec<KeyLookupMeter>>,
 }
@@ -360,5 +365,16 @@ impl AapApi for CountingApi {
         self.stats
             .record(Op::ListJobs, None, r.as_ref().err().map(short));
         r
+    }
+
+    async fn server_time(&self) -> provkit_aap::Result<Option<DateTime<Utc>>> {
+        let r = self.inner.server_time().await;
+        self.stats
+            .record(Op::Ping, None, r.as_ref().err().map(short));
+        r
+    }
+
+    fn launch_refused_for(&self) -> Option<std::time::Duration> {
+        self.inner.launch_refused_for()
     }
 }

@@ -73,6 +73,11 @@ pub trait AapApi: Send + Sync {
     async fn server_time(&self) -> Result<Option<DateTime<Utc>>> {
         Ok(None)
     }
+    /// How long a launch would be refused without being sent (see
+    /// [`AapClient::launch_refused_for`]); the default: never.
+    fn launch_refused_for(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 #[async_trait::async_trait]
@@ -145,5 +150,8 @@ impl AapApi for AapClient {
     }
     async fn server_time(&self) -> Result<Option<DateTime<Utc>>> {
         AapClient::server_time(self).await
+    }
+    fn launch_refused_for(&self) -> Option<std::time::Duration> {
+        AapClient::launch_refused_for(self)
     }
 }

@@ -229,6 +229,14 @@ impl Machine {
         }
     }
 
+    /// The rest of an open circuit's cool-down at `now` (`None` unless open).
+    pub(crate) fn refused_for(&self, now: Instant) -> Option<Duration> {
+        match self.phase {
+            Phase::Open { until } if now < until => Some(until - now),
+            _ => None,
+        }
+    }
+
     pub(crate) fn state(&self, now: Instant) -> CircuitState {
         match self.phase {
             Phase::Closed { .. } | Phase::Failing { .. } => CircuitState::Closed,
@@ -403,6 +411,11 @@ impl Breaker {
     pub(crate) fn state(&self) -> CircuitState {
         self.with(|m| m.state(Instant::now()))
             .unwrap_or(CircuitState::Closed)
+    }
+
+    /// How long every request is still refused unsent: the rest of an open circuit's cool-down.
+    pub(crate) fn refused_for(&self) -> Option<Duration> {
+        self.with(|m| m.refused_for(Instant::now())).flatten()
     }
 
     /// A permit to send one attempt, or how long to wait before the next may go. While the

@@ -147,6 +147,19 @@ impl AapClient {
         self.inner.breaker.state()
     }
 
+    /// How long the circuit breaker will still refuse every request unsent (it is open and its
+    /// cool-down has not ended); `None` while a request may be sent (closed, or half-open: a
+    /// probe may go).
+    ///
+    /// ```
+    /// let client = provkit_aap::AapClient::builder("https://aap.example.com").build()?;
+    /// assert_eq!(client.launch_refused_for(), None);
+    /// # Ok::<(), provkit_aap::Error>(())
+    /// ```
+    pub fn launch_refused_for(&self) -> Option<std::time::Duration> {
+        self.inner.breaker.refused_for()
+    }
+
     pub(crate) async fn path(&self, segments: &[&str], query: &[(&str, &str)]) -> Result<String> {
         Ok(api_path(self.inner.base().await?, segments, query))
     }

@@ -8,7 +8,7 @@
 //! | [`LaunchIntent::idempotency_key`] | `idempotencyKey` | the attempt's key (see provkit-lifecycle's `IdempotencyKey`) |
 //! | [`LaunchIntent::job_type`] | `jobType` | `provision` / `deprovision` |
 //! | [`LaunchIntent::config_version`] | `configVersion` | omitted when empty (deprovision) |
-//! | [`LaunchIntent::created_at`] | `createdAt` | whole-second RFC 3339 UTC, like job timestamps |
+//! | [`LaunchIntent::created_at`] | `createdAt` | RFC 3339 UTC with microseconds (`metav1.MicroTime`); a whole-second value of an older writer still reads |
 //! | [`LaunchIntent::target`] | `target` | omitted when empty; the job's target once jobs carry one |
 
 use chrono::{DateTime, Utc};
@@ -29,12 +29,14 @@ use crate::job::JobType;
 /// use chrono::{TimeZone, Utc};
 /// use provkit_core::{JobType, LaunchIntent};
 ///
-/// let at = Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap();
+/// let at = Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap() + chrono::Duration::nanoseconds(250_000_999);
 /// let intent = LaunchIntent::new("pk1-uid-p-0123456789abcdef", JobType::Provision, "v1", at);
 /// assert_eq!(
 ///     serde_json::to_string(&intent).unwrap(),
-///     r#"{"idempotencyKey":"pk1-uid-p-0123456789abcdef","jobType":"provision","configVersion":"v1","createdAt":"2026-06-29T12:00:00Z"}"#,
+///     r#"{"idempotencyKey":"pk1-uid-p-0123456789abcdef","jobType":"provision","configVersion":"v1","createdAt":"2026-06-29T12:00:00.250000Z"}"#,
 /// );
+/// // The time is kept at whole microseconds, the precision it reads back with.
+/// assert_eq!(intent.created_at, Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap() + chrono::Duration::microseconds(250_000));
 /// let back: LaunchIntent = serde_json::from_str(&serde_json::to_string(&intent).unwrap()).unwrap();
 /// assert_eq!(back, intent);
 /// ```
@@ -50,8 +52,11 @@ pub struct LaunchIntent {
     /// The desired config version of the attempt (provision attempts; empty otherwise).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub config_version: String,
-    /// When the attempt was first persisted (before its first launch request).
-    #[serde(with = "crate::timestamp")]
+    /// When the attempt was persisted (before its launch request), at whole microseconds: a
+    /// lookup's window starts and ends from it, and a process keys what it knows of the
+    /// attempt's launch by it, so it must read back exactly as it was written (a whole-second
+    /// time would move the window's end up to a second early).
+    #[serde(with = "crate::timestamp::micro")]
     #[cfg_attr(feature = "schemars", schemars(with = "DateTime<Utc>"))]
     pub created_at: DateTime<Utc>,
     /// The job's target, once jobs carry one (empty: none).
@@ -60,7 +65,8 @@ pub struct LaunchIntent {
 }
 
 impl LaunchIntent {
-    /// An intent without a target.
+    /// An intent without a target; `created_at` is kept at whole microseconds (truncated), the
+    /// precision it is written with.
     #[must_use]
     pub fn new(
         idempotency_key: impl Into<String>,
@@ -72,7 +78,7 @@ impl LaunchIntent {
             idempotency_key: idempotency_key.into(),
             job_type,
             config_version: config_version.into(),
-            created_at,
+            created_at: crate::timestamp::micro::truncate(created_at),
             target: String::new(),
         }
     }

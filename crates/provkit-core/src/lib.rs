@@ -11,7 +11,7 @@
 //!   re-provision, byte-compatible with Go (module [`config_version`]).
 //! - [`LaunchIntent`]: the write-ahead record of a launch attempt (module [`intent`]).
 //! - [`Clock`], [`SystemClock`], [`ManualClock`]: injectable wall-clock time (module [`clock`]).
-//! - [`timestamp`]: serde modules for Kubernetes-style whole-second RFC 3339 timestamps.
+//! - [`timestamp`]: serde modules for Kubernetes-style RFC 3339 timestamps (whole-second `metav1.Time`, microsecond `metav1.MicroTime`).
 //! - `k8s` (feature `k8s`): `ObjectRef`, `GroupVersionResource`, `MachineInfo` on k8s-openapi.
 //!
 //! No IO happens here.

@@ -132,3 +132,74 @@ pub mod option {
             .is_some_and(|zero| zero.and_utc() == *t)
     }
 }
+
+/// Kubernetes' `metav1.MicroTime` format: RFC 3339 in UTC with exactly six fractional digits
+/// and `Z`, e.g. `2026-06-29T12:00:00.250000Z` (what a Lease's `renewTime` holds).
+///
+/// For times that must keep their sub-second part across a status round trip (a launch
+/// intent's time bounds an idempotency lookup). Reading accepts any RFC 3339 string, so a
+/// whole-second value written earlier still reads; [`truncate`](micro::truncate) gives the
+/// value a time has after a round trip.
+///
+/// ```
+/// use chrono::{DateTime, TimeZone, Utc};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, Debug, PartialEq)]
+/// struct Intent {
+///     #[serde(with = "provkit_core::timestamp::micro")]
+///     at: DateTime<Utc>,
+/// }
+///
+/// let at = provkit_core::timestamp::micro::truncate(Utc.timestamp_opt(1_782_734_400, 250_000_999).unwrap());
+/// let json = serde_json::to_string(&Intent { at }).unwrap();
+/// assert_eq!(json, r#"{"at":"2026-06-29T12:00:00.250000Z"}"#);
+/// assert_eq!(serde_json::from_str::<Intent>(&json).unwrap().at, at);
+/// // A whole-second value (an older writer) still reads.
+/// let old: Intent = serde_json::from_str(r#"{"at":"2026-06-29T12:00:00Z"}"#).unwrap();
+/// assert_eq!(old.at, Utc.timestamp_opt(1_782_734_400, 0).unwrap());
+/// ```
+pub mod micro {
+    use super::{DateTime, Deserializer, SecondsFormat, Serializer, Utc};
+    use chrono::{SubsecRound, Timelike};
+
+    /// `t` at whole microseconds (truncated): the value it reads back as after
+    /// [`serialize`] / [`deserialize`].
+    #[must_use]
+    pub fn truncate(t: DateTime<Utc>) -> DateTime<Utc> {
+        t.trunc_subsecs(6)
+    }
+
+    /// Whether `t` has no sub-second part (a value an older, whole-second writer may have
+    /// truncated by up to a second).
+    #[must_use]
+    pub fn is_whole_second(t: &DateTime<Utc>) -> bool {
+        t.nanosecond() == 0
+    }
+
+    /// Formats `t` as `metav1.MicroTime` does: RFC 3339, UTC, six fractional digits, `Z`.
+    #[must_use]
+    pub fn format(t: &DateTime<Utc>) -> String {
+        t.to_rfc3339_opts(SecondsFormat::Micros, true)
+    }
+
+    /// Serializes a time in the `metav1.MicroTime` format (use through `#[serde(with)]`).
+    ///
+    /// # Errors
+    ///
+    /// Only those of the serializer.
+    pub fn serialize<S: Serializer>(t: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&format(t))
+    }
+
+    /// Deserializes any RFC 3339 string into UTC (use through `#[serde(with)]`).
+    ///
+    /// # Errors
+    ///
+    /// A custom serde error naming the bad string when it is not RFC 3339.
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<DateTime<Utc>, D::Error> {
+        super::deserialize(deserializer)
+    }
+}

@@ -289,6 +289,23 @@ pub trait ProvisioningProvider: Send + Sync + fmt::Debug {
     /// How this provider supports [`find_job_by_idempotency_key`](Self::find_job_by_idempotency_key).
     fn idempotency_support(&self) -> IdempotencySupport;
 
+    /// How long this provider will certainly refuse to send a launch of `job_type` for
+    /// `resource`, without sending anything (its circuit breaker to the backend is open, say);
+    /// `None`, the default, when a launch may be sent now.
+    ///
+    /// The engine asks right before it writes a launch intent: on `Some(wait)` it writes no
+    /// intent, launches nothing and requeues after `wait`, as for a rate-limited launch — an
+    /// intent written for a launch that is then refused costs a status write, and a lookup by
+    /// every process that inherits it.
+    fn launch_refused_for(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+    ) -> Option<std::time::Duration> {
+        let _ = (resource, job_type);
+        None
+    }
+
     /// Finds the job of `job_type` launched for `resource` with idempotency key `key`, if any.
     ///
     /// Providers without support return [`ProviderError::Unsupported`] (and report

@@ -64,11 +64,13 @@ impl ProvisioningCallbacks<VirtualNetwork> for VirtualNetworkCallbacks {
                 "Provisioning",
                 "provisioning the current spec",
             );
-        } else if config_applied && s.phase == Some(Phase::Progressing) {
+        } else if config_applied && matches!(s.phase, Some(Phase::Progressing | Phase::Failed)) {
             // The spec is provisioned but the phase says otherwise: the status write that
             // would have said Ready was lost (the process died after the job's success was
-            // recorded, before the phase was written). `on_succeeded` fires only on the
-            // transition, and the engine now skips: derive the phase from the history instead.
+            // recorded, before the phase was written; or a failed attempt's `Failed` was
+            // followed by a successful relaunch whose phase write was lost). `on_succeeded`
+            // fires only on the transition, and the engine now skips: derive the phase from
+            // the history instead.
             s.phase = Some(Phase::Ready);
             self.ready(
                 obj,
@@ -146,6 +148,20 @@ mod tests {
         let s = n.status.as_ref().unwrap();
         assert_eq!(s.phase, Some(Phase::Failed));
         assert_eq!(s.provisioning.conditions[0].reason, "ProvisioningFailed");
+        // Failed stays during the backoff (the config is not applied)...
+        let mut backing_off = n.clone();
+        cb.on_apply(&mut backing_off, false);
+        assert_eq!(
+            backing_off.status.as_ref().unwrap().phase,
+            Some(Phase::Failed)
+        );
+        // ...but once a relaunch succeeded at the desired config (its `Ready` write lost), the
+        // history decides: Ready.
+        let mut relaunched = n.clone();
+        cb.on_apply(&mut relaunched, true);
+        let s = relaunched.status.as_ref().unwrap();
+        assert_eq!(s.phase, Some(Phase::Ready));
+        assert_eq!(s.provisioning.conditions[0].reason, "Provisioned");
         // Failed is kept during backoff
         cb.on_apply(&mut n, false);
         assert_eq!(n.status.as_ref().unwrap().phase, Some(Phase::Failed));

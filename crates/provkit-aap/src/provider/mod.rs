@@ -947,6 +947,16 @@ impl ProvisioningProvider for AapProvider {
         IdempotencySupport::Lookup
     }
 
+    /// While the client's circuit breaker is open, the rest of its cool-down: the launch would
+    /// be refused unsent (see [`AapClient::launch_refused_for`](crate::AapClient::launch_refused_for)).
+    fn launch_refused_for(
+        &self,
+        _resource: &ResourceView,
+        _job_type: &JobType,
+    ) -> Option<Duration> {
+        self.api.launch_refused_for()
+    }
+
     async fn find_job_by_idempotency_key(
         &self,
         resource: &ResourceView,
@@ -990,9 +1000,10 @@ impl ProvisioningProvider for AapProvider {
                 .windows
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .is_not_sent(key.as_str(), at)
+                .is_jobless(key.as_str(), at)
         {
-            // This provider refused or was refused the intent's launch before any job existed.
+            // This provider refused or was refused the intent's launch before any job existed,
+            // or proved its own launch of it created none.
             return Ok(None);
         }
         let finished = || {
@@ -1022,7 +1033,15 @@ impl ProvisioningProvider for AapProvider {
                 // Its job is expected just before the answer (or the failure) that ended it, so
                 // that window is read from its end; without one, from its start.
                 let own = windows.launch_of(key.as_str(), at);
-                let (sent, ended) = own.unwrap_or((at, at + self.deadline()));
+                // An intent time without a sub-second part may come from a writer that
+                // truncated it to the second (provkit before intents kept microseconds): its
+                // attempt may have been sent up to a second after the time read.
+                let legacy = if provkit_core::timestamp::micro::is_whole_second(&at) {
+                    chrono::Duration::seconds(1)
+                } else {
+                    chrono::Duration::zero()
+                };
+                let (sent, ended) = own.unwrap_or((at, at + self.deadline() + legacy));
                 let (since, until) =
                     windows.fix(key.as_str(), at, (sent + offset.low, ended + offset.high));
                 (since, Some((until, own.is_some())))
@@ -1062,6 +1081,14 @@ impl ProvisioningProvider for AapProvider {
             })
         };
         let Some(job) = find(template.kind.job_kind()).await? else {
+            if let (Some(at), Some((_, true))) = (intent, until) {
+                // Its own launch's window, read to its end: only this provider sends under this
+                // intent, and its launch has ended, so no job can appear later.
+                self.windows
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .own_launch_absent(key.as_str(), at);
+            }
             finished();
             return Ok(None);
         };

@@ -5,10 +5,14 @@
 //! cursor is keyed by it). So the first lookup of an intent fixes the window, and every retry
 //! reads that one until the lookup ends (found, or absence proven).
 //!
-//! It also remembers the intents whose launch this provider certainly did not send (refused
-//! before the request, by the circuit breaker, a 4xx or 429 answer, the launch deadline): every
-//! launch has an intent of its own, so a lookup of such an intent needs no request — its answer
-//! is "no job". A process that did not make the launch does not know and reads the window.
+//! It also remembers the intents that certainly have no job: their launch this provider
+//! certainly did not send (refused before the request, by the circuit breaker, a 4xx or 429
+//! answer, the launch deadline), or sent and then proved absent by reading its window to the
+//! end. Every launch has an intent of its own, sent at most once and only by the process that
+//! wrote it, so a lookup of such an intent needs no request — its answer is "no job". A process
+//! that did not make the launch does not know and reads the window. What this provider knows
+//! of its own launches stays after a lookup ends (a status write that records its outcome can
+//! fail, and the intent is then looked up again).
 //!
 //! Hand-written: bounded maps; no crate needed.
 
@@ -25,11 +29,12 @@ type Intent = (String, DateTime<Utc>);
 /// A window: `(since, until)`.
 type Window = (DateTime<Utc>, DateTime<Utc>);
 
-/// The window of each intent being looked up, and the intents not sent.
+/// The window of each intent being looked up, the launches this provider made, and the intents
+/// that certainly have no job.
 #[derive(Debug, Default)]
 pub(crate) struct Windows {
     by_intent: HashMap<Intent, Window>,
-    not_sent: HashSet<Intent>,
+    jobless: HashSet<Intent>,
     /// The local times this provider sent each intent's launch and had its answer (or gave up).
     launched: HashMap<Intent, Window>,
 }
@@ -48,11 +53,9 @@ impl Windows {
         fresh
     }
 
-    /// The intent's lookup ended.
+    /// The intent's lookup ended (what is known of its launch stays).
     pub(crate) fn done(&mut self, key: &str, at: DateTime<Utc>) {
-        let id = (key.to_owned(), at);
-        self.by_intent.remove(&id);
-        self.launched.remove(&id);
+        self.by_intent.remove(&(key.to_owned(), at));
     }
 
     /// This provider sent the intent's launch at `sent` and had its answer (or gave up) at
@@ -69,22 +72,34 @@ impl Windows {
         self.launched.get(&(key.to_owned(), at)).copied()
     }
 
-    /// Whether the intent's launch is (still) certainly not sent.
+    /// Whether the intent's launch is (still) certainly not sent; a send makes it possibly
+    /// created again.
     pub(crate) fn not_sent(&mut self, key: &str, at: DateTime<Utc>, not_sent: bool) {
-        let id = (key.to_owned(), at);
         if not_sent {
-            if self.not_sent.len() >= REMEMBERED {
-                self.not_sent.clear();
-            }
-            self.not_sent.insert(id);
+            self.jobless(key, at);
         } else {
-            self.not_sent.remove(&id);
+            self.jobless.remove(&(key.to_owned(), at));
         }
     }
 
-    /// The intent's launch was certainly not sent by this provider.
-    pub(crate) fn is_not_sent(&self, key: &str, at: DateTime<Utc>) -> bool {
-        self.not_sent.contains(&(key.to_owned(), at))
+    /// This provider's own (ended) launch of the intent was proven to have created no job.
+    pub(crate) fn own_launch_absent(&mut self, key: &str, at: DateTime<Utc>) {
+        if self.launched.contains_key(&(key.to_owned(), at)) {
+            self.jobless(key, at);
+        }
+    }
+
+    fn jobless(&mut self, key: &str, at: DateTime<Utc>) {
+        if self.jobless.len() >= REMEMBERED {
+            self.jobless.clear();
+        }
+        self.jobless.insert((key.to_owned(), at));
+    }
+
+    /// The intent certainly has no job: its launch was not sent by this provider, or this
+    /// provider's own launch of it was proven absent.
+    pub(crate) fn is_jobless(&self, key: &str, at: DateTime<Utc>) -> bool {
+        self.jobless.contains(&(key.to_owned(), at))
     }
 }
 
@@ -111,23 +126,36 @@ mod tests {
     }
 
     #[test]
-    fn a_launch_is_remembered_until_its_lookup_ends() {
+    fn a_launch_is_remembered_after_its_lookup_ends() {
         let mut w = Windows::default();
         w.launched("k", t(10), (t(11), t(12)));
         assert_eq!(w.launch_of("k", t(10)), Some((t(11), t(12))));
         assert_eq!(w.launch_of("k", t(9)), None);
         w.done("k", t(10));
-        assert_eq!(w.launch_of("k", t(10)), None);
+        assert_eq!(w.launch_of("k", t(10)), Some((t(11), t(12))));
     }
 
     #[test]
     fn not_sent_is_per_intent_and_undone_by_a_send() {
         let mut w = Windows::default();
         w.not_sent("k", t(10), true);
-        assert!(w.is_not_sent("k", t(10)));
-        assert!(!w.is_not_sent("k", t(11)));
-        assert!(!w.is_not_sent("j", t(10)));
+        assert!(w.is_jobless("k", t(10)));
+        assert!(!w.is_jobless("k", t(11)));
+        assert!(!w.is_jobless("j", t(10)));
         w.not_sent("k", t(10), false);
-        assert!(!w.is_not_sent("k", t(10)));
+        assert!(!w.is_jobless("k", t(10)));
+    }
+
+    #[test]
+    fn only_an_own_launch_proven_absent_is_jobless() {
+        let mut w = Windows::default();
+        w.own_launch_absent("k", t(10));
+        assert!(!w.is_jobless("k", t(10)), "no launch of this provider");
+        w.launched("k", t(10), (t(11), t(12)));
+        w.own_launch_absent("k", t(10));
+        assert!(w.is_jobless("k", t(10)));
+        // Sent again under the same intent (a clock that did not move): possibly created.
+        w.not_sent("k", t(10), false);
+        assert!(!w.is_jobless("k", t(10)));
     }
 }

@@ -276,3 +276,44 @@ async fn a_window_longer_than_the_page_budget_is_read_over_two_calls() {
     assert_eq!(lists.len(), 5, "one more page: {lists:?}");
     assert!(lists[4].query.contains("id__gt="), "{}", lists[4].query);
 }
+
+/// An intent time without a sub-second part may have been truncated to the second by an older
+/// writer (provkit kept intent times at whole seconds before it kept microseconds), so its
+/// attempt may have been sent up to a second after the time read: its window ends a second
+/// later than that of an intent time with a fraction. Both start at their intent time.
+#[tokio::test]
+async fn a_whole_second_intent_time_ends_its_window_a_second_later() {
+    use chrono::SubsecRound;
+    let server = server(Mode::Awx).await;
+    let p = AapProvider::builder(client(&server))
+        .templates(TemplateNames::explicit("provision-job", "deprovision-job"))
+        .launch_deadline(Duration::from_secs(10))
+        .build();
+    let r = resource("legacy");
+    let whole = now().trunc_subsecs(0);
+    let fraction = whole + chrono::Duration::milliseconds(500);
+    let mut windows = Vec::new();
+    for (n, at) in [whole, fraction].into_iter().enumerate() {
+        let key = IdempotencyKey::new(format!("pk1-uid-legacy-p-00000000000000a{n}"));
+        let found = p
+            .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(at))
+            .await
+            .unwrap();
+        assert_eq!(found, None);
+        let lists = job_lists(&server);
+        let query = &lists.last().expect("one job list per lookup").query;
+        windows.push((
+            bound(query, "created__gt") - at,
+            bound(query, "created__lt") - at,
+        ));
+    }
+    assert_eq!(job_lists(&server).len(), 2);
+    let ms = |d: chrono::Duration| d.num_milliseconds();
+    // Same clock offset for both (one `Date` probe): the starts agree to the millisecond.
+    assert!(
+        (ms(windows[0].0) - ms(windows[1].0)).abs() <= 5,
+        "{windows:?}"
+    );
+    let later = ms(windows[0].1) - ms(windows[1].1);
+    assert!((995..=1_005).contains(&later), "{later} ms: {windows:?}");
+}

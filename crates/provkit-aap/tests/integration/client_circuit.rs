@@ -9,10 +9,10 @@ use std::time::Duration;
 use provkit_aap::{
     AapClient, AapProvider, CircuitBreakerConfig, CircuitState, Error, LaunchRequest,
 };
-use provkit_core::SystemClock;
+use provkit_core::{JobType, SystemClock};
 use provkit_lifecycle::{
-    LaunchCertainty, LaunchContext, Lifecycle, ProvisionHooks, ProvisionStep, ProvisioningProvider,
-    ResourceMeta, ResourceView,
+    IntentStore, LaunchCertainty, LaunchContext, Lifecycle, MemoryIntentStore, ProvisionHooks,
+    ProvisionStep, ProvisioningProvider, ResourceMeta, ResourceView,
 };
 use provkit_testing::fake_aap::{FakeAapServer, Fault, FaultAction, Mode, Trigger};
 use provkit_testing::observe::{Phase, Verdict};
@@ -80,6 +80,11 @@ async fn opens_after_a_run_of_5xx_fails_fast_on_every_clone_and_one_probe_closes
     // Every clone, every route: fail fast, nothing reaches AAP.
     let clone = client.clone();
     assert_eq!(clone.circuit_state(), CircuitState::Open);
+    assert!(
+        clone
+            .launch_refused_for()
+            .is_some_and(|d| d <= Duration::from_millis(300))
+    );
     let before = server.aap().requests().len();
     for _ in 0..20 {
         assert!(clone.get_job(id).await.unwrap_err().is_circuit_open());
@@ -100,6 +105,7 @@ async fn opens_after_a_run_of_5xx_fails_fast_on_every_clone_and_one_probe_closes
     // After the cool-down one probe goes; it fails and the circuit reopens at once.
     past_cool_down().await;
     assert_eq!(client.circuit_state(), CircuitState::HalfOpen);
+    assert_eq!(client.launch_refused_for(), None, "a probe may go");
     assert!(client.get_job(id).await.unwrap_err().is_circuit_open());
     assert_eq!(
         requests_to(&server, &job_path).len(),
@@ -428,16 +434,25 @@ async fn an_open_circuit_is_a_rate_limit_for_the_provider_and_the_engine() {
     assert!(launch.retry_after().is_some(), "{launch}");
     assert_eq!(launch.launch_certainty(), LaunchCertainty::NotMade);
 
-    // The engine: requeue after the wait, nothing recorded, no status to write.
+    // The provider says so before anything is tried: the rest of the cool-down.
+    let refused = provider.launch_refused_for(&r, &JobType::Provision);
+    assert!(
+        refused.is_some_and(|d| d <= Duration::from_millis(300)),
+        "{refused:?}"
+    );
+
+    // The engine: requeue after the wait, nothing recorded, no status to write — and no
+    // launch intent written (one status write less, nothing for a restart to look up).
     let engine = Lifecycle::new(provider, Arc::new(SystemClock));
     let mut jobs = Vec::new();
+    let intents = MemoryIntentStore::default();
     let out = engine
         .run_provisioning_lifecycle(
             &r,
             &mut jobs,
             "v1",
             &LaunchContext::new(),
-            &mut ProvisionHooks::new(),
+            &mut ProvisionHooks::new().intents(&intents),
         )
         .await
         .unwrap();
@@ -447,5 +462,10 @@ async fn an_open_circuit_is_a_rate_limit_for_the_provider_and_the_engine() {
     );
     assert!(out.requeue_after().is_some());
     assert!(!out.history_changed && jobs.is_empty());
+    assert_eq!(
+        intents.pending(),
+        None,
+        "no intent for a launch refused unsent"
+    );
     assert_eq!(server.aap().launch_count(tid), launches_before);
 }

@@ -462,6 +462,49 @@ async fn crash_after_the_intent_write_gives_one_job() {
     w.settle_and_check_one_job().await;
 }
 
+/// What the provider knows of its own launch of an intent survives the intent's round trip
+/// through the object's status: the intent time read back is the one the launch was made
+/// under, to the microsecond. AAP refuses every launch with a 400 (nothing created, certainly);
+/// the intent stays pending, and each next reconcile resolves it without reading AAP's job
+/// list (this process knows it sent nothing that created a job). Before intents kept
+/// microseconds, the time read back lost its fraction, the provider no longer recognised its
+/// own attempt, and every retry read the template's jobs of a whole launch-deadline window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_launchs_intent_read_back_from_status_needs_no_job_list() {
+    let w = World::standard().await;
+    // A time with a fraction, as every real clock has.
+    w.clock.advance(Duration::from_millis(250));
+    let refused = w.aap().add_fault(Fault::new(
+        "POST",
+        "/api/*/launch/",
+        FaultAction::json(400, &json!({"detail": "refused for the test"})),
+    ));
+    let stack = w.process();
+    w.create_network().await;
+    until("three launches were refused", || {
+        w.aap().fault_hits(refused) >= 3
+    })
+    .await;
+    stack.crash().await;
+    let job_lists: Vec<_> = w
+        .aap()
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "GET" && r.path.ends_with("/jobs/"))
+        .collect();
+    assert!(
+        job_lists.is_empty(),
+        "no lookup of an attempt this process knows it did not send: {job_lists:?}"
+    );
+    assert_eq!(w.aap().jobs().len(), 0);
+    let intent = w
+        .intent_time()
+        .expect("the refused attempt's intent is pending");
+    assert_eq!(intent.timestamp_subsec_micros(), 250_000, "{intent}");
+    w.aap().clear_faults();
+    w.settle_and_check_one_job().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_with_the_launch_sent_and_unanswered_gives_one_job() {
     let w = World::standard().await;

@@ -253,6 +253,14 @@ impl ProvisioningProvider for ViewedProvider {
         self.inner.idempotency_support()
     }
 
+    fn launch_refused_for(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+    ) -> Option<std::time::Duration> {
+        self.inner.launch_refused_for(resource, job_type)
+    }
+
     async fn find_job_by_idempotency_key(
         &self,
         resource: &ResourceView,

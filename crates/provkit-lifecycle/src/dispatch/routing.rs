@@ -359,6 +359,22 @@ impl ProvisioningProvider for RoutedProvider {
     /// [`Unsupported`](IdempotencySupport::Unsupported) when no route supports lookups,
     /// [`CheapLookup`](IdempotencySupport::CheapLookup) when every route's lookup is cheap,
     /// [`Lookup`](IdempotencySupport::Lookup) otherwise.
+    /// A provision's chosen route's answer; `None` for a deprovision (its route follows the
+    /// recorded jobs).
+    fn launch_refused_for(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+    ) -> Option<std::time::Duration> {
+        match job_type {
+            JobType::Provision => self
+                .chosen(resource)
+                .ok()
+                .and_then(|(_, p)| p.launch_refused_for(resource, job_type)),
+            _ => None,
+        }
+    }
+
     fn idempotency_support(&self) -> IdempotencySupport {
         let supports: Vec<IdempotencySupport> = self
             .routes

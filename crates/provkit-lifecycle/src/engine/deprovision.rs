@@ -112,6 +112,12 @@ impl Lifecycle {
                 .record_recovered_deprovision(jobs, found, &key, hooks)
                 .await);
         }
+        if let Some(retry_after) = self.launch_refused(resource, &JobType::Deprovision) {
+            return Ok(DeprovisionOutcome::keep(
+                DeprovisionStep::RateLimited { retry_after },
+                self.policy.rate_limit_requeue(retry_after),
+            ));
+        }
         let since = self
             .persist_intent(store, &resolution, &key, &JobType::Deprovision, "")
             .await?;

@@ -30,6 +30,21 @@ impl Lifecycle {
         }
     }
 
+    /// How long the provider will refuse a launch of `job_type` unsent
+    /// ([`launch_refused_for`](crate::ProvisioningProvider::launch_refused_for)); a refusal is
+    /// observed as a launch not made.
+    pub(super) fn launch_refused(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+    ) -> Option<std::time::Duration> {
+        let wait = self.provider.launch_refused_for(resource, job_type)?;
+        tracing::info!(retry_after = ?wait, job_type = job_type.as_str(), "launch refused unsent by the provider; no intent written");
+        self.observe
+            .launch(job_type, super::observe::Launch::NotMade);
+        Some(wait)
+    }
+
     /// Whether to look the attempt up by key (without an intent window) before writing its
     /// intent and launching, once the pending intent was resolved. Without an intent store,
     /// the in-memory journal of unknown outcomes says whether the last outcome is unknown.

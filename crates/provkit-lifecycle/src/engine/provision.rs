@@ -180,6 +180,15 @@ impl Lifecycle {
                 .record_recovered(jobs, desired, found, &key, hooks)
                 .await);
         }
+        // A launch the provider would refuse unsent gets no intent (no write, nothing for
+        // another process to look up).
+        if let Some(retry_after) = self.launch_refused(resource, &JobType::Provision) {
+            return Ok(ProvisionOutcome::new(
+                Action::Trigger,
+                ProvisionStep::RateLimited { retry_after },
+                Outcome::RequeueAfter(self.policy.rate_limit_requeue(retry_after)),
+            ));
+        }
         // Write-ahead: the launch happens only once the intent is durable.
         let since = self
             .persist_intent(store, &resolution, &key, &JobType::Provision, desired)

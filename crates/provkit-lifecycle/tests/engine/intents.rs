@@ -180,3 +180,37 @@ async fn with_an_intent_store_no_unbounded_lookup_follows_an_unknown_outcome() {
     assert_eq!(lookups(&provider), 1, "no lookup before the second launch");
     assert_eq!(provider.jobs_created("uid-1", &JobType::Provision), 1);
 }
+
+/// A provider that would refuse the launch unsent (its circuit breaker is open) gets no intent
+/// written and no launch call: the reconcile requeues after the provider's wait, as for a
+/// rate-limited launch. Once the provider may send again, the next reconcile writes the intent
+/// and launches.
+#[tokio::test]
+async fn a_launch_the_provider_would_refuse_unsent_writes_no_intent() {
+    let (provider, engine) = engine();
+    let r = resource("uid-1");
+    let mut jobs = Vec::new();
+    let store = Recording::default();
+    let wait = std::time::Duration::from_secs(7);
+    provider.set_launch_refused_for(Some(wait));
+    let out = run(&engine, &r, &mut jobs, &store).await.unwrap();
+    assert!(
+        matches!(out.step, ProvisionStep::RateLimited { retry_after } if retry_after == wait),
+        "{out:?}"
+    );
+    assert!(
+        store.written.lock().unwrap().is_empty(),
+        "no intent written"
+    );
+    assert!(provider.calls().is_empty(), "{:?}", provider.calls());
+    assert!(jobs.is_empty());
+
+    provider.set_launch_refused_for(None);
+    let out = run(&engine, &r, &mut jobs, &store).await.unwrap();
+    assert!(
+        matches!(out.step, ProvisionStep::Launched { .. }),
+        "{out:?}"
+    );
+    assert_eq!(store.written.lock().unwrap().len(), 1);
+    assert_eq!(provider.jobs_created("uid-1", &JobType::Provision), 1);
+}

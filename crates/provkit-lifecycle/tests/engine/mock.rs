@@ -16,6 +16,7 @@ async fn mockall_mock_drives_the_engine() {
     let mut mock = MockProvisioningProvider::new();
     mock.expect_idempotency_support()
         .return_const(IdempotencySupport::Unsupported);
+    mock.expect_launch_refused_for().return_const(None);
     mock.expect_name().return_const("mock".to_owned());
     let mut seq = mockall::Sequence::new();
     mock.expect_trigger_provision()
@@ -92,6 +93,7 @@ async fn the_hook_and_clock_mocks_drive_a_launch_in_order() {
     provider
         .expect_idempotency_support()
         .return_const(IdempotencySupport::Unsupported);
+    provider.expect_launch_refused_for().return_const(None);
     provider.expect_name().return_const("mock".to_owned());
     provider
         .expect_trigger_provision()

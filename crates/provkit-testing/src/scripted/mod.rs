@@ -99,6 +99,7 @@ struct State {
     jobs: BTreeMap<u64, JobEntry>,
     next_id: u64,
     calls: Vec<ProviderCall>,
+    launch_refused_for: Option<std::time::Duration>,
 }
 
 impl State {
@@ -127,6 +128,7 @@ impl ScriptedProvider {
                 jobs: BTreeMap::new(),
                 next_id: 1,
                 calls: Vec::new(),
+                launch_refused_for: None,
             })),
         }
     }
@@ -157,6 +159,13 @@ impl ScriptedProvider {
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
+    }
+
+    /// What [`launch_refused_for`](ProvisioningProvider::launch_refused_for) answers from now
+    /// on, for every resource (`Some`: as a provider whose circuit breaker is open; `None`, the
+    /// default: launches may be sent).
+    pub fn set_launch_refused_for(&self, wait: Option<std::time::Duration>) {
+        self.lock().launch_refused_for = wait;
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -498,6 +507,14 @@ impl ProvisioningProvider for ScriptedProvider {
 
     fn idempotency_support(&self) -> IdempotencySupport {
         self.support
+    }
+
+    fn launch_refused_for(
+        &self,
+        _resource: &ResourceView,
+        _job_type: &JobType,
+    ) -> Option<std::time::Duration> {
+        self.lock().launch_refused_for
     }
 
     async fn find_job_by_idempotency_key(

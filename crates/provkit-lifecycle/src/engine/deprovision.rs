@@ -23,6 +23,15 @@ use crate::resource::ResourceView;
 pub(crate) const DEPROVISION_TRIGGERED: &str = "Deprovision job triggered";
 
 impl Lifecycle {
+    /// A rate-limited deprovision step: the finalizer kept, requeued after the wait (see
+    /// [`LifecyclePolicy::rate_limit_requeue`](crate::LifecyclePolicy::rate_limit_requeue)).
+    fn deprovision_rate_limited(&self, retry_after: std::time::Duration) -> DeprovisionOutcome {
+        DeprovisionOutcome::keep(
+            DeprovisionStep::RateLimited { retry_after },
+            self.policy.rate_limit_requeue(retry_after),
+        )
+    }
+
     /// One deletion reconcile (Go's `RunDeprovisioningLifecycle`): trigger teardown when there is no
     /// deprovision job yet, otherwise poll the latest one.
     ///
@@ -113,10 +122,7 @@ impl Lifecycle {
                 .await);
         }
         if let Some(retry_after) = self.launch_refused(resource, &JobType::Deprovision) {
-            return Ok(DeprovisionOutcome::keep(
-                DeprovisionStep::RateLimited { retry_after },
-                self.policy.rate_limit_requeue(retry_after),
-            ));
+            return Ok(self.deprovision_rate_limited(retry_after));
         }
         let since = self
             .persist_intent(store, &resolution, &key, &JobType::Deprovision, "")
@@ -141,10 +147,7 @@ impl Lifecycle {
                 let e = e.redacted(&ctx.redactor());
                 if let Some(retry_after) = e.retry_after() {
                     self.observe.launch(&JobType::Deprovision, Launch::NotMade);
-                    return Ok(DeprovisionOutcome::keep(
-                        DeprovisionStep::RateLimited { retry_after },
-                        self.policy.rate_limit_requeue(retry_after),
-                    ));
+                    return Ok(self.deprovision_rate_limited(retry_after));
                 }
                 let certainty = e.launch_certainty();
                 if certainty == LaunchCertainty::Unknown
@@ -298,10 +301,7 @@ impl Lifecycle {
             Err(e) if e.retry_after().is_some() => {
                 let retry_after = e.retry_after().unwrap_or_default();
                 tracing::info!(job_id = %job_id, ?retry_after, error = %e, "deprovision job poll rate-limited; status untouched");
-                return Ok(DeprovisionOutcome::keep(
-                    DeprovisionStep::RateLimited { retry_after },
-                    self.policy.rate_limit_requeue(retry_after),
-                ));
+                return Ok(self.deprovision_rate_limited(retry_after));
             }
             Err(e) => {
                 tracing::warn!(job_id = %job_id, error = %e, "deprovision job poll failed");

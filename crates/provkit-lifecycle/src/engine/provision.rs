@@ -20,6 +20,20 @@ use crate::redact::{Redactor, redact_polled};
 use crate::resource::ResourceView;
 
 impl Lifecycle {
+    /// A rate-limited provision step of `action`: nothing recorded, requeued after the wait
+    /// (see [`LifecyclePolicy::rate_limit_requeue`](crate::LifecyclePolicy::rate_limit_requeue)).
+    fn provision_rate_limited(
+        &self,
+        action: Action,
+        retry_after: std::time::Duration,
+    ) -> ProvisionOutcome {
+        ProvisionOutcome::new(
+            action,
+            ProvisionStep::RateLimited { retry_after },
+            Outcome::RequeueAfter(self.policy.rate_limit_requeue(retry_after)),
+        )
+    }
+
     /// One provisioning reconcile (Go's `RunProvisioningLifecycle`): evaluate the history, then skip,
     /// poll, wait for the backoff, or launch a job.
     ///
@@ -183,11 +197,7 @@ impl Lifecycle {
         // A launch the provider would refuse unsent gets no intent (no write, nothing for
         // another process to look up).
         if let Some(retry_after) = self.launch_refused(resource, &JobType::Provision) {
-            return Ok(ProvisionOutcome::new(
-                Action::Trigger,
-                ProvisionStep::RateLimited { retry_after },
-                Outcome::RequeueAfter(self.policy.rate_limit_requeue(retry_after)),
-            ));
+            return Ok(self.provision_rate_limited(Action::Trigger, retry_after));
         }
         // Write-ahead: the launch happens only once the intent is durable.
         let since = self
@@ -205,11 +215,7 @@ impl Lifecycle {
                 if let Some(retry_after) = e.retry_after() {
                     self.observe.launch(&JobType::Provision, Launch::NotMade);
                     tracing::info!(retry_after = ?retry_after, "provision launch rate-limited");
-                    return Ok(ProvisionOutcome::new(
-                        Action::Trigger,
-                        ProvisionStep::RateLimited { retry_after },
-                        Outcome::RequeueAfter(self.policy.rate_limit_requeue(retry_after)),
-                    ));
+                    return Ok(self.provision_rate_limited(Action::Trigger, retry_after));
                 }
                 let certainty = e.launch_certainty();
                 if certainty == LaunchCertainty::Unknown
@@ -326,11 +332,7 @@ impl Lifecycle {
             Err(e) if e.retry_after().is_some() => {
                 let retry_after = e.retry_after().unwrap_or_default();
                 tracing::info!(job_id = %job_id, ?retry_after, error = %e, "provision job poll rate-limited; status untouched");
-                return ProvisionOutcome::new(
-                    Action::Poll,
-                    ProvisionStep::RateLimited { retry_after },
-                    Outcome::RequeueAfter(self.policy.rate_limit_requeue(retry_after)),
-                );
+                return self.provision_rate_limited(Action::Poll, retry_after);
             }
             Err(e) => {
                 tracing::warn!(job_id = %job_id, error = %e, "provision job poll failed");

@@ -1021,14 +1021,14 @@ fn sample_memory(h: &Harness) -> MemorySample {
     // The fake's own footprint (reference counts under its lock, sized after): sampling must
     // not copy the stores, or the copies become the peak it reports.
     let footprint = h.api.footprint();
-    let jobs = h.backend.aap().jobs();
-    let jobs_bytes: usize = jobs.iter().map(|j| j.extra_vars.len() + 300).sum();
+    let jobs = h.backend.aap().jobs_footprint();
+    let jobs_bytes = jobs.extra_vars_bytes + jobs.jobs * 300;
     MemorySample {
         rss: rss_bytes().unwrap_or(0),
         stores: footprint.json_bytes() - footprint.history_json_bytes,
         objects: footprint.objects(),
         jobs_bytes: jobs_bytes as u64,
-        jobs: jobs.len(),
+        jobs: jobs.jobs,
         watch_window: footprint.history_json_bytes,
     }
 }

@@ -91,6 +91,16 @@ pub use websocket::WebsocketStats;
 use self::app::App;
 use self::state::{Template, Unified};
 
+/// What [`FakeAap::jobs_footprint`] counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JobsFootprint {
+    /// Jobs and workflow jobs held (deleted ones excluded).
+    pub jobs: usize,
+    /// The sum of their `extra_vars` texts' lengths, in bytes.
+    pub extra_vars_bytes: usize,
+}
+
 /// A job as the inspection API reports it.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -363,6 +373,20 @@ impl FakeAap {
         ids.into_iter()
             .filter_map(|id| job_info(&mut st, id, now))
             .collect()
+    }
+
+    /// How many jobs and workflow jobs the server holds and how large their stored
+    /// `extra_vars` texts are, counted under its lock without copying a job — for memory
+    /// reports that must not become part of the peak they report ([`FakeAap::jobs`] copies
+    /// every job).
+    pub fn jobs_footprint(&self) -> JobsFootprint {
+        let st = self.app.lock();
+        let mut footprint = JobsFootprint::default();
+        for job in st.jobs.iter().flatten() {
+            footprint.jobs += 1;
+            footprint.extra_vars_bytes += job.common().extra_vars.len();
+        }
+        footprint
     }
 
     /// One job or workflow job.

@@ -106,6 +106,8 @@ impl OValue {
     pub fn py_dumps(&self) -> String {
         let mut out = String::new();
         self.write_py(&mut out);
+        // Grown by doubling: a stored job's text would otherwise keep up to twice its length.
+        out.shrink_to_fit();
         out
     }
 
@@ -360,6 +362,9 @@ mod tests {
             v.py_dumps(),
             r#"{"network_name": "net-a", "cidr": "10.0.0.0/24", "n": [1, 2.5, true, null], "\u00e9": "\u00fc"}"#
         );
+        // Stored with every job: no spare capacity from growing the text.
+        let text = v.py_dumps();
+        assert_eq!(text.capacity(), text.len());
     }
 
     #[test]

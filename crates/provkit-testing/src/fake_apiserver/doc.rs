@@ -33,7 +33,10 @@ impl Doc {
     /// Serializes `value` (a JSON object) as the stored version.
     pub(crate) fn new(value: &Value) -> Self {
         // Serializing a `Value` cannot fail: its map keys are strings.
-        let json = serde_json::to_vec(value).unwrap_or_default();
+        let mut json = serde_json::to_vec(value).unwrap_or_default();
+        // `Bytes::from(Vec)` keeps the vector's capacity, and serializing grows it by
+        // doubling: every stored version would otherwise hold up to twice its size.
+        json.shrink_to_fit();
         Self(Arc::new(Stored {
             json: Bytes::from(json),
             namespace: text(value, "/metadata/namespace").into(),

@@ -47,6 +47,13 @@ async fn thousands_of_jobs_move_when_the_clock_advances() {
     assert_eq!(jobs.len(), 2000);
     assert!(jobs.iter().all(|j| j.status == "successful"));
     assert_eq!(jobs[1999].extra_vars, "{\"i\": 1999}");
+    // The footprint counts what `jobs()` copies, without copying it.
+    let footprint = aap.jobs_footprint();
+    assert_eq!(footprint.jobs, 2000);
+    assert_eq!(
+        footprint.extra_vars_bytes,
+        jobs.iter().map(|j| j.extra_vars.len()).sum::<usize>()
+    );
     assert_eq!(
         aap.launch_count(aap.template_id("bulk", Some("Default")).unwrap()),
         2000

@@ -497,10 +497,16 @@ impl Replica {
             .build()
             .map_err(StackError::Client)?;
         // OSAC's current extra_vars: `osac_job_vars.resource` (osac-project/osac 232f1752e).
+        // The launch deadline scaled like every other duration (production: the client's 30 s
+        // timeout plus 30 s): a restarted replica reads an inherited intent's window once it
+        // has closed.
         let provider = AapProvider::builder(client)
             .template_prefix(TEMPLATE_PREFIX)
             .envelope(Envelope::OsacJobVars)
             .clock(clock.clone())
+            .launch_deadline(
+                scale.timeout(Duration::from_secs(30)) + scale.of(Duration::from_secs(30)),
+            )
             .build();
         Ok(Self {
             name: name.to_owned(),

@@ -288,12 +288,16 @@ impl<K: ProvisionedResource> Provisioner<K> {
     /// step — or after the rate limit the chain carries, when that is longer (a `429` or `503`
     /// with `Retry-After` on a call the engine does not requeue for itself, such as the
     /// lookup by idempotency key, or an open circuit breaker;
-    /// [`find_rate_limit`](provkit_lifecycle::find_rate_limit)). The free
+    /// [`find_rate_limit`](provkit_lifecycle::find_rate_limit)) or after the wait of an answer
+    /// the provider cannot give yet ([`RetryLater`](provkit_lifecycle::RetryLater): a lookup of
+    /// another process's intent whose launch window is still open). The free
     /// [`error_policy`](crate::error_policy()) calls this; call it from your own error policy
     /// when you wrap it.
     pub fn error_policy(&self, obj: &K, error: &ReconcileError) -> Action {
         let (backoff, failures) = self.backoff.failed(&backoff_key(obj));
-        let delay = provkit_lifecycle::find_rate_limit(error).map_or(backoff, |w| w.max(backoff));
+        let delay = provkit_lifecycle::find_rate_limit(error)
+            .or_else(|| provkit_lifecycle::find_retry_later(error))
+            .map_or(backoff, |w| w.max(backoff));
         tracing::warn!(
             error = %ErrorChain(error),
             failures,

@@ -237,5 +237,19 @@ async fn a_rate_limit_in_the_error_chain_is_honoured_by_the_error_policy() {
         Action::requeue(Duration::from_secs(4)),
         "a shorter Retry-After does not shorten the backoff"
     );
-    assert_eq!(provisioner.consecutive_failures(&obj), 3);
+    // An answer the provider cannot give yet (the lookup of another process's intent, deferred
+    // until its launch window closes) is waited for the same way.
+    let deferred = lookup_failed(ProviderError::other_with_source(
+        "idempotency lookup deferred",
+        provkit_lifecycle::RetryLater::new(
+            "the launch window of intent key-a ends later",
+            Duration::from_secs(45),
+        ),
+    ));
+    assert_eq!(
+        provisioner.error_policy(&obj, &deferred),
+        Action::requeue(Duration::from_secs(45)),
+        "the fourth backoff step is 8 s; the window's end wins"
+    );
+    assert_eq!(provisioner.consecutive_failures(&obj), 4);
 }

@@ -226,6 +226,60 @@ pub struct RateLimitError {
     pub retry_after: Duration,
 }
 
+/// An answer a provider cannot give yet, with when to ask again — for example an idempotency
+/// lookup of another process's launch intent whose launch window is still open (its job may
+/// yet appear). Wrap it as the `source` of a [`ProviderError`]; provkit-kube's error policy
+/// requeues the object after `retry_after` ([`find_retry_later`]). It is not a rate limit
+/// ([`find_rate_limit`] does not find it), and its `Display` is the message alone, so a
+/// deferral repeated with a shorter wait keeps the same text.
+///
+/// ```
+/// use std::time::Duration;
+/// use provkit_lifecycle::{ProviderError, RetryLater, find_rate_limit, find_retry_later};
+///
+/// let err = ProviderError::other_with_source(
+///     "idempotency lookup deferred",
+///     RetryLater::new("the launch window closes at 12:00:05Z", Duration::from_secs(3)),
+/// );
+/// assert_eq!(find_retry_later(&err), Some(Duration::from_secs(3)));
+/// assert_eq!(find_rate_limit(&err), None);
+/// assert_eq!(
+///     provkit_lifecycle::ErrorChain(&err).to_string(),
+///     "idempotency lookup deferred: the launch window closes at 12:00:05Z"
+/// );
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+#[non_exhaustive]
+pub struct RetryLater {
+    /// Why the answer has to wait.
+    pub message: String,
+    /// How long until asking again can give the answer.
+    pub retry_after: Duration,
+}
+
+impl RetryLater {
+    /// An answer to ask for again after `retry_after`, for the reason `message`.
+    pub fn new(message: impl Into<String>, retry_after: Duration) -> Self {
+        Self {
+            message: message.into(),
+            retry_after,
+        }
+    }
+}
+
+/// Finds a [`RetryLater`] anywhere in an error chain and returns its wait.
+pub fn find_retry_later(err: &(dyn StdError + 'static)) -> Option<Duration> {
+    let mut current: Option<&(dyn StdError + 'static)> = Some(err);
+    while let Some(e) = current {
+        if let Some(r) = e.downcast_ref::<RetryLater>() {
+            return Some(r.retry_after);
+        }
+        current = e.source();
+    }
+    None
+}
+
 /// Finds a rate limit anywhere in an error chain ([`ProviderError::RateLimited`] or
 /// [`RateLimitError`]) and returns its retry-after duration (Go's `AsRateLimitError`).
 pub fn find_rate_limit(err: &(dyn StdError + 'static)) -> Option<Duration> {

@@ -35,8 +35,8 @@ pub use engine::multi_target::{
 pub use engine_error::LifecycleError;
 #[doc(inline)]
 pub use error::{
-    BoxError, ErrorChain, GoDuration, LaunchCertainty, ProviderError, RateLimitError,
-    find_not_found, find_rate_limit,
+    BoxError, ErrorChain, GoDuration, LaunchCertainty, ProviderError, RateLimitError, RetryLater,
+    find_not_found, find_rate_limit, find_retry_later,
 };
 #[doc(inline)]
 pub use hooks::{

@@ -23,6 +23,10 @@
 //!   one `Date` header of `GET ping/`), so the window is
 //!   `[intent + offset.low, intent + deadline + offset.high]`, read oldest first, at most
 //!   [`lookup_pages_per_call`](crate::AapClientBuilder::lookup_pages_per_call) pages per call.
+//!   An intent this provider did not launch (another process's, or its own before a restart)
+//!   is read only once that window has closed on AAP's clock — its launch may still be in
+//!   AAP's hands — and is answered before that with a [`RetryLater`](provkit_lifecycle::RetryLater)
+//!   error (the reconcile comes back at the window's end).
 //! - Templates that would drop the payload: before the first launch of a template its launch
 //!   requirements are read (`GET …/launch/`, cached per template) and a template that does not
 //!   prompt for variables is refused with [`Error::TemplateIgnoresExtraVars`]. A launch answer
@@ -970,7 +974,10 @@ impl ProvisioningProvider for AapProvider {
     /// With `since` (the attempt's intent time): lists the template's jobs created from `since`
     /// plus the measured clock offset's low bound to `since` plus the launch deadline plus its
     /// high bound, oldest first, until the key is found or the window ends (the window is fixed
-    /// at the intent's first lookup, so a lookup cut short continues where it stopped). Without
+    /// at the intent's first lookup, so a lookup cut short continues where it stopped). An
+    /// intent this provider did not launch is read only once that window has closed on AAP's
+    /// clock; before, the answer is an error with a [`RetryLater`](provkit_lifecycle::RetryLater)
+    /// source and no request is made. Without
     /// it: since this process's first launch of `key`, else within the lookup window and not
     /// before the resource's creation, newest first, up to now.
     /// Reaching the client's list cap without a match is an error, never "not found".
@@ -1044,6 +1051,26 @@ impl ProvisioningProvider for AapProvider {
                 let (sent, ended) = own.unwrap_or((at, at + self.deadline() + legacy));
                 let (since, until) =
                     windows.fix(key.as_str(), at, (sent + offset.low, ended + offset.high));
+                drop(windows);
+                if own.is_none()
+                    && let Some(wait) = window_open_for(until, self.clock.now() + offset.low)
+                {
+                    // Another process's attempt (or this process's before a restart): its
+                    // launch may still be in AAP's hands — AWX finishes a request whose client
+                    // went away — so a job may yet appear in the window. Absence is proven only
+                    // once the window has closed on AAP's clock.
+                    return Err(ProviderError::other_with_source(
+                        "idempotency lookup deferred",
+                        provkit_lifecycle::RetryLater::new(
+                            format!(
+                                "the launch window of intent {} ends at {} on AAP's clock, and a launch another process sent under it may still create its job until then; its absence can be proven once the window has closed",
+                                key.as_str(),
+                                until.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+                            ),
+                            wait,
+                        ),
+                    ));
+                }
                 (since, Some((until, own.is_some())))
             }
             None => (self.since(resource, key).await, None),
@@ -1109,6 +1136,12 @@ impl ProvisioningProvider for AapProvider {
             job.status.as_str(),
         )))
     }
+}
+
+/// How long until a window ending at `until` (AAP's clock) has certainly closed, when AAP's
+/// clock reads at least `aap_now_low`; `None` once it has.
+fn window_open_for(until: DateTime<Utc>, aap_now_low: DateTime<Utc>) -> Option<Duration> {
+    (until - aap_now_low).to_std().ok().filter(|d| !d.is_zero())
 }
 
 /// What a launch produced.

@@ -2,18 +2,19 @@
 //! that attempt's window, oldest first, and ends at its launch deadline, so its cost follows the
 //! object, not the template's traffic, and it converges under faults.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use provkit_aap::provider::TemplateNames;
 use provkit_aap::{AapClient, AapProvider, CircuitBreakerConfig, LaunchRequest, RetryConfig};
-use provkit_core::{Clock, JobType, SystemClock};
+use provkit_core::{Clock, JobType, ManualClock, SystemClock};
 use provkit_lifecycle::{
     IdempotencyKey, LaunchCertainty, LaunchContext, ProvisioningProvider, ResourceMeta,
-    ResourceView,
+    ResourceView, find_retry_later,
 };
 use provkit_testing::fake_aap::{FakeAapServer, Fault, FaultAction, Mode, Trigger};
 
-use crate::support::{builder, client, requests_to, server};
+use crate::support::{builder, client, requests_to, server, server_with};
 
 fn resource(name: &str) -> ResourceView {
     ResourceView::new(
@@ -41,6 +42,24 @@ fn provider(client: AapClient) -> AapProvider {
     AapProvider::builder(client)
         .templates(TemplateNames::explicit("provision-job", "deprovision-job"))
         .clock_skew(Duration::from_secs(2))
+        .build()
+}
+
+/// A fake AAP and a clock it shares with the providers of a test (so that a launch window can
+/// close without waiting for it).
+async fn server_on_manual_clock() -> (FakeAapServer, ManualClock) {
+    let clock = ManualClock::new(now());
+    let shared = Arc::new(clock.clone());
+    let server = server_with(Mode::Awx, move |b| b.clock(shared)).await;
+    (server, clock)
+}
+
+/// A provider on `clock` with a 10 s launch deadline.
+fn provider_on(client: AapClient, clock: &ManualClock) -> AapProvider {
+    AapProvider::builder(client)
+        .templates(TemplateNames::explicit("provision-job", "deprovision-job"))
+        .clock(Arc::new(clock.clone()))
+        .launch_deadline(Duration::from_secs(10))
         .build()
 }
 
@@ -114,22 +133,32 @@ async fn an_absence_proof_on_a_busy_template_converges_under_faults() {
 
 /// The usual case reads one page: the attempt's job was created just after its intent, and the
 /// window is read oldest first (`order_by=id`) up to the launch deadline (`created__lt`), even
-/// with 450 later jobs of the same template (newest first, it was on page 3).
+/// with 450 later jobs of the same template (newest first, it was on page 3). Another process
+/// reads it once the window has closed (before, its lookup is deferred without a request).
 #[tokio::test]
 async fn an_intents_job_is_on_the_first_page_read_oldest_first() {
-    let server = server(Mode::Awx).await;
-    let launcher = provider(client(&server));
+    let (server, clock) = server_on_manual_clock().await;
+    let launcher = provider_on(client(&server), &clock);
     let r = resource("found");
     let key = IdempotencyKey::new("pk1-uid-found-p-00000000000000aa");
-    let intent = now();
+    let intent = clock.now();
     let ctx = LaunchContext::new()
         .with_idempotency_key(key.clone())
         .with_attempt_started(Some(intent));
     let id = launcher.trigger_provision(&r, &ctx).await.unwrap().job_id;
+    // Other objects' launches, a second later (inside the intent's window, after the launch).
+    clock.advance(Duration::from_secs(1));
     other_jobs(&client(&server), 450).await;
-    // Another process: no clock-skew sample yet (the 2 s default applies).
-    let other = provider(client(&server));
+    // Another process: no clock-offset sample yet (its `Date` probe bounds it).
+    let other = provider_on(client(&server), &clock);
     let before = job_lists(&server).len();
+    let deferred = other
+        .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
+        .await
+        .unwrap_err();
+    let wait = find_retry_later(&deferred).expect("deferred until the window closes");
+    assert_eq!(job_lists(&server).len(), before, "no job list while open");
+    clock.advance(wait + Duration::from_secs(1));
     let found = other
         .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
         .await
@@ -144,7 +173,8 @@ async fn an_intents_job_is_on_the_first_page_read_oldest_first() {
         "{}",
         lists[0].query
     );
-    // The launcher measured AAP's clock from its launch answer: its window is narrow too.
+    // The launcher measured AAP's clock from its launch answer and knows its own launch: its
+    // narrow window is read at once.
     let found = launcher
         .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
         .await
@@ -153,6 +183,60 @@ async fn an_intents_job_is_on_the_first_page_read_oldest_first() {
     assert_eq!(found.job_id, id);
     let lists = job_lists(&server).split_off(before + 1);
     assert_eq!(lists.len(), 1, "{lists:?}");
+}
+
+/// An intent this provider did not launch (another process's, or its own before a restart)
+/// is not proven absent while its launch window is open: the launch may still be in AAP's
+/// hands (AWX finishes a request whose client went away: the old leader crashed, or lost its
+/// lease, with the request in flight), and its job can appear until the window closes. The
+/// lookup is deferred without a request ([`RetryLater`](provkit_lifecycle::RetryLater): the
+/// reconcile comes back when the window has closed), and read then, the late job is found.
+/// Before, the open window was read at once, the job was not there yet, and the engine
+/// launched the attempt a second time.
+#[tokio::test]
+async fn an_inherited_intents_window_is_read_only_once_closed() {
+    let (server, clock) = server_on_manual_clock().await;
+    let heir = provider_on(client(&server), &clock);
+    let r = resource("late");
+    let key = IdempotencyKey::new("pk1-uid-late-p-00000000000000aa");
+    let intent = clock.now();
+    clock.advance(Duration::from_secs(1));
+    let deferred = heir
+        .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
+        .await
+        .unwrap_err();
+    let wait = find_retry_later(&deferred).expect("deferred until the window closes");
+    // The window: the 10 s deadline after the intent, plus the measured offset's width (the
+    // `Date` probe's second), from one second after the intent.
+    assert!(
+        wait > Duration::from_secs(8) && wait < Duration::from_secs(12),
+        "{wait:?}"
+    );
+    let text = provkit_lifecycle::ErrorChain(&deferred).to_string();
+    assert!(text.contains("idempotency lookup deferred"), "{text}");
+    assert!(text.contains(key.as_str()), "{text}");
+    assert!(job_lists(&server).is_empty(), "no job list while open");
+    // Asked again while still open: the same text (a condition showing it is not rewritten).
+    let again = heir
+        .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
+        .await
+        .unwrap_err();
+    assert_eq!(provkit_lifecycle::ErrorChain(&again).to_string(), text);
+    // The previous leader's launch under that intent creates its job now, inside the window.
+    clock.advance(Duration::from_secs(2));
+    let previous = provider_on(client(&server), &clock);
+    let ctx = LaunchContext::new()
+        .with_idempotency_key(key.clone())
+        .with_attempt_started(Some(intent));
+    let id = previous.trigger_provision(&r, &ctx).await.unwrap().job_id;
+    clock.advance(wait);
+    let found = heir
+        .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
+        .await
+        .unwrap()
+        .expect("the late job is found once the window has closed");
+    assert_eq!(found.job_id, id);
+    assert_eq!(job_lists(&server).len(), 1);
 }
 
 /// A launch not sent by its intent's launch deadline is refused before any request (the
@@ -217,7 +301,8 @@ async fn a_process_that_launched_nothing_bounds_aaps_clock_by_its_date_header() 
         .build();
     let r = resource("inherited");
     let key = IdempotencyKey::new("pk1-uid-inherited-p-00000000000000aa");
-    let intent = now();
+    // Long enough ago for its window (10 s, on AAP's clock) to have closed.
+    let intent = now() - chrono::Duration::seconds(15);
     let found = p
         .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
         .await
@@ -251,10 +336,12 @@ async fn a_process_that_launched_nothing_bounds_aaps_clock_by_its_date_header() 
 /// only what the first did not (`id__gt` past the last id read).
 #[tokio::test]
 async fn a_window_longer_than_the_page_budget_is_read_over_two_calls() {
-    let server = server(Mode::Awx).await;
-    let intent = now();
+    let (server, clock) = server_on_manual_clock().await;
+    let intent = clock.now();
     other_jobs(&client(&server), 1_000).await;
-    let p = provider(client(&server));
+    // The window (10 s after the intent) has closed.
+    clock.advance(Duration::from_secs(15));
+    let p = provider_on(client(&server), &clock);
     let r = resource("budget");
     let key = IdempotencyKey::new("pk1-uid-budget-p-00000000000000aa");
     let err = p
@@ -290,7 +377,8 @@ async fn a_whole_second_intent_time_ends_its_window_a_second_later() {
         .launch_deadline(Duration::from_secs(10))
         .build();
     let r = resource("legacy");
-    let whole = now().trunc_subsecs(0);
+    // Long enough ago for both windows (10 s) to have closed.
+    let whole = (now() - chrono::Duration::seconds(20)).trunc_subsecs(0);
     let fraction = whole + chrono::Duration::milliseconds(500);
     let mut windows = Vec::new();
     for (n, at) in [whole, fraction].into_iter().enumerate() {

@@ -1056,9 +1056,10 @@ impl ProvisioningProvider for AapProvider {
                     && let Some(wait) = window_open_for(until, self.clock.now() + offset.low)
                 {
                     // Another process's attempt (or this process's before a restart): its
-                    // launch may still be in AAP's hands — AWX finishes a request whose client
-                    // went away — so a job may yet appear in the window. Absence is proven only
-                    // once the window has closed on AAP's clock.
+                    // launch may still be in AAP's hands (a deposed leader still waiting for
+                    // it; a request whose client died, which a WSGI server normally finishes),
+                    // so a job may yet appear in the window. Absence is proven only once the
+                    // window has closed on AAP's clock.
                     return Err(ProviderError::other_with_source(
                         "idempotency lookup deferred",
                         provkit_lifecycle::RetryLater::new(

@@ -187,8 +187,8 @@ async fn an_intents_job_is_on_the_first_page_read_oldest_first() {
 
 /// An intent this provider did not launch (another process's, or its own before a restart)
 /// is not proven absent while its launch window is open: the launch may still be in AAP's
-/// hands (AWX finishes a request whose client went away: the old leader crashed, or lost its
-/// lease, with the request in flight), and its job can appear until the window closes. The
+/// hands (a deposed leader still waiting for it; a request whose client died, which a WSGI
+/// server normally finishes), and its job can appear until the window closes. The
 /// lookup is deferred without a request ([`RetryLater`](provkit_lifecycle::RetryLater): the
 /// reconcile comes back when the window has closed), and read then, the late job is found.
 /// Before, the open window was read at once, the job was not there yet, and the engine

@@ -745,7 +745,9 @@ impl<K> AsRef<Provisioner<K>> for Provisioner<K> {
 
 /// The condition type set while a launch is blocked because the idempotency lookup could not
 /// prove that the pending attempt's job does not exist (status `True`, reason
-/// `IdempotencyLookupFailed`, message: the error chain without request ids, so it stays the same
+/// `IdempotencyLookupFailed` — or `IdempotencyLookupDeferred` while the lookup waits for the
+/// launch window of another process's intent to close ([`RetryLater`](provkit_lifecycle::RetryLater)),
+/// message: the error chain without request ids, so it stays the same
 /// — and writes no status — while the same error repeats). Removed once the attempt is resolved.
 /// A `LaunchBlocked` Warning Event accompanies it (see [`crate::events`]).
 pub const LAUNCH_BLOCKED_CONDITION: &str = "LaunchBlocked";
@@ -761,12 +763,17 @@ pub(crate) fn show_launch_blocked<K: ProvisionedResource>(
     match error {
         Some(e @ LifecycleError::IdempotencyLookup { .. }) => {
             let message = lifecycle.error_status_text(e);
+            let reason = if provkit_lifecycle::find_retry_later(e).is_some() {
+                "IdempotencyLookupDeferred"
+            } else {
+                "IdempotencyLookupFailed"
+            };
             crate::status::set_condition(
                 conditions,
                 crate::status::NewCondition {
                     type_: LAUNCH_BLOCKED_CONDITION,
                     status: crate::status::ConditionStatus::True,
-                    reason: "IdempotencyLookupFailed",
+                    reason,
                     message: &message,
                     observed_generation: None,
                 },

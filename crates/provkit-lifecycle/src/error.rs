@@ -270,10 +270,20 @@ impl RetryLater {
 
 /// Finds a [`RetryLater`] anywhere in an error chain and returns its wait.
 pub fn find_retry_later(err: &(dyn StdError + 'static)) -> Option<Duration> {
+    find_in_chain(err, |e| {
+        e.downcast_ref::<RetryLater>().map(|r| r.retry_after)
+    })
+}
+
+/// The first answer `found` gives for an error of `err`'s chain (`err`, then each `source()`).
+fn find_in_chain<T>(
+    err: &(dyn StdError + 'static),
+    found: impl Fn(&(dyn StdError + 'static)) -> Option<T>,
+) -> Option<T> {
     let mut current: Option<&(dyn StdError + 'static)> = Some(err);
     while let Some(e) = current {
-        if let Some(r) = e.downcast_ref::<RetryLater>() {
-            return Some(r.retry_after);
+        if let Some(answer) = found(e) {
+            return Some(answer);
         }
         current = e.source();
     }
@@ -283,30 +293,22 @@ pub fn find_retry_later(err: &(dyn StdError + 'static)) -> Option<Duration> {
 /// Finds a rate limit anywhere in an error chain ([`ProviderError::RateLimited`] or
 /// [`RateLimitError`]) and returns its retry-after duration (Go's `AsRateLimitError`).
 pub fn find_rate_limit(err: &(dyn StdError + 'static)) -> Option<Duration> {
-    let mut current: Option<&(dyn StdError + 'static)> = Some(err);
-    while let Some(e) = current {
-        if let Some(ProviderError::RateLimited { retry_after }) = e.downcast_ref::<ProviderError>()
-        {
-            return Some(*retry_after);
-        }
-        if let Some(r) = e.downcast_ref::<RateLimitError>() {
-            return Some(r.retry_after);
-        }
-        current = e.source();
-    }
-    None
+    find_in_chain(err, |e| match e.downcast_ref::<ProviderError>() {
+        Some(ProviderError::RateLimited { retry_after }) => Some(*retry_after),
+        _ => e.downcast_ref::<RateLimitError>().map(|r| r.retry_after),
+    })
 }
 
 /// True when any error in the chain is a [`ProviderError::NotFound`].
 pub fn find_not_found(err: &(dyn StdError + 'static)) -> bool {
-    let mut current: Option<&(dyn StdError + 'static)> = Some(err);
-    while let Some(e) = current {
-        if let Some(ProviderError::NotFound { .. }) = e.downcast_ref::<ProviderError>() {
-            return true;
-        }
-        current = e.source();
-    }
-    false
+    find_in_chain(err, |e| {
+        matches!(
+            e.downcast_ref::<ProviderError>(),
+            Some(ProviderError::NotFound { .. })
+        )
+        .then_some(())
+    })
+    .is_some()
 }
 
 /// Displays an error and its whole `source()` chain, joined with `": "` — the way to render an

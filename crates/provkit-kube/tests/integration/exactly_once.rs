@@ -473,6 +473,64 @@ async fn crash_after_the_intent_write_gives_one_job() {
     w.settle_and_check_one_job().await;
 }
 
+/// A restart right after a crash does not read the dead process's launch window while it is
+/// still open (its launch may yet create a job): the attempt shows `LaunchBlocked`, reason
+/// `IdempotencyLookupDeferred`, and AAP's job list is not read. Once the window has closed
+/// (the manual clock moved past it, and a change of the object brings the reconcile back
+/// before the requeue, which runs on real time), absence is proven and one job is launched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_inside_the_launch_window_defers_the_lookup_until_it_closes() {
+    let w = World::standard().await;
+    w.aap()
+        .add_fault(Fault::new("POST", "/api/*/launch/", FaultAction::Latency(HOUR)).before());
+    let stack = w.process();
+    w.create_network().await;
+    until("the intent is persisted", || w.intent_pending()).await;
+    stack.crash().await;
+    w.aap().clear_faults();
+    let stack = w.process();
+    let deferred = || {
+        w.object()
+            .provisioning_status()
+            .and_then(|s| {
+                provkit_kube::status::find_condition(&s.conditions, LAUNCH_BLOCKED_CONDITION)
+                    .cloned()
+            })
+            .filter(|c| c.status == "True" && c.reason == "IdempotencyLookupDeferred")
+    };
+    until("LaunchBlocked shows the deferred lookup", || {
+        deferred().is_some()
+    })
+    .await;
+    let shown = deferred().unwrap();
+    assert!(shown.message.contains("launch window"), "{}", shown.message);
+    let job_lists = || {
+        w.aap()
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "GET" && r.path.ends_with("/jobs/"))
+            .count()
+    };
+    assert_eq!(job_lists(), 0, "no job list while the window is open");
+    assert_eq!(w.aap().jobs().len(), 0);
+    w.clock.advance(PAST_THE_LAUNCH_WINDOW);
+    w.user()
+        .patch(
+            NAME,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"touched": "1"}}})),
+        )
+        .await
+        .unwrap();
+    until("the resource's job is recorded", || {
+        w.provision_jobs().len() == 1
+    })
+    .await;
+    assert_eq!(job_lists(), 1, "one read of the closed window");
+    assert_eq!(w.aap().jobs().len(), 1);
+    stack.crash().await;
+}
+
 /// What the provider knows of its own launch of an intent survives the intent's round trip
 /// through the object's status: the intent time read back is the one the launch was made
 /// under, to the microsecond. AAP refuses every launch with a 400 (nothing created, certainly);

@@ -374,6 +374,18 @@ impl World {
         stack.crash().await;
     }
 
+    /// A process creates the network while AAP holds every launch before handling it, and
+    /// dies once the intent is persisted: the intent lands, no job can be created. The fault
+    /// stays until the caller clears it.
+    async fn crash_after_the_intent_write(&self) {
+        self.aap()
+            .add_fault(Fault::new("POST", "/api/*/launch/", FaultAction::Latency(HOUR)).before());
+        let stack = self.process();
+        self.create_network().await;
+        until("the intent is persisted", || self.intent_pending()).await;
+        stack.crash().await;
+    }
+
     fn intent_time(&self) -> Option<chrono::DateTime<chrono::Utc>> {
         self.object()
             .provisioning_status()
@@ -459,13 +471,7 @@ async fn refused_status_writes_launch_nothing_then_exactly_one_job() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crash_after_the_intent_write_gives_one_job() {
     let w = World::standard().await;
-    // AAP holds every launch before handling it: the intent lands, no job can be created.
-    w.aap()
-        .add_fault(Fault::new("POST", "/api/*/launch/", FaultAction::Latency(HOUR)).before());
-    let stack = w.process();
-    w.create_network().await;
-    until("the intent is persisted", || w.intent_pending()).await;
-    stack.crash().await;
+    w.crash_after_the_intent_write().await;
     assert_eq!(w.aap().jobs().len(), 0);
     assert!(w.intent_pending(), "the intent survives the crash");
     assert!(w.provision_jobs().is_empty());
@@ -481,12 +487,7 @@ async fn crash_after_the_intent_write_gives_one_job() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_inside_the_launch_window_defers_the_lookup_until_it_closes() {
     let w = World::standard().await;
-    w.aap()
-        .add_fault(Fault::new("POST", "/api/*/launch/", FaultAction::Latency(HOUR)).before());
-    let stack = w.process();
-    w.create_network().await;
-    until("the intent is persisted", || w.intent_pending()).await;
-    stack.crash().await;
+    w.crash_after_the_intent_write().await;
     w.aap().clear_faults();
     let stack = w.process();
     let deferred = || {

@@ -884,6 +884,15 @@ impl ProvisioningProvider for AapProvider {
         jobs: &[JobStatus],
         ctx: &LaunchContext,
     ) -> Result<DeprovisionResult, ProviderError> {
+        // Until the delete template's launch is sent, nothing is sent under this attempt's
+        // intent — also when the deprovision only waits for a cancel below: a later lookup of
+        // the intent by this provider needs no request (and no wait for its window).
+        let intent = ctx
+            .idempotency_key
+            .as_ref()
+            .zip(ctx.attempt_started)
+            .map(|(key, at)| (key.as_str(), at));
+        self.mark_not_sent(intent, true);
         let mut provision_status = None;
         // A provision job recorded in a final state cannot run any more: nothing to cancel,
         // and nothing to read (one request per deletion saved).

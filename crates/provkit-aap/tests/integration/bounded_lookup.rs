@@ -239,6 +239,59 @@ async fn an_inherited_intents_window_is_read_only_once_closed() {
     assert_eq!(job_lists(&server).len(), 1);
 }
 
+/// A deprovision that only waits for the running provision job's cancel sends nothing under its
+/// attempt's intent: the same provider's next lookup of that intent answers "no job" at once —
+/// no request, and no wait for the window (which it would give an intent it did not make).
+#[tokio::test]
+async fn a_deprovision_waiting_for_a_cancel_knows_its_intent_has_no_job() {
+    let server = server_with(Mode::Awx, |b| {
+        b.job_template(provkit_testing::fake_aap::JobTemplateSpec {
+            script: Some(crate::support::quick(
+                provkit_testing::fake_aap::JobScript::run_until_canceled(),
+            )),
+            ..provkit_testing::fake_aap::JobTemplateSpec::new("forever", "osac")
+        })
+    })
+    .await;
+    let p = AapProvider::builder(client(&server))
+        .templates(TemplateNames::explicit("forever", "deprovision-job"))
+        .launch_deadline(Duration::from_secs(60))
+        .build();
+    let r = resource("cancel-first");
+    let id = p
+        .trigger_provision(&r, &LaunchContext::new())
+        .await
+        .unwrap()
+        .job_id;
+    crate::support::eventually(|| async {
+        p.provision_status(&r, &id).await.unwrap().state == provkit_core::JobState::Running
+    })
+    .await;
+    let jobs = vec![provkit_core::JobStatus::new(
+        id,
+        JobType::Provision,
+        provkit_core::JobState::Running,
+        chrono::DateTime::UNIX_EPOCH,
+    )];
+    let key = IdempotencyKey::new("pk1-uid-cancel-first-d-00000000000000aa");
+    let intent = now();
+    let ctx = LaunchContext::new()
+        .with_idempotency_key(key.clone())
+        .with_attempt_started(Some(intent));
+    let waiting = p.trigger_deprovision(&r, &jobs, &ctx).await.unwrap();
+    assert_eq!(
+        waiting.action,
+        provkit_lifecycle::DeprovisionAction::Waiting,
+        "the cancel was accepted"
+    );
+    let found = p
+        .find_job_by_idempotency_key_since(&r, &JobType::Deprovision, &key, Some(intent))
+        .await
+        .expect("answered at once, not deferred");
+    assert_eq!(found, None);
+    assert!(job_lists(&server).is_empty(), "no job list");
+}
+
 /// A launch not sent by its intent's launch deadline is refused before any request (the
 /// upper bound of the intent's lookup stays sound); the engine's next attempt records a fresh
 /// intent.

@@ -489,11 +489,7 @@ impl AapProvider {
         ctx: &LaunchContext,
     ) -> Result<Launch, ProviderError> {
         // Until the launch request is attempted, nothing is sent for this attempt's intent.
-        let intent = ctx
-            .idempotency_key
-            .as_ref()
-            .zip(ctx.attempt_started)
-            .map(|(key, at)| (key.as_str(), at));
+        let intent = attempt_intent(ctx);
         self.mark_not_sent(intent, true);
         let template = self.template(name).await?;
         let envelope = self.envelope;
@@ -887,12 +883,7 @@ impl ProvisioningProvider for AapProvider {
         // Until the delete template's launch is sent, nothing is sent under this attempt's
         // intent — also when the deprovision only waits for a cancel below: a later lookup of
         // the intent by this provider needs no request (and no wait for its window).
-        let intent = ctx
-            .idempotency_key
-            .as_ref()
-            .zip(ctx.attempt_started)
-            .map(|(key, at)| (key.as_str(), at));
-        self.mark_not_sent(intent, true);
+        self.mark_not_sent(attempt_intent(ctx), true);
         let mut provision_status = None;
         // A provision job recorded in a final state cannot run any more: nothing to cancel,
         // and nothing to read (one request per deletion saved).
@@ -1146,6 +1137,15 @@ impl ProvisioningProvider for AapProvider {
             job.status.as_str(),
         )))
     }
+}
+
+/// The intent of the attempt `ctx` launches under: its idempotency key and intent time, when
+/// the engine gave both.
+fn attempt_intent(ctx: &LaunchContext) -> Option<(&str, DateTime<Utc>)> {
+    ctx.idempotency_key
+        .as_ref()
+        .zip(ctx.attempt_started)
+        .map(|(key, at)| (key.as_str(), at))
 }
 
 /// How long until a window ending at `until` (AAP's clock) has certainly closed, when AAP's

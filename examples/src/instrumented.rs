@@ -367,6 +367,24 @@ impl AapApi for CountingApi {
         r
     }
 
+    async fn jobs_between(
+        &self,
+        window: &provkit_aap::JobWindow,
+        after: Option<u64>,
+        keys: &[String],
+    ) -> provkit_aap::Result<provkit_aap::WindowJobs> {
+        let r = self.inner.jobs_between(window, after, keys).await;
+        let failed = match &r {
+            Err(e) => Some(short(e)),
+            Ok(read) => match &read.end {
+                provkit_aap::WindowEnd::Failed(e) => Some(short(e)),
+                _ => None,
+            },
+        };
+        self.stats.record(Op::ListJobs, None, failed);
+        r
+    }
+
     async fn server_time(&self) -> provkit_aap::Result<Option<DateTime<Utc>>> {
         let r = self.inner.server_time().await;
         self.stats

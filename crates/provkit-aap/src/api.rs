@@ -9,6 +9,7 @@ use crate::launch_check::LaunchRequirements;
 use crate::types::{
     AapJobEvent, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template, TemplateKind,
 };
+use crate::window_read::{JobWindow, WindowJobs};
 
 /// The AAP operations the provider uses. Implemented by [`AapClient`].
 #[cfg_attr(feature = "mock", mockall::automock)]
@@ -61,6 +62,20 @@ pub trait AapApi: Send + Sync {
         from_end: bool,
         key: &str,
     ) -> Result<Option<Job>>;
+    /// One call's worth of a read of the jobs in `window`, oldest first above job id `after`,
+    /// until every one of `keys` was met (see [`AapClient::jobs_between`]). The default offers
+    /// no such read ([`WindowEnd::Unsupported`](crate::WindowEnd::Unsupported)): the provider
+    /// then reads each inherited intent's window on its own with
+    /// [`first_job_with_key_between`](Self::first_job_with_key_between).
+    async fn jobs_between(
+        &self,
+        window: &JobWindow,
+        after: Option<u64>,
+        keys: &[String],
+    ) -> Result<WindowJobs> {
+        let _ = (window, after, keys);
+        Ok(WindowJobs::unsupported())
+    }
     /// The first `limit` events of job `id` flagged `failed` (one request; see
     /// [`AapClient::failed_job_events`]).
     async fn failed_job_events(&self, id: u64, limit: usize) -> Result<Vec<AapJobEvent>>;
@@ -141,6 +156,14 @@ impl AapApi for AapClient {
             key,
         )
         .await
+    }
+    async fn jobs_between(
+        &self,
+        window: &JobWindow,
+        after: Option<u64>,
+        keys: &[String],
+    ) -> Result<WindowJobs> {
+        AapClient::jobs_between(self, window, after, keys).await
     }
     async fn failed_job_events(&self, id: u64, limit: usize) -> Result<Vec<AapJobEvent>> {
         AapClient::failed_job_events(self, id, limit).await

@@ -14,6 +14,7 @@ use crate::gateway_token::{GatewayToken, GatewayTokenOptions};
 use crate::inner::{Inner, TemplateKey};
 use crate::key_scan::{KeyLookupMeter, KeyLookupStats, Read, ScanKey, Span};
 use crate::response::RawResponse;
+use crate::window_read::{JobWindow, WindowEnd, WindowJobs};
 use crate::types::{
     AapJobEvent, AapJobStatus, CancelOutcome, Job, JobKind, JobWire, LaunchRequest, Launched,
     ListedJob, Page, Template, TemplateKind,
@@ -737,7 +738,7 @@ impl AapClient {
         self.inner
             .key_scans
             .stats
-            .record(sent_pages(pages, &found), false, false);
+            .record(read_pages(pages, &found), false, false);
         found
     }
 
@@ -804,13 +805,87 @@ impl AapClient {
         let unfinished = matches!(found, Err(Error::LookupUnfinished { .. }));
         scans
             .stats
-            .record(sent_pages(pages, &found), true, unfinished);
+            .record(read_pages(pages, &found), true, unfinished);
         match (&found, read.span()) {
             (Ok(_), _) => scans.done(&scan),
             (Err(_), Some(span)) => scans.keep(scan, span),
             (Err(_), None) => {}
         }
         found
+    }
+
+    /// One call's worth of a read of the jobs in `window`: oldest first (`order_by=id`,
+    /// `page_size=200`) above job id `after` (`id__gt`), for at most
+    /// [`lookup_pages_per_call`](crate::AapClientBuilder::lookup_pages_per_call) pages, until
+    /// every one of `keys` was met. Returns the jobs carrying an idempotency key (any: a caller
+    /// may answer later lookups from them) and the highest id read, the caller's cursor: pages are read whole, so a call cut short by a failed page
+    /// keeps what it read ([`WindowEnd::Failed`]) and the next call continues above it. Counted
+    /// in [`key_lookup_stats`](Self::key_lookup_stats) as one bounded lookup.
+    ///
+    /// The provider reads the span of the launch windows of the intents it inherited this way,
+    /// once they have closed: one read answers all of them.
+    ///
+    /// # Errors
+    /// HTTP/decoding errors of the first page; [`Error::ListIncomplete`] at the client's item
+    /// cap.
+    pub async fn jobs_between(
+        &self,
+        window: &JobWindow,
+        after: Option<u64>,
+        keys: &[String],
+    ) -> Result<WindowJobs> {
+        let id_text = window.template_id.to_string();
+        let since_text = window.since.to_rfc3339_opts(SecondsFormat::Micros, true);
+        let until_text = window.until.to_rfc3339_opts(SecondsFormat::Micros, true);
+        let after_text = after.map(|id| id.to_string());
+        let mut query = jobs_since_query(window.template_kind, &id_text, &since_text).to_vec();
+        query.insert(2, ("created__lt", until_text.as_str()));
+        if let Some(after) = &after_text {
+            query.insert(2, ("id__gt", after.as_str()));
+        }
+        for (name, value) in &mut query {
+            if *name == "order_by" {
+                *value = "id";
+            }
+        }
+        let first = self.path(&[window.kind.endpoint()], &query).await?;
+        let mut pages = 0;
+        let kind = window.kind;
+        let mut wanted: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+        let mut keyed = Vec::new();
+        let mut last = None;
+        let found = crate::pagination::find_first(
+            &self.inner,
+            first,
+            decode_job_page,
+            &mut pages,
+            Some(self.inner.lookup_pages_per_call),
+            |item| {
+                let job = Job::from_value(&item.into_value(), kind)?;
+                last = Some(last.map_or(job.id, |l: u64| l.max(job.id)));
+                let key = job
+                    .extra_vars
+                    .get(crate::marker::IDEMPOTENCY_KEY_VAR)
+                    .and_then(serde_json::Value::as_str)?;
+                wanted.remove(key);
+                keyed.push(job);
+                (!keys.is_empty() && wanted.is_empty()).then_some(())
+            },
+        )
+        .await;
+        let unfinished = matches!(found, Err(Error::LookupUnfinished { .. }));
+        self.inner
+            .key_scans
+            .stats
+            .record(read_pages(pages, &found), true, unfinished);
+        let end = match found {
+            Ok(Some(())) => WindowEnd::Met,
+            Ok(None) => WindowEnd::Ended,
+            Err(e @ Error::LookupUnfinished { .. }) => WindowEnd::Paused(e),
+            Err(e) if last.is_some() => WindowEnd::Failed(e),
+            Err(e) => return Err(e),
+        };
+        Ok(WindowJobs { keyed, last, end })
     }
 
     async fn newest_walk(&self, scan: &ScanKey, pages: &mut u32) -> Result<Option<Job>> {
@@ -981,7 +1056,9 @@ fn decode_job_page(resp: &RawResponse) -> Result<Page<ListedJob>> {
 /// refused to send it.
 /// The page requests a lookup call sent: the pages read, plus the one that failed (none when
 /// the circuit breaker refused it, or when the call stopped at its page budget).
-fn sent_pages(read: u32, found: &Result<Option<Job>>) -> u32 {
+/// The pages a walk sent: those read, and one more if a page failed (not refused unsent by the
+/// circuit breaker).
+fn read_pages<T>(read: u32, found: &Result<T>) -> u32 {
     let failed = found
         .as_ref()
         .err()

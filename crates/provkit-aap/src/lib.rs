@@ -30,6 +30,7 @@ mod template_miss;
 mod tls;
 mod transport;
 mod types;
+mod window_read;
 
 pub use api::AapApi;
 #[cfg(feature = "mock")]
@@ -46,6 +47,7 @@ pub use launch_check::LaunchRequirements;
 pub use provider::{AapProvider, AapProviderBuilder};
 pub use rate_limit::RateLimit;
 pub use retry::RetryConfig;
+pub use window_read::{JobWindow, WindowEnd, WindowJobs};
 pub use types::{
     AapJobEvent, AapJobStatus, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template,
     TemplateKind,

@@ -40,7 +40,9 @@
 mod attempts;
 mod envelope;
 mod extra_vars;
+mod inherited;
 mod naming;
+mod shared_read;
 mod skew;
 mod status;
 mod windows;
@@ -200,6 +202,10 @@ impl AapProviderBuilder {
             skew: Mutex::new(SkewEstimator::default()),
             clock_probes: tokio::sync::Mutex::new(0),
             windows: Mutex::new(Windows::default()),
+            inherited: Mutex::new(inherited::Inherited::with_margin(
+                chrono::Duration::from_std(self.launch_deadline)
+                    .unwrap_or(chrono::Duration::seconds(60)),
+            )),
             kinds: RwLock::new(HashMap::new()),
             attempts: Mutex::new(Attempts::default()),
             checked: RwLock::new(HashSet::new()),
@@ -237,6 +243,8 @@ pub struct AapProvider {
     clock_probes: tokio::sync::Mutex<u32>,
     /// The window of each intent being looked up, fixed at its first lookup.
     windows: Mutex<Windows>,
+    /// The inherited intents being looked up, answered by shared reads of their windows.
+    inherited: Mutex<inherited::Inherited>,
     kinds: RwLock<HashMap<u64, JobKind>>,
     attempts: Mutex<Attempts>,
     /// Templates whose launch requirements were checked and keep `extra_vars`.
@@ -975,9 +983,11 @@ impl ProvisioningProvider for AapProvider {
     /// plus the measured clock offset's low bound to `since` plus the launch deadline plus its
     /// high bound, oldest first, until the key is found or the window ends (the window is fixed
     /// at the intent's first lookup, so a lookup cut short continues where it stopped). An
-    /// intent this provider did not launch is read only once that window has closed on AAP's
-    /// clock; before, the answer is an error with a [`RetryLater`](provkit_lifecycle::RetryLater)
-    /// source and no request is made. Without
+    /// intent this provider did not launch (inherited) is read only once that window, and every
+    /// inherited window overlapping it that this provider was asked about, has closed on AAP's
+    /// clock (waiting at most one launch deadline past its own); before, the answer is an error
+    /// with a [`RetryLater`](provkit_lifecycle::RetryLater) source and no request is made. Then
+    /// one read of their span ([`AapApi::jobs_between`]) answers all of them. Without
     /// it: since this process's first launch of `key`, else within the lookup window and not
     /// before the resource's creation, newest first, up to now.
     /// Reaching the client's list cap without a match is an error, never "not found".
@@ -1021,6 +1031,7 @@ impl ProvisioningProvider for AapProvider {
                     .done(key.as_str(), at);
             }
         };
+        let mut inherited = None;
         let (since, until) = match since {
             Some(at) => {
                 self.measure_clock().await;
@@ -1052,26 +1063,12 @@ impl ProvisioningProvider for AapProvider {
                 let (since, until) =
                     windows.fix(key.as_str(), at, (sent + offset.low, ended + offset.high));
                 drop(windows);
-                if own.is_none()
-                    && let Some(wait) = window_open_for(until, self.clock.now() + offset.low)
-                {
-                    // Another process's attempt (or this process's before a restart): its
-                    // launch may still be in AAP's hands (a deposed leader still waiting for
-                    // it; a request whose client died, which a WSGI server normally finishes),
-                    // so a job may yet appear in the window. Absence is proven only once the
-                    // window has closed on AAP's clock.
-                    return Err(ProviderError::other_with_source(
-                        "idempotency lookup deferred",
-                        provkit_lifecycle::RetryLater::new(
-                            format!(
-                                "the launch window of intent {} ends at {} on AAP's clock, and a launch another process sent under it may still create its job until then; its absence can be proven once the window has closed",
-                                key.as_str(),
-                                until.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
-                            ),
-                            wait,
-                        ),
-                    ));
-                }
+                // Another process's attempt (or this process's before a restart): its launch
+                // may still be in AAP's hands (a deposed leader still waiting for it; a request
+                // whose client died, which a WSGI server normally finishes), so a job may yet
+                // appear in the window. It is read once the window has closed on AAP's clock,
+                // together with the other inherited windows overlapping it.
+                inherited = own.is_none().then_some(offset.low);
                 (since, Some((until, own.is_some())))
             }
             None => (self.since(resource, key).await, None),
@@ -1108,7 +1105,22 @@ impl ProvisioningProvider for AapProvider {
                 )
             })
         };
-        let Some(job) = find(template.kind.job_kind()).await? else {
+        let found = match (intent, inherited) {
+            (Some(at), Some(offset_low)) => {
+                let window = (since, until.map_or(since, |(until, _)| until));
+                let kind = template.kind.job_kind();
+                match self
+                    .shared_lookup(&template, kind, key.as_str(), at, window, offset_low)
+                    .await?
+                {
+                    shared_read::Shared::Found(job) => Some(*job),
+                    shared_read::Shared::Absent => None,
+                    shared_read::Shared::Unsupported => find(kind).await?,
+                }
+            }
+            _ => find(template.kind.job_kind()).await?,
+        };
+        let Some(job) = found else {
             if let (Some(at), Some((_, true))) = (intent, until) {
                 // Its own launch's window, read to its end: only this provider sends under this
                 // intent, and its launch has ended, so no job can appear later.

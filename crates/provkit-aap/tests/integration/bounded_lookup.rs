@@ -206,10 +206,12 @@ async fn an_inherited_intents_window_is_read_only_once_closed() {
         .await
         .unwrap_err();
     let wait = find_retry_later(&deferred).expect("deferred until the window closes");
-    // The window: the 10 s deadline after the intent, plus the measured offset's width (the
-    // `Date` probe's second), from one second after the intent.
+    // The window ends the 10 s deadline after the intent, plus the measured offset's width
+    // (the `Date` probe's second); the lookup waits a little longer, for any other intent of
+    // the same hand-over: the deadline and 2 s after the heir met the first (one second after
+    // the intent).
     assert!(
-        wait > Duration::from_secs(8) && wait < Duration::from_secs(12),
+        wait > Duration::from_secs(11) && wait < Duration::from_secs(13),
         "{wait:?}"
     );
     let text = provkit_lifecycle::ErrorChain(&deferred).to_string();
@@ -341,8 +343,10 @@ fn bound(query: &str, name: &str) -> chrono::DateTime<chrono::Utc> {
 
 /// A process that launched nothing yet (a restart inheriting another process's intents) bounds
 /// AAP's clock with one `Date` probe (`GET ping/`) instead of its configured allowance (5 min
-/// here): the window it reads is the intent's, on AAP's clock (40 s ahead of this host's), to
-/// within about a second on each side — not ten minutes of the template's jobs.
+/// here): what it reads is the intent's window on AAP's clock (40 s ahead of this host's),
+/// reaching one launch deadline (10 s) further on each side for the other inherited intents
+/// of the same hand-over (and not past the moment it reads), to within about a second —
+/// not ten minutes of the template's jobs.
 #[tokio::test]
 async fn a_process_that_launched_nothing_bounds_aaps_clock_by_its_date_header() {
     let server = server(Mode::Awx).await;
@@ -354,8 +358,9 @@ async fn a_process_that_launched_nothing_bounds_aaps_clock_by_its_date_header() 
         .build();
     let r = resource("inherited");
     let key = IdempotencyKey::new("pk1-uid-inherited-p-00000000000000aa");
-    // Long enough ago for its window (10 s, on AAP's clock) to have closed.
-    let intent = now() - chrono::Duration::seconds(15);
+    // Long enough ago for its window (10 s, on AAP's clock) to have closed, and the wait for
+    // the other intents of its hand-over (at most another 10 s).
+    let intent = now() - chrono::Duration::seconds(25);
     let found = p
         .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
         .await
@@ -368,14 +373,17 @@ async fn a_process_that_launched_nothing_bounds_aaps_clock_by_its_date_header() 
     let second = chrono::Duration::milliseconds(1_200);
     let since = bound(&lists[0].query, "created__gt");
     let until = bound(&lists[0].query, "created__lt");
+    let margin = chrono::Duration::seconds(10);
     assert!(
-        (since - (intent + ahead)).abs() <= second,
-        "window starts at {since}, intent on AAP's clock {}",
+        (since - (intent + ahead - margin)).abs() <= second,
+        "span starts at {since}, intent on AAP's clock {}",
         intent + ahead
     );
+    // The window ends 10 s after the intent, the margin 10 s further (the read began 25 s
+    // after the intent).
     assert!(
-        (until - (intent + ahead + chrono::Duration::seconds(10))).abs() <= second,
-        "window ends at {until}"
+        (until - (intent + ahead + chrono::Duration::seconds(20))).abs() <= second,
+        "span ends at {until}"
     );
     // Measured once: the next lookup asks no more.
     p.find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
@@ -392,8 +400,9 @@ async fn a_window_longer_than_the_page_budget_is_read_over_two_calls() {
     let (server, clock) = server_on_manual_clock().await;
     let intent = clock.now();
     other_jobs(&client(&server), 1_000).await;
-    // The window (10 s after the intent) has closed.
-    clock.advance(Duration::from_secs(15));
+    // The window (10 s after the intent) has closed, and so has the wait for the other intents
+    // of its hand-over (at most 10 s more).
+    clock.advance(Duration::from_secs(25));
     let p = provider_on(client(&server), &clock);
     let r = resource("budget");
     let key = IdempotencyKey::new("pk1-uid-budget-p-00000000000000aa");
@@ -420,41 +429,144 @@ async fn a_window_longer_than_the_page_budget_is_read_over_two_calls() {
 /// An intent time without a sub-second part may have been truncated to the second by an older
 /// writer (provkit kept intent times at whole seconds before it kept microseconds), so its
 /// attempt may have been sent up to a second after the time read: its window ends a second
-/// later than that of an intent time with a fraction. Both start at their intent time.
+/// later than that of an intent time with a fraction. Seen in the end each deferred lookup
+/// names: the fraction's intent is half a second later, its window ends half a second sooner.
 #[tokio::test]
 async fn a_whole_second_intent_time_ends_its_window_a_second_later() {
     use chrono::SubsecRound;
-    let server = server(Mode::Awx).await;
-    let p = AapProvider::builder(client(&server))
-        .templates(TemplateNames::explicit("provision-job", "deprovision-job"))
-        .launch_deadline(Duration::from_secs(10))
-        .build();
+    let (server, clock) = server_on_manual_clock().await;
     let r = resource("legacy");
-    // Long enough ago for both windows (10 s) to have closed.
-    let whole = (now() - chrono::Duration::seconds(20)).trunc_subsecs(0);
+    let whole = (clock.now() - chrono::Duration::seconds(3)).trunc_subsecs(0);
     let fraction = whole + chrono::Duration::milliseconds(500);
-    let mut windows = Vec::new();
+    let mut ends = Vec::new();
     for (n, at) in [whole, fraction].into_iter().enumerate() {
+        // A provider each (one would wait for both: their windows overlap), probing the same
+        // clock: the same offset.
+        let p = provider_on(client(&server), &clock);
         let key = IdempotencyKey::new(format!("pk1-uid-legacy-p-00000000000000a{n}"));
-        let found = p
+        let err = p
             .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(at))
             .await
-            .unwrap();
-        assert_eq!(found, None);
-        let lists = job_lists(&server);
-        let query = &lists.last().expect("one job list per lookup").query;
-        windows.push((
-            bound(query, "created__gt") - at,
-            bound(query, "created__lt") - at,
-        ));
+            .unwrap_err();
+        let text = provkit_lifecycle::ErrorChain(&err).to_string();
+        let end = text
+            .split(" ends at ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .unwrap_or_else(|| panic!("no window end in {text}"));
+        ends.push(end.with_timezone(&chrono::Utc));
     }
-    assert_eq!(job_lists(&server).len(), 2);
-    let ms = |d: chrono::Duration| d.num_milliseconds();
-    // Same clock offset for both (one `Date` probe): the starts agree to the millisecond.
+    assert!(job_lists(&server).is_empty());
+    let later = (ends[0] - ends[1]).num_milliseconds();
+    assert!((495..=505).contains(&later), "{later} ms: {ends:?}");
+}
+
+/// After a handover the new leader inherits every attempt the old one had in flight. Their
+/// windows overlap; read one by one, each would cost its own pages of the busy template. Here
+/// eight attempts a second apart (five launched, three not: a crash between the intent write
+/// and the launch), with 150 jobs of other objects after each: every lookup waits until the
+/// last overlapping window has closed, then one read of their span answers all eight — each
+/// page requested once (the second page fails once; the read continues above the first), the
+/// last seven lookups answered without a request.
+#[tokio::test]
+async fn a_handovers_inherited_intents_are_answered_by_one_read_of_their_span() {
+    let (server, clock) = server_on_manual_clock().await;
+    let previous = provider_on(client(&server), &clock);
+    let launcher = client(&server);
+    let mut intents = Vec::new();
+    for i in 0..8 {
+        let r = resource(&format!("heir-{i}"));
+        let key = IdempotencyKey::new(format!("pk1-uid-heir-{i}-p-00000000000000a{i}"));
+        let intent = clock.now();
+        let job = if i % 3 == 2 {
+            None
+        } else {
+            let ctx = LaunchContext::new()
+                .with_idempotency_key(key.clone())
+                .with_attempt_started(Some(intent));
+            Some(previous.trigger_provision(&r, &ctx).await.unwrap().job_id)
+        };
+        other_jobs(&launcher, 150).await;
+        clock.advance(Duration::from_secs(1));
+        intents.push((r, key, intent, job));
+    }
+    let total = server.aap().jobs_footprint().jobs;
+    assert_eq!(total, 8 * 150 + 6);
+    let looker = builder(&server)
+        .retry(RetryConfig::disabled())
+        .circuit_breaker(CircuitBreakerConfig::disabled())
+        .build()
+        .unwrap();
+    let heir = provider_on(looker, &clock);
+    // Each lookup is deferred, without a request, until the intents of the hand-over (written
+    // before the heir met the first of them) have closed: the launch deadline and 2 s after that
+    // moment (and at most a deadline past its own window).
+    let mut waits = Vec::new();
+    for _ in 0..2 {
+        waits.clear();
+        for (r, key, intent, _) in &intents {
+            let err = heir
+                .find_job_by_idempotency_key_since(r, &JobType::Provision, key, Some(*intent))
+                .await
+                .unwrap_err();
+            waits.push(find_retry_later(&err).expect("deferred"));
+        }
+    }
+    let text = provkit_lifecycle::ErrorChain(
+        &heir
+            .find_job_by_idempotency_key_since(
+                &intents[0].0,
+                &JobType::Provision,
+                &intents[0].1,
+                Some(intents[0].2),
+            )
+            .await
+            .unwrap_err(),
+    )
+    .to_string();
+    assert!(text.contains("the 7 other inherited intents"), "{text}");
+    assert!(job_lists(&server).is_empty(), "no job list while any is open");
     assert!(
-        (ms(windows[0].0) - ms(windows[1].0)).abs() <= 5,
-        "{windows:?}"
+        waits[0] > Duration::from_secs(11) && waits[0] < Duration::from_secs(13),
+        "{waits:?}"
     );
-    let later = ms(windows[0].1) - ms(windows[1].1);
-    assert!((995..=1_005).contains(&later), "{later} ms: {windows:?}");
+    assert!(
+        waits.iter().all(|w| w.abs_diff(waits[0]) < Duration::from_millis(10)),
+        "one moment for all: {waits:?}"
+    );
+    // (A second more: the offset's bounds widen as time passes since they were measured.)
+    clock.advance(waits[0] + Duration::from_secs(1));
+    server.aap().add_fault(
+        Fault::new("GET", "*/jobs/", FaultAction::gateway_html(502)).trigger(Trigger::Nth(2)),
+    );
+    let mut calls = 0;
+    for (r, key, intent, job) in &intents {
+        let found = loop {
+            calls += 1;
+            assert!(calls < 20, "converges");
+            match heir
+                .find_job_by_idempotency_key_since(r, &JobType::Provision, key, Some(*intent))
+                .await
+            {
+                Ok(found) => break found,
+                Err(e) => eprintln!("{}", provkit_lifecycle::ErrorChain(&e)),
+            }
+        };
+        assert_eq!(found.map(|f| f.job_id), *job, "{}", key.as_str());
+    }
+    let lists = job_lists(&server);
+    let pages = total.div_ceil(200);
+    assert_eq!(lists.len(), pages + 1, "each page once, plus the failed one: {lists:?}");
+    assert!(lists.iter().all(|l| l.query.contains("order_by=id")));
+    // The first lookup read page 1, which holds its job, then met the fault: answered all the
+    // same. The second continued the read above page 1 (4 pages, the call's budget, then the
+    // last 2): two calls. The other six were answered without a request.
+    assert_eq!(
+        calls,
+        1 + 2 + 6,
+        "{:?}",
+        lists.iter().map(|l| (l.status, &l.query)).collect::<Vec<_>>()
+    );
+    assert_eq!(lists.iter().filter(|l| l.status == 502).count(), 1);
 }

@@ -568,8 +568,12 @@ impl AapProvider {
         .map_err(|e| launch_error(template.kind, e))
         .inspect(|_| self.note_launch(intent, sent))
         .inspect_err(|e| {
-            self.note_launch(intent, sent);
+            // A launch whose outcome is unknown (a timeout, a reset connection, a proxy's 502 or
+            // 504) may still be in AAP's hands after the client gave up on it: its job can be
+            // created after this moment, so its window is not tightened to it. It is looked up
+            // like another process's intent: once its window has closed.
             if e.launch_certainty() == provkit_lifecycle::LaunchCertainty::NotMade {
+                self.note_launch(intent, sent);
                 self.mark_not_sent(intent, true);
             }
         })?;

@@ -116,3 +116,120 @@ async fn launched_workflow_jobs_are_polled_as_workflow_jobs_without_a_kind_looku
     assert_eq!(st.state, provkit_core::JobState::Succeeded);
     assert_eq!(st.message, "successful");
 }
+
+/// An `AapApi` that does not offer window reads (the trait's default for `jobs_between`, e.g. a
+/// wrapper written before it existed) still has its inherited intents looked up: the provider
+/// reads the intent's own window, once, with `first_job_with_key_between`.
+#[tokio::test]
+async fn an_api_without_window_reads_gets_each_inherited_window_read_on_its_own() {
+    let mut mock = MockAapApi::new();
+    mock.expect_get_template().returning(|_| {
+        Ok(Template {
+            id: 7,
+            name: "create".into(),
+            kind: TemplateKind::JobTemplate,
+            organization: None,
+            organization_name: None,
+        })
+    });
+    mock.expect_server_time().returning(|| Ok(None));
+    mock.expect_jobs_between()
+        .times(1)
+        .returning(|_, _, _| Ok(provkit_aap::WindowJobs::unsupported()));
+    mock.expect_first_job_with_key_between()
+        .times(1)
+        .returning(|kind, _, _, _, _, from_end, _| {
+            assert!(!from_end, "an inherited window is read oldest first");
+            Ok(provkit_aap::Job::from_value(
+                &serde_json::json!({"id": 77, "status": "successful"}),
+                kind,
+            ))
+        });
+    let api: Arc<dyn AapApi> = Arc::new(mock);
+    let p = AapProvider::builder(api)
+        .templates(provkit_aap::provider::TemplateNames::explicit(
+            "create", "delete",
+        ))
+        .clock_skew(std::time::Duration::from_secs(1))
+        .launch_deadline(std::time::Duration::from_secs(10))
+        .build();
+    let key = provkit_lifecycle::IdempotencyKey::new("pk1-uid-s-p-00000000000000aa");
+    // Long closed, and past any wait for the rest of its hand-over.
+    let intent = chrono::Utc::now() - chrono::Duration::seconds(200);
+    let found = p
+        .find_job_by_idempotency_key_since(
+            &resource(),
+            &provkit_core::JobType::Provision,
+            &key,
+            Some(intent),
+        )
+        .await
+        .unwrap()
+        .expect("found by the window's own read");
+    assert_eq!(found.job_id, "77");
+}
+
+/// A launch whose outcome is unknown (here an undecodable answer; a timeout or a proxy's 504
+/// alike) may still be in AAP's hands after the client gave up: its job can be created later.
+/// The same process's next lookup of that intent is therefore deferred like another process's
+/// — no job list (the mock has none to give) — until the window has closed.
+#[tokio::test]
+async fn an_own_launch_whose_outcome_is_unknown_is_looked_up_once_its_window_has_closed() {
+    let mut mock = MockAapApi::new();
+    mock.expect_get_template().returning(|_| {
+        Ok(Template {
+            id: 7,
+            name: "create".into(),
+            kind: TemplateKind::JobTemplate,
+            organization: None,
+            organization_name: None,
+        })
+    });
+    mock.expect_launch_requirements().returning(|_| {
+        Ok(provkit_aap::LaunchRequirements::from_value(
+            &serde_json::json!({"ask_variables_on_launch": true}),
+        ))
+    });
+    mock.expect_server_time().returning(|| Ok(None));
+    mock.expect_launch().times(1).returning(|_, _| {
+        Err(Error::Decode {
+            ctx: Box::new(provkit_aap::RequestContext {
+                method: http::Method::POST,
+                path: "/api/v2/job_templates/7/launch/".into(),
+                status: Some(http::StatusCode::CREATED),
+                request_id: None,
+                product: None,
+            }),
+            message: "truncated".into(),
+            source: None,
+        })
+    });
+    let clock = provkit_core::ManualClock::new(chrono::Utc::now());
+    let api: Arc<dyn AapApi> = Arc::new(mock);
+    let p = AapProvider::builder(api)
+        .templates(provkit_aap::provider::TemplateNames::explicit(
+            "create", "delete",
+        ))
+        .clock(Arc::new(clock.clone()))
+        .clock_skew(std::time::Duration::from_secs(1))
+        .launch_deadline(std::time::Duration::from_secs(10))
+        .build();
+    let key = provkit_lifecycle::IdempotencyKey::new("pk1-uid-s-p-00000000000000aa");
+    let intent = provkit_core::Clock::now(&clock);
+    let ctx = LaunchContext::new()
+        .with_idempotency_key(key.clone())
+        .with_attempt_started(Some(intent));
+    let err = p.trigger_provision(&resource(), &ctx).await.unwrap_err();
+    assert_eq!(err.launch_certainty(), LaunchCertainty::Unknown, "{err}");
+    let deferred = p
+        .find_job_by_idempotency_key_since(
+            &resource(),
+            &provkit_core::JobType::Provision,
+            &key,
+            Some(intent),
+        )
+        .await
+        .unwrap_err();
+    let wait = provkit_lifecycle::find_retry_later(&deferred).expect("deferred, no request");
+    assert!(wait >= std::time::Duration::from_secs(10), "{wait:?}");
+}

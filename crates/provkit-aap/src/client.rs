@@ -14,11 +14,11 @@ use crate::gateway_token::{GatewayToken, GatewayTokenOptions};
 use crate::inner::{Inner, TemplateKey};
 use crate::key_scan::{KeyLookupMeter, KeyLookupStats, Read, ScanKey, Span};
 use crate::response::RawResponse;
-use crate::window_read::{JobWindow, WindowEnd, WindowJobs};
 use crate::types::{
     AapJobEvent, AapJobStatus, CancelOutcome, Job, JobKind, JobWire, LaunchRequest, Launched,
     ListedJob, Page, Template, TemplateKind,
 };
+use crate::window_read::{JobWindow, WindowEnd, WindowJobs};
 
 /// The "too large to display" notice AWX returns instead of stdout above 1 MiB.
 const STDOUT_TOO_LARGE: &str = "Standard Output too large to display";

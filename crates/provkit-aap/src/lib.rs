@@ -47,11 +47,11 @@ pub use launch_check::LaunchRequirements;
 pub use provider::{AapProvider, AapProviderBuilder};
 pub use rate_limit::RateLimit;
 pub use retry::RetryConfig;
-pub use window_read::{JobWindow, WindowEnd, WindowJobs};
 pub use types::{
     AapJobEvent, AapJobStatus, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template,
     TemplateKind,
 };
+pub use window_read::{JobWindow, WindowEnd, WindowJobs};
 
 /// The `async_trait` attribute macro, re-exported so that implementing [`AapApi`] (for a test
 /// double) needs no `async-trait` dependency of your own: `#[provkit_aap::async_trait]`.

@@ -230,11 +230,16 @@ async fn a_lookup_that_cannot_prove_absence_is_a_launch_blocked_event() {
     // rest of a hand-over, at most 60 s more, on the manual clock); a change of the object
     // brings the reconcile back before the requeue, which runs on real time.
     eventually("the lookup waits for the launch window", || async {
-        w.api.get("net-a").await.unwrap().provisioning_status().is_some_and(|st| {
-            st.conditions
-                .iter()
-                .any(|c| c.type_ == LAUNCH_BLOCKED_CONDITION && c.reason == "IdempotencyLookupDeferred")
-        })
+        w.api
+            .get("net-a")
+            .await
+            .unwrap()
+            .provisioning_status()
+            .is_some_and(|st| {
+                st.conditions.iter().any(|c| {
+                    c.type_ == LAUNCH_BLOCKED_CONDITION && c.reason == "IdempotencyLookupDeferred"
+                })
+            })
     })
     .await;
     w.clock.advance(Duration::from_secs(125));

@@ -84,10 +84,7 @@ impl SeenJob {
             kind: job.kind,
             created: job.created,
             status: job.status.clone(),
-            launch_type: job
-                .launch_type
-                .clone()
-                .filter(|t| t.as_str() == "workflow"),
+            launch_type: job.launch_type.clone().filter(|t| t.as_str() == "workflow"),
         }
     }
 
@@ -376,7 +373,11 @@ impl Inherited {
             .unanswered
             .iter()
             .filter(|(k, _)| k == key)
-            .filter(|id| t.intents.get(*id).is_some_and(|e| created_in(&job, e.window)))
+            .filter(|id| {
+                t.intents
+                    .get(*id)
+                    .is_some_and(|e| created_in(&job, e.window))
+            })
             .cloned()
             .collect();
         let jobs = r.seen.entry(key.to_owned()).or_default();
@@ -529,7 +530,14 @@ mod tests {
             "capped"
         );
         let r = read(i.plan(T, "a", t(100), t(176), t(300)));
-        assert_eq!(r, ReadPlan { id: r.id, range: (t(99), t(175)), after: None });
+        assert_eq!(
+            r,
+            ReadPlan {
+                id: r.id,
+                range: (t(99), t(175)),
+                after: None
+            }
+        );
         assert_eq!(
             i.claim(T, r.id),
             Some((None, vec!["a".into(), "b".into(), "c".into()]))
@@ -542,20 +550,33 @@ mod tests {
         i.advanced(T, r.id, 41);
         assert_eq!(
             read(i.plan(T, "c", t(105), t(177), t(300))),
-            ReadPlan { id: r.id, range: r.range, after: Some(41) }
+            ReadPlan {
+                id: r.id,
+                range: r.range,
+                after: Some(41)
+            }
         );
         i.ended(T, r.id);
         assert_eq!(
             i.plan(T, "b", t(103), t(177), t(300)),
             Some(Plan::Answer(Some(SeenJob::of(&job(40, "b", 104)))))
         );
-        assert_eq!(i.plan(T, "a", t(100), t(177), t(300)), Some(Plan::Answer(None)));
-        assert_eq!(i.plan(T, "c", t(105), t(177), t(300)), Some(Plan::Answer(None)));
+        assert_eq!(
+            i.plan(T, "a", t(100), t(177), t(300)),
+            Some(Plan::Answer(None))
+        );
+        assert_eq!(
+            i.plan(T, "c", t(105), t(177), t(300)),
+            Some(Plan::Answer(None))
+        );
         i.forget(T, "a", t(100));
         assert_eq!(i.plan(T, "a", t(100), t(177), t(300)), None, "taken");
         assert_eq!(
             i.plan(T, "far", t(900), t(177), t(1200)),
-            Some(Plan::Wait { until: t(970), others: 0 })
+            Some(Plan::Wait {
+                until: t(970),
+                others: 0
+            })
         );
     }
 
@@ -580,7 +601,10 @@ mod tests {
         i.register(T, "late", t(102), (t(101), t(174)));
         assert_eq!(
             i.plan(T, "late", t(102), t(172), t(172)),
-            Some(Plan::Wait { until: t(174), others: 1 })
+            Some(Plan::Wait {
+                until: t(174),
+                others: 1
+            })
         );
         let late = read(i.plan(T, "late", t(102), t(175), t(175)));
         assert_ne!(late.id, r.id);
@@ -594,10 +618,16 @@ mod tests {
         let r = read(i.plan(T, "a", t(100), t(171), t(171)));
         i.register(T, "b", t(150), (t(149), t(220)));
         i.ended(T, r.id);
-        assert_eq!(i.plan(T, "a", t(100), t(171), t(171)), Some(Plan::Answer(None)));
+        assert_eq!(
+            i.plan(T, "a", t(100), t(171), t(171)),
+            Some(Plan::Answer(None))
+        );
         assert_eq!(
             i.plan(T, "b", t(150), t(171), t(290)),
-            Some(Plan::Wait { until: t(220), others: 0 })
+            Some(Plan::Wait {
+                until: t(220),
+                others: 0
+            })
         );
         assert_eq!(i.answer(T, "b", t(150)), None);
     }
@@ -612,7 +642,10 @@ mod tests {
         assert_eq!(i.claim(T, r.id), None, "claimed");
         i.advanced(T, r.id, 9);
         i.release(T, r.id);
-        assert_eq!(i.claim(T, r.id), Some((Some(9), vec!["a".into(), "b".into()])));
+        assert_eq!(
+            i.claim(T, r.id),
+            Some((Some(9), vec!["a".into(), "b".into()]))
+        );
         i.ended(T, r.id);
         i.release(T, r.id);
         assert_eq!(i.claim(T, r.id), None, "over");
@@ -640,12 +673,19 @@ mod tests {
         i.register(T, "c", t(129), (t(128), t(168)));
         let c = read(i.plan(T, "c", t(129), t(173), t(173)));
         assert_eq!((c.id, c.after), (r.id, Some(60)), "continued above 60");
-        assert_eq!(i.claim(T, r.id), Some((Some(60), vec!["a".into(), "c".into()])));
+        assert_eq!(
+            i.claim(T, r.id),
+            Some((Some(60), vec!["a".into(), "c".into()]))
+        );
         i.ended(T, r.id);
         i.release(T, r.id);
         assert_eq!(i.answer(T, "c", t(129)), Some(None));
         i.register(T, "d", t(130), (t(129), t(169)));
-        assert_eq!(i.plan(T, "d", t(130), t(174), t(174)), Some(Plan::Answer(None)), "complete");
+        assert_eq!(
+            i.plan(T, "d", t(130), t(174), t(174)),
+            Some(Plan::Answer(None)),
+            "complete"
+        );
         assert_eq!(i.claim(T, r.id), None, "over");
     }
 
@@ -670,25 +710,43 @@ mod tests {
         i.register(T, "recent", t(195), (t(194), t(205)));
         assert_eq!(
             i.plan(T, "recent", t(195), t(200), t(215)),
-            Some(Plan::Wait { until: t(212), others: 0 }),
+            Some(Plan::Wait {
+                until: t(212),
+                others: 0
+            }),
             "the episode began at 200: 10 s and 2 s later"
         );
         i.register(T, "old", t(100), (t(99), t(170)));
-        assert!(matches!(i.plan(T, "old", t(100), t(201), t(180)), Some(Plan::Read(_))));
+        assert!(matches!(
+            i.plan(T, "old", t(100), t(201), t(180)),
+            Some(Plan::Read(_))
+        ));
         i.register(T, "capped", t(196), (t(195), t(200)));
         assert_eq!(
             i.plan(T, "capped", t(196), t(201), t(203)),
-            Some(Plan::Wait { until: t(203), others: 1 })
+            Some(Plan::Wait {
+                until: t(203),
+                others: 1
+            })
         );
     }
 
     #[test]
     fn clusters_are_runs_of_overlapping_windows() {
         let mut intents = HashMap::new();
-        for (k, w) in [("a", (1, 5)), ("b", (4, 8)), ("c", (8, 9)), ("d", (10, 12)), ("e", (11, 11))] {
+        for (k, w) in [
+            ("a", (1, 5)),
+            ("b", (4, 8)),
+            ("c", (8, 9)),
+            ("d", (10, 12)),
+            ("e", (11, 11)),
+        ] {
             intents.insert(
                 (k.to_owned(), t(w.0)),
-                Entry { window: (t(w.0), t(w.1)), answer: None },
+                Entry {
+                    window: (t(w.0), t(w.1)),
+                    answer: None,
+                },
             );
         }
         let mut a = cluster_of(&intents, (t(1), t(5)));

@@ -6,8 +6,8 @@ use provkit_lifecycle::ProviderError;
 
 use super::inherited::{Plan, Window};
 use super::{AapProvider, query_error, window_open_for};
-use crate::types::{Job, JobKind, Template};
 use crate::error::Error;
+use crate::types::{Job, JobKind, Template};
 use crate::window_read::{JobWindow, WindowEnd};
 
 /// What a shared read answered for an inherited intent.
@@ -142,7 +142,6 @@ impl AapProvider {
         ))
     }
 
-
     fn inherited(&self) -> std::sync::MutexGuard<'_, super::inherited::Inherited> {
         self.inherited
             .lock()
@@ -154,14 +153,19 @@ impl AapProvider {
 fn shared(answer: Option<super::inherited::SeenJob>) -> Result<Shared, ProviderError> {
     match answer {
         None => Ok(Shared::Absent),
-        Some(seen) => seen.job().map(|job| Shared::Found(Box::new(job))).ok_or_else(|| {
-            ProviderError::other("idempotency lookup: a job met by a shared read could not be rebuilt")
-        }),
+        Some(seen) => seen
+            .job()
+            .map(|job| Shared::Found(Box::new(job)))
+            .ok_or_else(|| {
+                ProviderError::other(
+                    "idempotency lookup: a job met by a shared read could not be rebuilt",
+                )
+            }),
     }
 }
 
 /// The lookup waits (no request) until `until` on AAP's clock.
-fn deferred(
+pub(super) fn deferred(
     key: &str,
     own_end: DateTime<Utc>,
     until: DateTime<Utc>,
@@ -214,7 +218,9 @@ fn busy(key: &str) -> ProviderError {
     ProviderError::other_with_source(
         "idempotency lookup deferred",
         provkit_lifecycle::RetryLater::new(
-            format!("another lookup is reading the inherited launch windows of intent {key}; its read may answer it"),
+            format!(
+                "another lookup is reading the inherited launch windows of intent {key}; its read may answer it"
+            ),
             BUSY_WAIT,
         ),
     )
@@ -222,5 +228,7 @@ fn busy(key: &str) -> ProviderError {
 
 /// A shared read made progress in this call and has more to read.
 fn unfinished() -> ProviderError {
-    ProviderError::other("idempotency lookup unfinished: the shared read of the inherited launch windows continues at the next lookup")
+    ProviderError::other(
+        "idempotency lookup unfinished: the shared read of the inherited launch windows continues at the next lookup",
+    )
 }

@@ -526,13 +526,18 @@ async fn a_handovers_inherited_intents_are_answered_by_one_read_of_their_span() 
     )
     .to_string();
     assert!(text.contains("the 7 other inherited intents"), "{text}");
-    assert!(job_lists(&server).is_empty(), "no job list while any is open");
+    assert!(
+        job_lists(&server).is_empty(),
+        "no job list while any is open"
+    );
     assert!(
         waits[0] > Duration::from_secs(11) && waits[0] < Duration::from_secs(13),
         "{waits:?}"
     );
     assert!(
-        waits.iter().all(|w| w.abs_diff(waits[0]) < Duration::from_millis(10)),
+        waits
+            .iter()
+            .all(|w| w.abs_diff(waits[0]) < Duration::from_millis(10)),
         "one moment for all: {waits:?}"
     );
     // (A second more: the offset's bounds widen as time passes since they were measured.)
@@ -557,7 +562,11 @@ async fn a_handovers_inherited_intents_are_answered_by_one_read_of_their_span() 
     }
     let lists = job_lists(&server);
     let pages = total.div_ceil(200);
-    assert_eq!(lists.len(), pages + 1, "each page once, plus the failed one: {lists:?}");
+    assert_eq!(
+        lists.len(),
+        pages + 1,
+        "each page once, plus the failed one: {lists:?}"
+    );
     assert!(lists.iter().all(|l| l.query.contains("order_by=id")));
     // The first lookup read page 1, which holds its job, then met the fault: answered all the
     // same. The second continued the read above page 1 (4 pages, the call's budget, then the
@@ -566,7 +575,10 @@ async fn a_handovers_inherited_intents_are_answered_by_one_read_of_their_span() 
         calls,
         1 + 2 + 6,
         "{:?}",
-        lists.iter().map(|l| (l.status, &l.query)).collect::<Vec<_>>()
+        lists
+            .iter()
+            .map(|l| (l.status, &l.query))
+            .collect::<Vec<_>>()
     );
     assert_eq!(lists.iter().filter(|l| l.status == 502).count(), 1);
 }

@@ -117,11 +117,8 @@ async fn launched_workflow_jobs_are_polled_as_workflow_jobs_without_a_kind_looku
     assert_eq!(st.message, "successful");
 }
 
-/// An `AapApi` that does not offer window reads (the trait's default for `jobs_between`, e.g. a
-/// wrapper written before it existed) still has its inherited intents looked up: the provider
-/// reads the intent's own window, once, with `first_job_with_key_between`.
-#[tokio::test]
-async fn an_api_without_window_reads_gets_each_inherited_window_read_on_its_own() {
+/// A mock whose template `create` is job template 7 and whose server states no time.
+fn create_template_mock() -> MockAapApi {
     let mut mock = MockAapApi::new();
     mock.expect_get_template().returning(|_| {
         Ok(Template {
@@ -133,6 +130,26 @@ async fn an_api_without_window_reads_gets_each_inherited_window_read_on_its_own(
         })
     });
     mock.expect_server_time().returning(|| Ok(None));
+    mock
+}
+
+/// A provider on `api` (templates `create` / `delete`, 1 s clock-skew allowance, 10 s launch
+/// deadline).
+fn create_provider(api: Arc<dyn AapApi>) -> provkit_aap::AapProviderBuilder {
+    AapProvider::builder(api)
+        .templates(provkit_aap::provider::TemplateNames::explicit(
+            "create", "delete",
+        ))
+        .clock_skew(std::time::Duration::from_secs(1))
+        .launch_deadline(std::time::Duration::from_secs(10))
+}
+
+/// An `AapApi` that does not offer window reads (the trait's default for `jobs_between`, e.g. a
+/// wrapper written before it existed) still has its inherited intents looked up: the provider
+/// reads the intent's own window, once, with `first_job_with_key_between`.
+#[tokio::test]
+async fn an_api_without_window_reads_gets_each_inherited_window_read_on_its_own() {
+    let mut mock = create_template_mock();
     mock.expect_jobs_between()
         .times(1)
         .returning(|_, _, _| Ok(provkit_aap::WindowJobs::unsupported()));
@@ -146,13 +163,7 @@ async fn an_api_without_window_reads_gets_each_inherited_window_read_on_its_own(
             ))
         });
     let api: Arc<dyn AapApi> = Arc::new(mock);
-    let p = AapProvider::builder(api)
-        .templates(provkit_aap::provider::TemplateNames::explicit(
-            "create", "delete",
-        ))
-        .clock_skew(std::time::Duration::from_secs(1))
-        .launch_deadline(std::time::Duration::from_secs(10))
-        .build();
+    let p = create_provider(api).build();
     let key = provkit_lifecycle::IdempotencyKey::new("pk1-uid-s-p-00000000000000aa");
     // Long closed, and past any wait for the rest of its hand-over.
     let intent = chrono::Utc::now() - chrono::Duration::seconds(200);
@@ -175,22 +186,12 @@ async fn an_api_without_window_reads_gets_each_inherited_window_read_on_its_own(
 /// — no job list (the mock has none to give) — until the window has closed.
 #[tokio::test]
 async fn an_own_launch_whose_outcome_is_unknown_is_looked_up_once_its_window_has_closed() {
-    let mut mock = MockAapApi::new();
-    mock.expect_get_template().returning(|_| {
-        Ok(Template {
-            id: 7,
-            name: "create".into(),
-            kind: TemplateKind::JobTemplate,
-            organization: None,
-            organization_name: None,
-        })
-    });
+    let mut mock = create_template_mock();
     mock.expect_launch_requirements().returning(|_| {
         Ok(provkit_aap::LaunchRequirements::from_value(
             &serde_json::json!({"ask_variables_on_launch": true}),
         ))
     });
-    mock.expect_server_time().returning(|| Ok(None));
     mock.expect_launch().times(1).returning(|_, _| {
         Err(Error::Decode {
             ctx: Box::new(provkit_aap::RequestContext {
@@ -206,14 +207,7 @@ async fn an_own_launch_whose_outcome_is_unknown_is_looked_up_once_its_window_has
     });
     let clock = provkit_core::ManualClock::new(chrono::Utc::now());
     let api: Arc<dyn AapApi> = Arc::new(mock);
-    let p = AapProvider::builder(api)
-        .templates(provkit_aap::provider::TemplateNames::explicit(
-            "create", "delete",
-        ))
-        .clock(Arc::new(clock.clone()))
-        .clock_skew(std::time::Duration::from_secs(1))
-        .launch_deadline(std::time::Duration::from_secs(10))
-        .build();
+    let p = create_provider(api).clock(Arc::new(clock.clone())).build();
     let key = provkit_lifecycle::IdempotencyKey::new("pk1-uid-s-p-00000000000000aa");
     let intent = provkit_core::Clock::now(&clock);
     let ctx = LaunchContext::new()

@@ -680,10 +680,7 @@ async fn crash_after_the_fresh_intent_of_a_relaunch_gives_one_job() {
     let fresh = w
         .intent_time()
         .expect("the fresh intent survives the crash");
-    assert_eq!(
-        (fresh - first).to_std().ok(),
-        Some(PAST_THE_LAUNCH_WINDOW)
-    );
+    assert_eq!((fresh - first).to_std().ok(), Some(PAST_THE_LAUNCH_WINDOW));
     assert_eq!(w.aap().jobs().len(), 0);
     assert!(w.provision_jobs().is_empty());
     w.aap().clear_faults();

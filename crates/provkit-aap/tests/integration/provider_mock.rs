@@ -166,7 +166,8 @@ async fn an_api_without_window_reads_gets_each_inherited_window_read_on_its_own(
     let p = create_provider(api).build();
     let key = provkit_lifecycle::IdempotencyKey::new("pk1-uid-s-p-00000000000000aa");
     // Long closed, and past any wait for the rest of its hand-over.
-    let intent = chrono::Utc::now() - chrono::Duration::seconds(200);
+    let intent =
+        provkit_core::Clock::now(&provkit_core::SystemClock) - chrono::Duration::seconds(200);
     let found = p
         .find_job_by_idempotency_key_since(
             &resource(),
@@ -205,7 +206,8 @@ async fn an_own_launch_whose_outcome_is_unknown_is_looked_up_once_its_window_has
             source: None,
         })
     });
-    let clock = provkit_core::ManualClock::new(chrono::Utc::now());
+    let clock =
+        provkit_core::ManualClock::new(provkit_core::Clock::now(&provkit_core::SystemClock));
     let api: Arc<dyn AapApi> = Arc::new(mock);
     let p = create_provider(api).clock(Arc::new(clock.clone())).build();
     let key = provkit_lifecycle::IdempotencyKey::new("pk1-uid-s-p-00000000000000aa");

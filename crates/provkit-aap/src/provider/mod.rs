@@ -554,7 +554,6 @@ impl AapProvider {
                 match tokio::time::timeout(left, self.api.launch(&template, &request)).await {
                     Ok(answer) => answer,
                     Err(_) => {
-                        self.note_unanswered(intent, sent);
                         return Err(ProviderError::outcome_unknown(
                             format!(
                                 "launch abandoned unanswered at the launch deadline ({:?} after the attempt's intent)",
@@ -569,15 +568,9 @@ impl AapProvider {
         .map_err(|e| launch_error(template.kind, e))
         .inspect(|_| self.note_launch(intent, sent))
         .inspect_err(|e| {
-            // A launch whose outcome is unknown (a timeout, a reset connection, a proxy's 502 or
-            // 504) may still be in AAP's hands after the client gave up on it: its job can be
-            // created after this moment, so its window is not tightened to it. It is looked up
-            // like another process's intent: once its window has closed.
+            self.note_launch(intent, sent);
             if e.launch_certainty() == provkit_lifecycle::LaunchCertainty::NotMade {
-                self.note_launch(intent, sent);
                 self.mark_not_sent(intent, true);
-            } else {
-                self.note_unanswered(intent, sent);
             }
         })?;
         if let Some(created) = launched.created {
@@ -675,16 +668,6 @@ impl AapProvider {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .launched(key, at, (sent, ended));
-        }
-    }
-
-    /// Notes that the launch of `intent` was sent at `sent` and its outcome is unknown.
-    fn note_unanswered(&self, intent: Option<(&str, DateTime<Utc>)>, sent: DateTime<Utc>) {
-        if let Some((key, at)) = intent {
-            self.windows
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .sent_unanswered(key, at, sent);
         }
     }
 
@@ -1076,29 +1059,16 @@ impl ProvisioningProvider for AapProvider {
                 } else {
                     chrono::Duration::zero()
                 };
-                // Its own launch whose outcome is unknown: sent then, and possibly still in
-                // AAP's hands until the launch deadline.
-                let unknown = own
-                    .is_none()
-                    .then(|| windows.unanswered_send(key.as_str(), at))
-                    .flatten();
-                let (sent, ended) =
-                    own.unwrap_or((unknown.unwrap_or(at), at + self.deadline() + legacy));
+                let (sent, ended) = own.unwrap_or((at, at + self.deadline() + legacy));
                 let (since, until) =
                     windows.fix(key.as_str(), at, (sent + offset.low, ended + offset.high));
                 drop(windows);
-                if unknown.is_some()
-                    && let Some(wait) = window_open_for(until, self.clock.now() + offset.low)
-                {
-                    // Its own window, read on its own (oldest first) once it has closed.
-                    return Err(shared_read::deferred(key.as_str(), until, until, 0, wait));
-                }
                 // Another process's attempt (or this process's before a restart): its launch
                 // may still be in AAP's hands (a deposed leader still waiting for it; a request
                 // whose client died, which a WSGI server normally finishes), so a job may yet
                 // appear in the window. It is read once the window has closed on AAP's clock,
                 // together with the other inherited windows overlapping it.
-                inherited = (own.is_none() && unknown.is_none()).then_some(offset.low);
+                inherited = own.is_none().then_some(offset.low);
                 (since, Some((until, own.is_some())))
             }
             None => (self.since(resource, key).await, None),

@@ -165,7 +165,7 @@ fn shared(answer: Option<super::inherited::SeenJob>) -> Result<Shared, ProviderE
 }
 
 /// The lookup waits (no request) until `until` on AAP's clock.
-pub(super) fn deferred(
+fn deferred(
     key: &str,
     own_end: DateTime<Utc>,
     until: DateTime<Utc>,

@@ -37,9 +37,6 @@ pub(crate) struct Windows {
     jobless: HashSet<Intent>,
     /// The local times this provider sent each intent's launch and had its answer (or gave up).
     launched: HashMap<Intent, Window>,
-    /// The local time this provider sent each intent's launch whose outcome is unknown (no
-    /// answer, or one that says nothing certain): AAP may still create its job later.
-    unanswered: HashMap<Intent, DateTime<Utc>>,
 }
 
 impl Windows {
@@ -68,20 +65,6 @@ impl Windows {
             self.launched.clear();
         }
         self.launched.insert((key.to_owned(), at), sent_ended);
-    }
-
-    /// This provider sent the intent's launch at `sent` (local clock) and its outcome is
-    /// unknown.
-    pub(crate) fn sent_unanswered(&mut self, key: &str, at: DateTime<Utc>, sent: DateTime<Utc>) {
-        if self.unanswered.len() >= REMEMBERED {
-            self.unanswered.clear();
-        }
-        self.unanswered.insert((key.to_owned(), at), sent);
-    }
-
-    /// When this provider sent the intent's launch whose outcome is unknown, if it did.
-    pub(crate) fn unanswered_send(&self, key: &str, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        self.unanswered.get(&(key.to_owned(), at)).copied()
     }
 
     /// When this provider sent the intent's launch and when it ended, if it did.

@@ -10,7 +10,14 @@
 //! patch the fake API server holds without applying it (`skip(1)` lets the intent write
 //! through and holds the flush). A pass-through layer on the operator's client only reports
 //! which request has gone out, so a test knows the crash point is reached.
+//!
+//! A request a process wrote to its socket before it died can still reach AAP. A real one
+//! handles it within moments; here the test may move the manual clock first, and the fake
+//! would create the job minutes (of AAP's clock) after its intent, which no real launch does.
+//! So a dead process's requests that reach the fake AAP after its crash are never handled
+//! (each process names itself in its User-Agent; see [`World::dead`]).
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,7 +39,7 @@ use provkit_testing::fake_aap::{
 use provkit_testing::fake_apiserver::{
     FakeApiServer, Fault as ApiFault, FaultEffect, RequestRecord, Verb,
 };
-use provkit_testing::observe::{Phase, Verdict};
+use provkit_testing::observe::{Phase, RequestObserver, Verdict};
 use serde_json::json;
 use tokio::task::JoinHandle;
 
@@ -144,18 +151,23 @@ where
 /// One running controller stack; dropping it (or [`crash`](Self::crash)) kills it.
 struct Stack {
     task: Option<JoinHandle<()>>,
+    /// The process's name (its User-Agent up to the `/`) and where it is recorded dead.
+    name: String,
+    dead: Dead,
     reconciles: Arc<AtomicUsize>,
     errors: Arc<Mutex<Vec<Seen>>>,
     wire: Wire,
 }
 
 impl Stack {
-    /// The process dies: every in-flight reconcile is dropped where it is.
+    /// The process dies: every in-flight reconcile is dropped where it is, and its requests
+    /// still on the wire never reach AAP.
     async fn crash(mut self) {
         if let Some(task) = self.task.take() {
             task.abort();
             let _ = task.await;
         }
+        self.dead.lock().unwrap().insert(self.name.clone());
     }
 
     fn errors(&self) -> Vec<Seen> {
@@ -172,13 +184,22 @@ impl Drop for Stack {
         if let Some(task) = self.task.take() {
             task.abort();
         }
+        self.dead.lock().unwrap().insert(self.name.clone());
     }
 }
+
+/// The names of the processes that died.
+type Dead = Arc<Mutex<HashSet<String>>>;
 
 struct World {
     aap: FakeAapServer,
     clock: ManualClock,
     server: FakeApiServer,
+    /// The fake AAP abandons, as received, every request of a process named here.
+    dead: Dead,
+    /// The test's own observer of the fake AAP's requests, behind the one for the dead.
+    observer: Arc<Mutex<Option<RequestObserver>>>,
+    processes: AtomicUsize,
 }
 
 impl World {
@@ -200,7 +221,29 @@ impl World {
             .crd::<Network>()
             .clock(dyn_clock)
             .build();
-        Self { aap, clock, server }
+        let dead = Dead::default();
+        let observer: Arc<Mutex<Option<RequestObserver>>> = Arc::default();
+        let (gone, then) = (dead.clone(), observer.clone());
+        aap.aap().observe(Arc::new(move |req, phase| {
+            if phase == Phase::Received && gone.lock().unwrap().contains(req.client) {
+                return Verdict::Abandon;
+            }
+            let test = then.lock().unwrap().clone();
+            test.map_or(Verdict::Continue, |observe| observe(req, phase))
+        }));
+        Self {
+            aap,
+            clock,
+            server,
+            dead,
+            observer,
+            processes: AtomicUsize::new(0),
+        }
+    }
+
+    /// Sees every request the fake AAP receives from a live process (replacing the last).
+    fn observe_aap(&self, observer: Option<RequestObserver>) {
+        *self.observer.lock().unwrap() = observer;
     }
 
     async fn standard() -> Self {
@@ -261,7 +304,12 @@ impl World {
 
     fn process_with(&self, builder: AapClientBuilder) -> Stack {
         let clock: Arc<dyn Clock> = Arc::new(self.clock.clone());
+        let name = format!(
+            "process-{}",
+            self.processes.fetch_add(1, Ordering::SeqCst) + 1
+        );
         let aap = builder
+            .user_agent(format!("{name}/1"))
             .token(self.aap.token())
             .timeout(Duration::from_secs(5))
             .build()
@@ -299,6 +347,8 @@ impl World {
             reconciles,
             errors,
             wire,
+            name,
+            dead: self.dead.clone(),
         }
     }
 
@@ -645,7 +695,7 @@ async fn crash_after_the_fresh_intent_of_a_relaunch_gives_one_job() {
     let w = World::standard().await;
     let launches = Arc::new(AtomicUsize::new(0));
     let seen = launches.clone();
-    w.aap().observe(Arc::new(move |req, phase| {
+    w.observe_aap(Some(Arc::new(move |req, phase| {
         if req.method == "POST" && req.path.ends_with("/launch/") {
             if phase == Phase::Received {
                 seen.fetch_add(1, Ordering::SeqCst);
@@ -654,7 +704,7 @@ async fn crash_after_the_fresh_intent_of_a_relaunch_gives_one_job() {
         } else {
             Verdict::Continue
         }
-    }));
+    })));
     let stack = w.process();
     w.create_network().await;
     until("a launch was attempted", || {
@@ -662,7 +712,7 @@ async fn crash_after_the_fresh_intent_of_a_relaunch_gives_one_job() {
     })
     .await;
     stack.crash().await;
-    w.aap().clear_observer();
+    w.observe_aap(None);
     let first = w.intent_time().expect("the first intent is pending");
     assert_eq!(w.aap().jobs().len(), 0);
 
@@ -784,7 +834,7 @@ async fn a_lookup_that_cannot_prove_absence_blocks_the_launch() {
     // fault was gone and create the resource's job, one run in about twenty.)
     let launches = Arc::new(AtomicUsize::new(0));
     let seen = launches.clone();
-    w.aap().observe(Arc::new(move |req, phase| {
+    w.observe_aap(Some(Arc::new(move |req, phase| {
         if req.method == "POST" && req.path.ends_with("/launch/") {
             if phase == Phase::Received {
                 seen.fetch_add(1, Ordering::SeqCst);
@@ -793,7 +843,7 @@ async fn a_lookup_that_cannot_prove_absence_blocks_the_launch() {
         } else {
             Verdict::Continue
         }
-    }));
+    })));
     let small_cap = || w.process_with(AapClient::builder(w.aap.base_url()).max_lookup_items(3));
     let stack = small_cap();
     w.create_network().await;
@@ -802,7 +852,7 @@ async fn a_lookup_that_cannot_prove_absence_blocks_the_launch() {
     })
     .await;
     stack.crash().await;
-    w.aap().clear_observer();
+    w.observe_aap(None);
     assert!(w.intent_pending());
     assert_eq!(w.aap().jobs().len(), 0);
     // Other resources' jobs of the same template fill the window beyond the list cap.

@@ -251,6 +251,12 @@ async fn a_completion_wakes_exactly_the_object_of_its_job_and_one_get_confirms_i
             .is_some_and(|j| !j.state.is_terminal()),
         "b's job is still in flight"
     );
+    // The reconcile that recorded a's success stops tracking a's job once it ends, a moment
+    // after its status write is visible.
+    until("only b's job is tracked", || {
+        op.wakeups.stats().tracked == 1
+    })
+    .await;
     let stats = op.wakeups.stats();
     assert_eq!(stats.woken, 1);
     assert_eq!(stats.tracked, 1, "b still waits");

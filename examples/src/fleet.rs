@@ -663,8 +663,17 @@ impl FleetReport {
         let per_lookup = k.pages as f64 / k.lookups.max(1) as f64;
         let _ = writeln!(
             out,
-            "idempotency lookups: {} lookups, {} pages, {per_lookup:.2} pages per lookup (max {}) · of which without an intent window: {} lookups, {} pages · stopped at the page budget (window continued by a later call): {}",
-            k.lookups, k.pages, k.max_pages, k.unbounded_lookups, k.unbounded_pages, k.unfinished,
+            "idempotency lookups: {} lookups, {} pages, {per_lookup:.2} pages per lookup (max {}) · of which without an intent window: {} lookups, {} pages · shared reads of inherited windows: {} lookups, {} pages · one attempt's window, key met: {} lookups, {} pages · stopped at the page budget (window continued by a later call): {}",
+            k.lookups,
+            k.pages,
+            k.max_pages,
+            k.unbounded_lookups,
+            k.unbounded_pages,
+            k.shared_reads,
+            k.shared_pages,
+            k.found_lookups,
+            k.found_pages,
+            k.unfinished,
         );
         let _ = writeln!(
             out,

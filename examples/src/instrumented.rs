@@ -149,6 +149,10 @@ impl CallStats {
                 sum.unbounded_lookups += s.unbounded_lookups;
                 sum.unbounded_pages += s.unbounded_pages;
                 sum.unfinished += s.unfinished;
+                sum.shared_reads += s.shared_reads;
+                sum.shared_pages += s.shared_pages;
+                sum.found_lookups += s.found_lookups;
+                sum.found_pages += s.found_pages;
                 sum
             })
     }

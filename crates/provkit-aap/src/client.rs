@@ -806,6 +806,9 @@ impl AapClient {
         scans
             .stats
             .record(read_pages(pages, &found), true, unfinished);
+        if matches!(found, Ok(Some(_))) {
+            scans.stats.record_found(pages);
+        }
         match (&found, read.span()) {
             (Ok(_), _) => scans.done(&scan),
             (Err(_), Some(span)) => scans.keep(scan, span),
@@ -877,7 +880,7 @@ impl AapClient {
         self.inner
             .key_scans
             .stats
-            .record(read_pages(pages, &found), true, unfinished);
+            .record_shared(read_pages(pages, &found), unfinished);
         let end = match found {
             Ok(Some(())) => WindowEnd::Met,
             Ok(None) => WindowEnd::Ended,

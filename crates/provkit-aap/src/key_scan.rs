@@ -98,6 +98,29 @@ impl KeyLookupMeter {
     pub(crate) fn record(&self, pages: u32, bounded: bool, unfinished: bool) {
         self.0.record(pages, bounded, unfinished);
     }
+
+    /// One call of a bounded single-attempt lookup (already [`record`](Self::record)ed) that
+    /// met its key.
+    pub(crate) fn record_found(&self, pages: u32) {
+        if pages > 0 {
+            self.0.found_lookups.fetch_add(1, Ordering::Relaxed);
+            self.0
+                .found_pages
+                .fetch_add(u64::from(pages), Ordering::Relaxed);
+        }
+    }
+
+    /// One call of a shared read of inherited windows
+    /// ([`jobs_between`](crate::AapClient::jobs_between)), counted as a bounded lookup too.
+    pub(crate) fn record_shared(&self, pages: u32, unfinished: bool) {
+        self.0.record(pages, true, unfinished);
+        if pages > 0 {
+            self.0.shared_reads.fetch_add(1, Ordering::Relaxed);
+            self.0
+                .shared_pages
+                .fetch_add(u64::from(pages), Ordering::Relaxed);
+        }
+    }
 }
 
 /// Counters of the idempotency-key lookups a client made (every call, failed ones included).
@@ -109,6 +132,10 @@ struct LookupCounters {
     unbounded_lookups: AtomicU64,
     unbounded_pages: AtomicU64,
     unfinished: AtomicU64,
+    shared_reads: AtomicU64,
+    shared_pages: AtomicU64,
+    found_lookups: AtomicU64,
+    found_pages: AtomicU64,
 }
 
 impl LookupCounters {
@@ -140,6 +167,10 @@ impl LookupCounters {
             unbounded_lookups: self.unbounded_lookups.load(Ordering::Relaxed),
             unbounded_pages: self.unbounded_pages.load(Ordering::Relaxed),
             unfinished: self.unfinished.load(Ordering::Relaxed),
+            shared_reads: self.shared_reads.load(Ordering::Relaxed),
+            shared_pages: self.shared_pages.load(Ordering::Relaxed),
+            found_lookups: self.found_lookups.load(Ordering::Relaxed),
+            found_pages: self.found_pages.load(Ordering::Relaxed),
         }
     }
 }
@@ -164,6 +195,16 @@ pub struct KeyLookupStats {
     /// ([`lookup_pages_per_call`](crate::AapClientBuilder::lookup_pages_per_call)): their window
     /// was continued by a later call.
     pub unfinished: u64,
+    /// Of the bounded calls, those of shared reads of inherited windows
+    /// ([`jobs_between`](crate::AapClient::jobs_between)); the rest read one attempt's window.
+    pub shared_reads: u64,
+    /// The pages of those calls.
+    pub shared_pages: u64,
+    /// Of the bounded calls that read one attempt's window, those that met the key (the rest
+    /// proved absence, or stopped early).
+    pub found_lookups: u64,
+    /// The pages of those calls.
+    pub found_pages: u64,
 }
 
 impl KeyScans {
@@ -232,15 +273,23 @@ mod tests {
         for pages in [1, 3, 0, 1, 4] {
             c.record(pages, pages != 3, pages == 4);
         }
+        let meter = KeyLookupMeter(std::sync::Arc::new(c));
+        meter.record_shared(2, false);
+        meter.record_shared(0, false);
+        meter.record_found(3);
         assert_eq!(
-            c.read(),
+            meter.stats(),
             KeyLookupStats {
-                lookups: 4,
-                pages: 9,
+                lookups: 5,
+                pages: 11,
                 max_pages: 4,
                 unbounded_lookups: 1,
                 unbounded_pages: 3,
                 unfinished: 1,
+                shared_reads: 1,
+                shared_pages: 2,
+                found_lookups: 1,
+                found_pages: 3,
             }
         );
     }

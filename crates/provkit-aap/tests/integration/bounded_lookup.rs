@@ -138,7 +138,9 @@ async fn an_absence_proof_on_a_busy_template_converges_under_faults() {
 #[tokio::test]
 async fn an_intents_job_is_on_the_first_page_read_oldest_first() {
     let (server, clock) = server_on_manual_clock().await;
-    let launcher = provider_on(client(&server), &clock);
+    let launching = client(&server);
+    let launched = launching.key_lookup_meter();
+    let launcher = provider_on(launching, &clock);
     let r = resource("found");
     let key = IdempotencyKey::new("pk1-uid-found-p-00000000000000aa");
     let intent = clock.now();
@@ -150,7 +152,9 @@ async fn an_intents_job_is_on_the_first_page_read_oldest_first() {
     clock.advance(Duration::from_secs(1));
     other_jobs(&client(&server), 450).await;
     // Another process: no clock-offset sample yet (its `Date` probe bounds it).
-    let other = provider_on(client(&server), &clock);
+    let looking = client(&server);
+    let looked = looking.key_lookup_meter();
+    let other = provider_on(looking, &clock);
     let before = job_lists(&server).len();
     let deferred = other
         .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
@@ -183,6 +187,22 @@ async fn an_intents_job_is_on_the_first_page_read_oldest_first() {
     assert_eq!(found.job_id, id);
     let lists = job_lists(&server).split_off(before + 1);
     assert_eq!(lists.len(), 1, "{lists:?}");
+    // Each client's counters: the other process's lookup was a shared read of the inherited
+    // window, the launcher's read its own attempt's window and met the key.
+    let (other, own) = (looked.stats(), launched.stats());
+    assert_eq!(
+        (other.lookups, other.shared_reads, other.found_lookups),
+        (1, 1, 0)
+    );
+    assert_eq!(
+        (
+            own.lookups,
+            own.shared_reads,
+            own.found_lookups,
+            own.found_pages
+        ),
+        (1, 0, 1, 1)
+    );
 }
 
 /// An intent this provider did not launch (another process's, or its own before a restart)
@@ -498,6 +518,7 @@ async fn a_handovers_inherited_intents_are_answered_by_one_read_of_their_span() 
         .circuit_breaker(CircuitBreakerConfig::disabled())
         .build()
         .unwrap();
+    let meter = looker.key_lookup_meter();
     let heir = provider_on(looker, &clock);
     // Each lookup is deferred, without a request, until the intents of the hand-over (written
     // before the heir met the first of them) have closed: the launch deadline and 2 s after that
@@ -581,4 +602,13 @@ async fn a_handovers_inherited_intents_are_answered_by_one_read_of_their_span() 
             .collect::<Vec<_>>()
     );
     assert_eq!(lists.iter().filter(|l| l.status == 502).count(), 1);
+    // The client's counters tell the shared read's calls and pages apart (the failed page
+    // counts); no call read one attempt's window.
+    let stats = meter.stats();
+    assert_eq!((stats.lookups, stats.pages), (3, pages as u64 + 1));
+    assert_eq!(
+        (stats.shared_reads, stats.shared_pages),
+        (3, pages as u64 + 1)
+    );
+    assert_eq!((stats.found_lookups, stats.found_pages), (0, 0));
 }

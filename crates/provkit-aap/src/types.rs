@@ -298,6 +298,35 @@ pub(crate) fn parse_extra_vars(value: Option<&Value>) -> (Map<String, Value>, Op
 }
 
 impl Job {
+    /// A job known by its id, kind and status alone (what a shared read keeps of it); every
+    /// other field is empty.
+    pub(crate) fn known(id: u64, kind: JobKind, status: AapJobStatus) -> Self {
+        Self {
+            id,
+            kind,
+            name: String::new(),
+            status,
+            failed: false,
+            created: None,
+            started: None,
+            finished: None,
+            elapsed: 0.0,
+            job_explanation: String::new(),
+            result_traceback: String::new(),
+            extra_vars: Map::new(),
+            extra_vars_raw: None,
+            artifacts: Value::Null,
+            launch_type: None,
+            job_template: None,
+            workflow_job_template: None,
+            unified_job_template: None,
+            is_sliced_job: false,
+            event_processing_finished: None,
+            url: None,
+            source_workflow_job: None,
+        }
+    }
+
     /// Decodes a job from any JSON object; `default_kind` applies when `type` is absent.
     ///
     /// Returns `None` when there is no usable `id`.

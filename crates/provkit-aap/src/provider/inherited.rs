@@ -88,17 +88,13 @@ impl SeenJob {
         }
     }
 
-    /// The job as the lookup answers it (its id, kind, status and launch type).
-    pub(crate) fn job(&self) -> Option<Job> {
-        Job::from_value(
-            &serde_json::json!({
-                "id": self.id,
-                "status": self.status.as_str(),
-                "launch_type": self.launch_type,
-                "created": self.created.map(|c| c.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)),
-            }),
-            self.kind,
-        )
+    /// The job as the lookup answers it (its id, kind, status, creation and launch type).
+    pub(crate) fn job(&self) -> Job {
+        Job {
+            created: self.created,
+            launch_type: self.launch_type.clone(),
+            ..Job::known(self.id, self.kind, self.status.clone())
+        }
     }
 }
 

@@ -50,7 +50,7 @@ impl AapProvider {
                 None => continue,
                 Some(Plan::Answer(answer)) => {
                     self.inherited().forget(tk, key, at);
-                    return shared(answer);
+                    return Ok(shared(answer));
                 }
                 Some(Plan::Wait { until, others }) => {
                     let wait = window_open_for(until, now).unwrap_or_default();
@@ -132,7 +132,7 @@ impl AapProvider {
         let mut inherited = self.inherited();
         if let Some(answer) = inherited.answer(tk, key, at) {
             inherited.forget(tk, key, at);
-            return shared(answer);
+            return Ok(shared(answer));
         }
         Err(query_error(
             format!(
@@ -150,17 +150,10 @@ impl AapProvider {
 }
 
 /// A known answer as the lookup gives it.
-fn shared(answer: Option<super::inherited::SeenJob>) -> Result<Shared, ProviderError> {
+fn shared(answer: Option<super::inherited::SeenJob>) -> Shared {
     match answer {
-        None => Ok(Shared::Absent),
-        Some(seen) => seen
-            .job()
-            .map(|job| Shared::Found(Box::new(job)))
-            .ok_or_else(|| {
-                ProviderError::other(
-                    "idempotency lookup: a job met by a shared read could not be rebuilt",
-                )
-            }),
+        None => Shared::Absent,
+        Some(seen) => Shared::Found(Box::new(seen.job())),
     }
 }
 

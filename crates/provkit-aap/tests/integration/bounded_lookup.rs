@@ -280,15 +280,7 @@ async fn a_deprovision_waiting_for_a_cancel_knows_its_intent_has_no_job() {
         .launch_deadline(Duration::from_secs(60))
         .build();
     let r = resource("cancel-first");
-    let id = p
-        .trigger_provision(&r, &LaunchContext::new())
-        .await
-        .unwrap()
-        .job_id;
-    crate::support::eventually(|| async {
-        p.provision_status(&r, &id).await.unwrap().state == provkit_core::JobState::Running
-    })
-    .await;
+    let id = crate::support::provision_running(&p, &r).await;
     let jobs = vec![provkit_core::JobStatus::new(
         id,
         JobType::Provision,

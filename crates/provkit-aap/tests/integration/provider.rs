@@ -365,15 +365,7 @@ async fn s72_deprovision_cancel_first_flow() {
     );
     assert!(d.provision_job_status.is_none());
     // 3. Running provision job → cancel accepted → Waiting with the running status.
-    let id = p
-        .trigger_provision(&r, &LaunchContext::new())
-        .await
-        .unwrap()
-        .job_id;
-    crate::support::eventually(|| async {
-        p.provision_status(&r, &id).await.unwrap().state == JobState::Running
-    })
-    .await;
+    let id = crate::support::provision_running(&p, &r).await;
     let jobs = vec![JobStatus::new(
         id.clone(),
         JobType::Provision,

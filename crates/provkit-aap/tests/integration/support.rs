@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use provkit_aap::{AapClient, AapClientBuilder, RetryConfig};
+use provkit_aap::{AapClient, AapClientBuilder, AapProvider, RetryConfig};
+use provkit_lifecycle::{LaunchContext, ProvisioningProvider, ResourceView};
 use provkit_testing::fake_aap::{
     FakeAap, FakeAapServer, JobScript, JobTemplateSpec, LoggedRequest, Mode,
     WorkflowJobTemplateSpec,
@@ -97,4 +98,18 @@ where
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     panic!("condition not reached in time");
+}
+
+/// Launches `r`'s provision job through `p` and waits until AAP runs it; its id.
+pub async fn provision_running(p: &AapProvider, r: &ResourceView) -> String {
+    let id = p
+        .trigger_provision(r, &LaunchContext::new())
+        .await
+        .unwrap()
+        .job_id;
+    eventually(|| async {
+        p.provision_status(r, &id).await.unwrap().state == provkit_core::JobState::Running
+    })
+    .await;
+    id
 }

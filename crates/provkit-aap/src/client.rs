@@ -12,7 +12,7 @@ use crate::endpoints::api_path;
 use crate::error::{Error, Result, TemplateCandidate};
 use crate::gateway_token::{GatewayToken, GatewayTokenOptions};
 use crate::inner::{Inner, TemplateKey};
-use crate::key_scan::{KeyLookupMeter, KeyLookupStats, Read, ScanKey, Span};
+use crate::key_scan::{KeyLookupMeter, KeyLookupStats, LookupCall, Read, ScanKey, Span};
 use crate::response::RawResponse;
 use crate::types::{
     AapJobEvent, AapJobStatus, CancelOutcome, Job, JobKind, JobWire, LaunchRequest, Launched,
@@ -738,7 +738,7 @@ impl AapClient {
         self.inner
             .key_scans
             .stats
-            .record(read_pages(pages, &found), false, false);
+            .record(read_pages(pages, &found), LookupCall::Unbounded, false);
         found
     }
 
@@ -803,12 +803,12 @@ impl AapClient {
         let mut pages = 0;
         let found = self.key_walk(&scan, cursor, &mut read, &mut pages).await;
         let unfinished = matches!(found, Err(Error::LookupUnfinished { .. }));
+        let call = LookupCall::Window {
+            found: matches!(found, Ok(Some(_))),
+        };
         scans
             .stats
-            .record(read_pages(pages, &found), true, unfinished);
-        if matches!(found, Ok(Some(_))) {
-            scans.stats.record_found(pages);
-        }
+            .record(read_pages(pages, &found), call, unfinished);
         match (&found, read.span()) {
             (Ok(_), _) => scans.done(&scan),
             (Err(_), Some(span)) => scans.keep(scan, span),
@@ -877,10 +877,11 @@ impl AapClient {
         )
         .await;
         let unfinished = matches!(found, Err(Error::LookupUnfinished { .. }));
-        self.inner
-            .key_scans
-            .stats
-            .record_shared(read_pages(pages, &found), unfinished);
+        self.inner.key_scans.stats.record(
+            read_pages(pages, &found),
+            LookupCall::Shared,
+            unfinished,
+        );
         let end = match found {
             Ok(Some(())) => WindowEnd::Met,
             Ok(None) => WindowEnd::Ended,

@@ -95,32 +95,23 @@ impl KeyLookupMeter {
         self.0.read()
     }
 
-    pub(crate) fn record(&self, pages: u32, bounded: bool, unfinished: bool) {
-        self.0.record(pages, bounded, unfinished);
+    pub(crate) fn record(&self, pages: u32, call: LookupCall, unfinished: bool) {
+        self.0.record(pages, call, unfinished);
     }
+}
 
-    /// One call of a bounded single-attempt lookup (already [`record`](Self::record)ed) that
-    /// met its key.
-    pub(crate) fn record_found(&self, pages: u32) {
-        if pages > 0 {
-            self.0.found_lookups.fetch_add(1, Ordering::Relaxed);
-            self.0
-                .found_pages
-                .fetch_add(u64::from(pages), Ordering::Relaxed);
-        }
-    }
-
-    /// One call of a shared read of inherited windows
-    /// ([`jobs_between`](crate::AapClient::jobs_between)), counted as a bounded lookup too.
-    pub(crate) fn record_shared(&self, pages: u32, unfinished: bool) {
-        self.0.record(pages, true, unfinished);
-        if pages > 0 {
-            self.0.shared_reads.fetch_add(1, Ordering::Relaxed);
-            self.0
-                .shared_pages
-                .fetch_add(u64::from(pages), Ordering::Relaxed);
-        }
-    }
+/// What kind of lookup call is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LookupCall {
+    /// Without an end to its window (`newest_job_with_key`).
+    Unbounded,
+    /// One attempt's window (`first_job_with_key_between`); `found`: it met the key.
+    Window {
+        /// It met the key.
+        found: bool,
+    },
+    /// A shared read of inherited windows ([`jobs_between`](crate::AapClient::jobs_between)).
+    Shared,
 }
 
 /// Counters of the idempotency-key lookups a client made (every call, failed ones included).
@@ -139,9 +130,9 @@ struct LookupCounters {
 }
 
 impl LookupCounters {
-    /// One lookup call that requested `pages` pages (a failed page counts); a call that sent
-    /// nothing (refused by the circuit breaker) is not counted.
-    fn record(&self, pages: u32, bounded: bool, unfinished: bool) {
+    /// One lookup call of kind `call` that requested `pages` pages (a failed page counts); a
+    /// call that sent nothing (refused by the circuit breaker) is not counted.
+    fn record(&self, pages: u32, call: LookupCall, unfinished: bool) {
         if pages == 0 {
             return;
         }
@@ -152,10 +143,14 @@ impl LookupCounters {
         self.lookups.fetch_add(1, Ordering::Relaxed);
         self.pages.fetch_add(pages, Ordering::Relaxed);
         self.max_pages.fetch_max(pages, Ordering::Relaxed);
-        if !bounded {
-            self.unbounded_lookups.fetch_add(1, Ordering::Relaxed);
-            self.unbounded_pages.fetch_add(pages, Ordering::Relaxed);
-        }
+        let (calls, their_pages) = match call {
+            LookupCall::Unbounded => (&self.unbounded_lookups, &self.unbounded_pages),
+            LookupCall::Window { found: true } => (&self.found_lookups, &self.found_pages),
+            LookupCall::Window { found: false } => return,
+            LookupCall::Shared => (&self.shared_reads, &self.shared_pages),
+        };
+        calls.fetch_add(1, Ordering::Relaxed);
+        their_pages.fetch_add(pages, Ordering::Relaxed);
     }
 
     /// The counts so far.
@@ -271,17 +266,22 @@ mod tests {
     fn counters_sum_pages_and_keep_the_largest() {
         let c = LookupCounters::default();
         for pages in [1, 3, 0, 1, 4] {
-            c.record(pages, pages != 3, pages == 4);
+            let call = if pages == 3 {
+                LookupCall::Unbounded
+            } else {
+                LookupCall::Window { found: false }
+            };
+            c.record(pages, call, pages == 4);
         }
         let meter = KeyLookupMeter(std::sync::Arc::new(c));
-        meter.record_shared(2, false);
-        meter.record_shared(0, false);
-        meter.record_found(3);
+        meter.record(2, LookupCall::Shared, false);
+        meter.record(0, LookupCall::Shared, false);
+        meter.record(3, LookupCall::Window { found: true }, false);
         assert_eq!(
             meter.stats(),
             KeyLookupStats {
-                lookups: 5,
-                pages: 11,
+                lookups: 6,
+                pages: 14,
                 max_pages: 4,
                 unbounded_lookups: 1,
                 unbounded_pages: 3,

@@ -161,13 +161,12 @@ struct Stack {
 
 impl Stack {
     /// The process dies: every in-flight reconcile is dropped where it is, and its requests
-    /// still on the wire never reach AAP.
+    /// still on the wire never reach AAP (recorded dead by `Drop`, once the task has ended).
     async fn crash(mut self) {
         if let Some(task) = self.task.take() {
             task.abort();
             let _ = task.await;
         }
-        self.dead.lock().unwrap().insert(self.name.clone());
     }
 
     fn errors(&self) -> Vec<Seen> {

@@ -663,7 +663,7 @@ impl FleetReport {
         let per_lookup = k.pages as f64 / k.lookups.max(1) as f64;
         let _ = writeln!(
             out,
-            "idempotency lookups: {} lookups, {} pages, {per_lookup:.2} pages per lookup (max {}) · of which without an intent window: {} lookups, {} pages · shared reads of inherited windows: {} lookups, {} pages · one attempt's window, key met: {} lookups, {} pages · stopped at the page budget (window continued by a later call): {}",
+            "idempotency lookups: {} lookups, {} pages, {per_lookup:.2} pages per lookup (max {}) · of which without an intent window: {} lookups, {} pages · shared reads of inherited windows: {} lookups, {} pages, answering {} intents · one attempt's window, key met: {} lookups, {} pages · stopped at the page budget (window continued by a later call): {}",
             k.lookups,
             k.pages,
             k.max_pages,
@@ -671,9 +671,22 @@ impl FleetReport {
             k.unbounded_pages,
             k.shared_reads,
             k.shared_pages,
+            k.shared_answered,
             k.found_lookups,
             k.found_pages,
             k.unfinished,
+        );
+        // Per intent looked up: a shared read answers many inherited intents with one call, so
+        // per call its pages count as one lookup's; per intent they are spread over the
+        // intents it answered.
+        let intents = k.lookups - k.shared_reads + k.shared_answered;
+        #[allow(clippy::cast_precision_loss)]
+        let per_intent = k.pages as f64 / intents.max(1) as f64;
+        let _ = writeln!(
+            out,
+            "idempotency lookups per intent: {intents} intents looked up ({} by one attempt's window, {} answered by shared reads), {per_intent:.2} pages per intent",
+            k.lookups - k.shared_reads,
+            k.shared_answered,
         );
         let _ = writeln!(
             out,

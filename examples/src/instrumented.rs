@@ -151,6 +151,7 @@ impl CallStats {
                 sum.unfinished += s.unfinished;
                 sum.shared_reads += s.shared_reads;
                 sum.shared_pages += s.shared_pages;
+                sum.shared_answered += s.shared_answered;
                 sum.found_lookups += s.found_lookups;
                 sum.found_pages += s.found_pages;
                 sum

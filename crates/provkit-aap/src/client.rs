@@ -855,6 +855,7 @@ impl AapClient {
         let mut pages = 0;
         let kind = window.kind;
         let mut wanted: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+        let asked = wanted.len();
         let mut keyed = Vec::new();
         let mut last = None;
         let found = crate::pagination::find_first(
@@ -877,9 +878,16 @@ impl AapClient {
         )
         .await;
         let unfinished = matches!(found, Err(Error::LookupUnfinished { .. }));
+        // Met keys are answered; the rest only once the read reached its window's end.
+        let answered = match &found {
+            Ok(_) => asked,
+            Err(_) => asked - wanted.len(),
+        };
         self.inner.key_scans.stats.record(
             read_pages(pages, &found),
-            LookupCall::Shared,
+            LookupCall::Shared {
+                answered: answered as u64,
+            },
             unfinished,
         );
         let end = match found {

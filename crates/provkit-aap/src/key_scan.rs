@@ -110,8 +110,12 @@ pub(crate) enum LookupCall {
         /// It met the key.
         found: bool,
     },
-    /// A shared read of inherited windows ([`jobs_between`](crate::AapClient::jobs_between)).
-    Shared,
+    /// A shared read of inherited windows ([`jobs_between`](crate::AapClient::jobs_between));
+    /// `answered`: the keys it was made for that it answered (met, or read to the end without).
+    Shared {
+        /// Keys answered by this call.
+        answered: u64,
+    },
 }
 
 /// Counters of the idempotency-key lookups a client made (every call, failed ones included).
@@ -125,6 +129,7 @@ struct LookupCounters {
     unfinished: AtomicU64,
     shared_reads: AtomicU64,
     shared_pages: AtomicU64,
+    shared_answered: AtomicU64,
     found_lookups: AtomicU64,
     found_pages: AtomicU64,
 }
@@ -147,7 +152,10 @@ impl LookupCounters {
             LookupCall::Unbounded => (&self.unbounded_lookups, &self.unbounded_pages),
             LookupCall::Window { found: true } => (&self.found_lookups, &self.found_pages),
             LookupCall::Window { found: false } => return,
-            LookupCall::Shared => (&self.shared_reads, &self.shared_pages),
+            LookupCall::Shared { answered } => {
+                self.shared_answered.fetch_add(answered, Ordering::Relaxed);
+                (&self.shared_reads, &self.shared_pages)
+            }
         };
         calls.fetch_add(1, Ordering::Relaxed);
         their_pages.fetch_add(pages, Ordering::Relaxed);
@@ -164,6 +172,7 @@ impl LookupCounters {
             unfinished: self.unfinished.load(Ordering::Relaxed),
             shared_reads: self.shared_reads.load(Ordering::Relaxed),
             shared_pages: self.shared_pages.load(Ordering::Relaxed),
+            shared_answered: self.shared_answered.load(Ordering::Relaxed),
             found_lookups: self.found_lookups.load(Ordering::Relaxed),
             found_pages: self.found_pages.load(Ordering::Relaxed),
         }
@@ -195,6 +204,10 @@ pub struct KeyLookupStats {
     pub shared_reads: u64,
     /// The pages of those calls.
     pub shared_pages: u64,
+    /// The inherited intents' keys those calls answered (met, or read their whole window
+    /// without): one read answers many. With the calls that read one attempt's window, the
+    /// number of intents looked up — what the pages were spent on.
+    pub shared_answered: u64,
     /// Of the bounded calls that read one attempt's window, those that met the key (the rest
     /// proved absence, or stopped early).
     pub found_lookups: u64,
@@ -274,8 +287,8 @@ mod tests {
             c.record(pages, call, pages == 4);
         }
         let meter = KeyLookupMeter(std::sync::Arc::new(c));
-        meter.record(2, LookupCall::Shared, false);
-        meter.record(0, LookupCall::Shared, false);
+        meter.record(2, LookupCall::Shared { answered: 5 }, false);
+        meter.record(0, LookupCall::Shared { answered: 7 }, false);
         meter.record(3, LookupCall::Window { found: true }, false);
         assert_eq!(
             meter.stats(),
@@ -288,6 +301,7 @@ mod tests {
                 unfinished: 1,
                 shared_reads: 1,
                 shared_pages: 2,
+                shared_answered: 5,
                 found_lookups: 1,
                 found_pages: 3,
             }

@@ -53,7 +53,10 @@
 //! so the reconcile starts over). Neither the flush nor the full write ever sends another
 //! writer's or an unresolved intent away: they carry `launchIntent: null` only once the engine
 //! resolved that very intent ([`StatusSession::resolve_intent`]), so the write that records the
-//! job is the one that clears it.
+//! job is the one that clears it. An intent resolved without a job (proven absent, or its launch
+//! certainly made none: refused, rate-limited) is cleared by the reconcile's status write, made
+//! for that alone when nothing else changed: a process that inherits the object then has no
+//! job list to read for it.
 
 use std::collections::HashSet;
 use std::num::{NonZeroU32, NonZeroUsize};
@@ -400,6 +403,14 @@ impl<K: ProvisionedResource> StatusSession<K> {
     /// full write) clears it. No request.
     pub fn resolve_intent(&self, idempotency_key: &str) {
         self.lock().resolved.insert(idempotency_key.to_owned());
+    }
+
+    /// Whether the API server holds an intent the engine resolved in this session (its job is
+    /// recorded, it was proven absent, or its launch certainly made no job): the next status
+    /// write clears it, and the reconcile writes even when nothing else changed, so that a
+    /// process inheriting the object has nothing to look up.
+    pub(crate) fn holds_resolved_intent(&self) -> bool {
+        self.lock().intent_update().is_some()
     }
 
     /// Records a fresh copy of the object read from the API server (for example by the

@@ -681,7 +681,8 @@ impl<K: ProvisionedResource> Provisioner<K> {
 
     /// Writes `working`'s status unless it equals what the API server is known to hold: the
     /// original status with the job list and desired version a flush may have persisted, or
-    /// the status of a fresher copy the session read.
+    /// the status of a fresher copy the session read. A launch intent the engine resolved
+    /// without recording a job is cleared by a write even when nothing else changed.
     pub(crate) async fn write_if_changed(
         &self,
         session: &StatusSession<K>,
@@ -714,8 +715,11 @@ impl<K: ProvisionedResource> Provisioner<K> {
         let target = status_of(&target)?;
         // Nothing to write when the API server holds it already: as of the copy the reconcile
         // started from, or of a fresher copy this reconcile read (a lagging cache would
-        // otherwise rewrite what the previous reconcile wrote).
-        if target == status_of(&baseline)? || session.read_status().is_some_and(|s| s == target) {
+        // otherwise rewrite what the previous reconcile wrote) — unless it still holds a launch
+        // intent the engine resolved, which the write clears.
+        let unchanged =
+            target == status_of(&baseline)? || session.read_status().is_some_and(|s| s == target);
+        if unchanged && !session.holds_resolved_intent() {
             return Ok(());
         }
         session

@@ -23,8 +23,8 @@ use crate::error::BoxError;
 /// - [`write`](Self::write) returns `Ok` only once the intent is durable (on the API server);
 ///   the engine launches only after that.
 /// - [`resolve`](Self::resolve) does no IO: it marks the intent with that key resolved, so the
-///   next write that persists the job history clears it. A status write must never clear an
-///   intent that was not resolved.
+///   caller's next status write clears it (provkit-kube writes one for that alone when nothing
+///   else changed). A status write must never clear an intent that was not resolved.
 #[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait::async_trait]
 pub trait IntentStore: Send + Sync {
@@ -32,8 +32,9 @@ pub trait IntentStore: Send + Sync {
     fn pending(&self) -> Option<LaunchIntent>;
     /// Persists `intent`, replacing any pending one.
     async fn write(&self, intent: &LaunchIntent) -> Result<(), BoxError>;
-    /// Marks the intent with `idempotency_key` resolved (its job is recorded, or the backend
-    /// proved that no such job exists).
+    /// Marks the intent with `idempotency_key` resolved: its job is recorded, the backend
+    /// proved that no such job exists, or the provider is certain that its launch made none
+    /// ([`LaunchCertainty::NotMade`](crate::LaunchCertainty::NotMade), a rate limit included).
     fn resolve(&self, idempotency_key: &str);
 }
 

@@ -602,5 +602,10 @@ async fn a_handovers_inherited_intents_are_answered_by_one_read_of_their_span() 
         (stats.shared_reads, stats.shared_pages),
         (3, pages as u64 + 1)
     );
+    assert_eq!(
+        stats.shared_answered,
+        intents.len() as u64,
+        "the three calls answered every inherited intent once"
+    );
     assert_eq!((stats.found_lookups, stats.found_pages), (0, 0));
 }

@@ -585,11 +585,13 @@ async fn a_restart_inside_the_launch_window_defers_the_lookup_until_it_closes() 
 
 /// What the provider knows of its own launch of an intent survives the intent's round trip
 /// through the object's status: the intent time read back is the one the launch was made
-/// under, to the microsecond. AAP refuses every launch with a 400 (nothing created, certainly);
-/// the intent stays pending, and each next reconcile resolves it without reading AAP's job
-/// list (this process knows it sent nothing that created a job). Before intents kept
-/// microseconds, the time read back lost its fraction, the provider no longer recognised its
-/// own attempt, and every retry read the template's jobs of a whole launch-deadline window.
+/// under, to the microsecond. AAP refuses every launch with a 400 (nothing created, certainly),
+/// so each reconcile clears the refused attempt's intent with its status write; the first such
+/// write is refused (403), and the next reconcile reads the intent back from the object and
+/// resolves it without reading AAP's job list (this process knows it sent nothing that created
+/// a job). Before intents kept microseconds, the time read back lost its fraction, the provider
+/// no longer recognised its own attempt, and every retry read the template's jobs of a whole
+/// launch-deadline window.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_launchs_intent_read_back_from_status_needs_no_job_list() {
     let w = World::standard().await;
@@ -600,6 +602,15 @@ async fn a_refused_launchs_intent_read_back_from_status_needs_no_job_list() {
         "/api/*/launch/",
         FaultAction::json(400, &json!({"detail": "refused for the test"})),
     ));
+    // Status patch 1 is the first intent, 2 the write that clears it: refused once.
+    let clear_refused = w.server.inject(
+        ApiFault::new(FaultEffect::Forbidden)
+            .verb(Verb::Patch)
+            .resource("networks")
+            .subresource(Some("status"))
+            .skip(1)
+            .times(1),
+    );
     let stack = w.process();
     w.create_network().await;
     until("three launches were refused", || {
@@ -607,6 +618,11 @@ async fn a_refused_launchs_intent_read_back_from_status_needs_no_job_list() {
     })
     .await;
     stack.crash().await;
+    assert_eq!(
+        w.server.fault_hits(clear_refused),
+        1,
+        "the first intent stayed on the object"
+    );
     let job_lists: Vec<_> = w
         .aap()
         .requests()
@@ -618,12 +634,84 @@ async fn a_refused_launchs_intent_read_back_from_status_needs_no_job_list() {
         "no lookup of an attempt this process knows it did not send: {job_lists:?}"
     );
     assert_eq!(w.aap().jobs().len(), 0);
-    let intent = w
-        .intent_time()
-        .expect("the refused attempt's intent is pending");
-    assert_eq!(intent.timestamp_subsec_micros(), 250_000, "{intent}");
     w.aap().clear_faults();
     w.settle_and_check_one_job().await;
+}
+
+/// A 429 on the launch POST with a long `Retry-After` (certainly nothing created).
+fn launch_rate_limited_once() -> Fault {
+    Fault::new(
+        "POST",
+        "/api/*/launch/",
+        FaultAction::too_many_requests(provkit_testing::fake_aap::RetryAfter::Seconds(3600)),
+    )
+    .trigger(Trigger::FirstN(1))
+}
+
+/// Issue 33: a launch the provider is certain made no job (here AAP's 429) leaves no intent
+/// behind: the reconcile's status write clears it, so the process that inherits the object
+/// (after a crash) has nothing to look up, reads no job list, and launches once. Before, the
+/// intent stayed pending until the next launch replaced it, and every process that inherited
+/// it read AAP's job list of its window to prove an absence known when the launch failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_launch_certainly_not_made_leaves_no_intent_for_the_next_process() {
+    let w = World::standard().await;
+    let limited = w.aap().add_fault(launch_rate_limited_once());
+    let stack = w.process();
+    w.create_network().await;
+    until("the launch was rate-limited", || {
+        w.aap().fault_hits(limited) == 1
+    })
+    .await;
+    until("the refused attempt's intent was cleared", || {
+        stack.wire.status_patches() >= 2 && !w.intent_pending()
+    })
+    .await;
+    assert_eq!(
+        stack.wire.status_patches(),
+        2,
+        "the intent, then its clearing"
+    );
+    stack.crash().await;
+    assert_eq!(w.aap().jobs().len(), 0);
+    w.settle_and_check_one_job().await;
+    let job_lists = w
+        .aap()
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "GET" && r.path.ends_with("/jobs/"))
+        .count();
+    assert_eq!(job_lists, 0, "nothing pending to look up");
+}
+
+/// The crash point of that clearing: the process dies after the refused launch, with the
+/// status write that clears its intent never applied. The intent stays pending; the next
+/// process cannot know that launch made nothing, reads the closed window (one job list), and
+/// launches once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_before_a_not_made_launchs_intent_is_cleared_gives_one_job() {
+    let w = World::standard().await;
+    let limited = w.aap().add_fault(launch_rate_limited_once());
+    // Status patch 1 is the intent, 2 its clearing: the fake API server holds it unapplied.
+    w.server.inject(hold_status_patches().skip(1));
+    let stack = w.process();
+    w.create_network().await;
+    until("the clearing write is on the wire", || {
+        stack.wire.status_patches() >= 2
+    })
+    .await;
+    assert_eq!(w.aap().fault_hits(limited), 1);
+    stack.crash().await;
+    assert!(w.intent_pending(), "the clearing never reached the object");
+    w.server.clear_faults();
+    w.settle_and_check_one_job().await;
+    let job_lists = w
+        .aap()
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "GET" && r.path.ends_with("/jobs/"))
+        .count();
+    assert_eq!(job_lists, 1, "one read of the inherited intent's window");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -146,10 +146,14 @@ impl Lifecycle {
             Err(e) => {
                 let e = e.redacted(&ctx.redactor());
                 if let Some(retry_after) = e.retry_after() {
+                    self.launch_not_made(store, &key);
                     self.observe.launch(&JobType::Deprovision, Launch::NotMade);
                     return Ok(self.deprovision_rate_limited(retry_after));
                 }
                 let certainty = e.launch_certainty();
+                if certainty == LaunchCertainty::NotMade {
+                    self.launch_not_made(store, &key);
+                }
                 if certainty == LaunchCertainty::Unknown
                     && let Some(found) = self
                         .recover_after_unknown(resource, &JobType::Deprovision, &key, since)
@@ -168,11 +172,9 @@ impl Lifecycle {
                 });
             }
         };
-        if result.action != DeprovisionAction::Triggered
-            && let Some(store) = store
-        {
+        if result.action != DeprovisionAction::Triggered {
             // The provider is certain no deprovision job was made.
-            store.resolve(key.as_str());
+            self.launch_not_made(store, &key);
         }
 
         match result.action {

@@ -115,6 +115,18 @@ impl Lifecycle {
         self.journal.remove(key);
     }
 
+    /// The provider is certain that the launch of `key` made no job (refused, rate-limited, or
+    /// never sent). Every earlier attempt of the object was resolved before this one's intent
+    /// was written, so nothing is left to look up: the intent is resolved, and the reconcile's
+    /// status write clears it. Without this, the intent stayed pending until the next launch
+    /// replaced it, and a process that inherited the object (after a crash or a hand-over) had
+    /// to read AAP's job list to prove an absence that was known when the launch failed.
+    pub(super) fn launch_not_made(&self, store: Option<&dyn IntentStore>, key: &IdempotencyKey) {
+        if let Some(store) = store {
+            store.resolve(key.as_str());
+        }
+    }
+
     /// The provider answered a launch without a job id: the outcome is unknown, so the key is
     /// remembered (the next attempt looks it up first) and the launch fails.
     pub(super) fn empty_job_id(&self, job_type: JobType, key: IdempotencyKey) -> LifecycleError {

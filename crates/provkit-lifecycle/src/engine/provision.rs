@@ -213,11 +213,15 @@ impl Lifecycle {
             Err(e) => {
                 let e = e.redacted(&ctx.redactor());
                 if let Some(retry_after) = e.retry_after() {
+                    self.launch_not_made(store, &key);
                     self.observe.launch(&JobType::Provision, Launch::NotMade);
                     tracing::info!(retry_after = ?retry_after, "provision launch rate-limited");
                     return Ok(self.provision_rate_limited(Action::Trigger, retry_after));
                 }
                 let certainty = e.launch_certainty();
+                if certainty == LaunchCertainty::NotMade {
+                    self.launch_not_made(store, &key);
+                }
                 if certainty == LaunchCertainty::Unknown
                     && let Some(found) = self
                         .recover_after_unknown(resource, &JobType::Provision, &key, since)

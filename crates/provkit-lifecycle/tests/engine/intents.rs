@@ -214,3 +214,86 @@ async fn a_launch_the_provider_would_refuse_unsent_writes_no_intent() {
     assert_eq!(store.written.lock().unwrap().len(), 1);
     assert_eq!(provider.jobs_created("uid-1", &JobType::Provision), 1);
 }
+
+/// Issue 33: a launch the provider is certain made no job (rate-limited, refused) resolves its
+/// intent, so the store's next write clears it and a process that inherits the object has
+/// nothing to look up; a launch whose outcome is unknown keeps its intent pending. The intent
+/// was written in every case (the launch was attempted).
+#[tokio::test]
+async fn a_launch_certainly_not_made_resolves_its_intent_an_unknown_one_keeps_it() {
+    use provkit_testing::scripted::TriggerStep;
+    let cases: [(&str, TriggerStep, bool); 3] = [
+        (
+            "rate-limited",
+            TriggerStep::RateLimited(std::time::Duration::from_secs(3)),
+            false,
+        ),
+        (
+            "refused (400)",
+            TriggerStep::FailNotMade("400 Bad Request".into()),
+            false,
+        ),
+        // The immediate lookup after the unknown outcome finds nothing (no job was made).
+        (
+            "connection reset (unknown)",
+            TriggerStep::Fail("connection reset".into()),
+            true,
+        ),
+    ];
+    for (name, step, stays_pending) in cases {
+        let (provider, engine) = engine();
+        let r = resource("uid-1");
+        let mut jobs = Vec::new();
+        let store = Recording::default();
+        provider.push_trigger("uid-1", step);
+        let _ = run(&engine, &r, &mut jobs, &store).await;
+        assert_eq!(
+            store.written.lock().unwrap().len(),
+            1,
+            "{name}: the intent was written first"
+        );
+        assert_eq!(
+            store.pending().is_some(),
+            stays_pending,
+            "{name}: {:?}",
+            store.pending()
+        );
+        assert!(jobs.is_empty(), "{name}: nothing recorded");
+    }
+}
+
+/// The same for a deprovision launch: rate-limited resolves the intent, an unknown outcome
+/// keeps it.
+#[tokio::test]
+async fn a_deprovision_launch_certainly_not_made_resolves_its_intent() {
+    use provkit_testing::scripted::DeprovisionScript;
+    let cases = [
+        (
+            "rate-limited",
+            DeprovisionScript::RateLimited(std::time::Duration::from_secs(3)),
+            false,
+        ),
+        (
+            "connection reset (unknown)",
+            DeprovisionScript::Fail("connection reset".into()),
+            true,
+        ),
+    ];
+    for (name, step, stays_pending) in cases {
+        let (provider, engine) = engine();
+        let r = resource("uid-1");
+        let mut jobs = Vec::new();
+        let store = Recording::default();
+        provider.push_deprovision("uid-1", step);
+        let mut hooks = provkit_lifecycle::DeprovisionHooks::new().intents(&store);
+        let _ = engine
+            .run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &mut hooks)
+            .await;
+        assert_eq!(
+            store.written.lock().unwrap().len(),
+            1,
+            "{name}: the intent was written first"
+        );
+        assert_eq!(store.pending().is_some(), stays_pending, "{name}");
+    }
+}

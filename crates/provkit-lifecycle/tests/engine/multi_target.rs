@@ -613,3 +613,49 @@ async fn launch_intents_carry_their_target_and_never_replace_another_targets() {
     );
     assert!(intents.written.lock().unwrap().is_empty());
 }
+
+/// Issue 33 on the multi-target path: a target's launch the provider is certain made no job
+/// (rate-limited) resolves that target's intent, exactly as on the single-target path: the next
+/// target of the same reconcile is not held by it, writes its own intent and launches.
+#[tokio::test]
+async fn a_targets_launch_certainly_not_made_resolves_its_intent_and_holds_no_other_target() {
+    use provkit_lifecycle::IntentStore as _;
+    let t = two(false);
+    t.cluster.on_trigger(|_| {
+        Err(ProviderError::rate_limited(std::time::Duration::from_secs(
+            5,
+        )))
+    });
+    let intents = RecordingIntents::default();
+    let mut jobs = Vec::new();
+    let mut hooks = MultiTargetHooks::new().intents(&intents);
+    let out = t
+        .engine
+        .run_provisioning_lifecycle(
+            &resource("mt-i3"),
+            &mut jobs,
+            "v1",
+            &LaunchContext::new(),
+            &mut hooks,
+        )
+        .await;
+    let written: Vec<String> = intents
+        .written
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|i| i.target.clone())
+        .collect();
+    assert_eq!(
+        written,
+        ["cluster", "storage"],
+        "both attempts had an intent"
+    );
+    assert!(
+        out.target("storage").unwrap().is_ok(),
+        "storage was not held by the cluster's refused attempt"
+    );
+    assert!(intents.pending().is_none(), "nothing left to look up");
+    assert_eq!(targets_of(&jobs), [("s-1", "storage")]);
+    assert_eq!(t.storage.triggers(), 1);
+}

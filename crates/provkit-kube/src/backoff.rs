@@ -1,10 +1,11 @@
 //! Per-object exponential backoff with jitter for failed reconciles: what
 //! [`error_policy`](crate::error_policy) requeues after.
 //!
-//! kube-runtime calls the error policy after every failed reconcile and never after a
-//! successful one, so the failure count lives here, keyed by object, and
-//! [`Provisioner::reconcile`](crate::Provisioner::reconcile) resets it when a reconcile
-//! succeeds. The delay of the `n`-th consecutive failure (`n` from 1) is
+//! The failure count lives here, keyed by object: [`Provisioner::reconcile`](crate::Provisioner::reconcile)
+//! counts a failure when it fails (and chooses the delay, which the echo of its own status
+//! writes keeps, see `own_writes`), the error policy that kube-runtime calls next requeues
+//! after that delay (it counts failures of other reconciles itself), and a successful
+//! reconcile resets the count. The delay of the `n`-th consecutive failure (`n` from 1) is
 //! `min(initial × 2^(n-1), max)`, shortened by a random fraction of up to `jitter` of itself,
 //! so a fleet that failed together (an AAP outage) does not come back in lock step.
 //!
@@ -97,6 +98,8 @@ impl ErrorBackoffConfig {
 pub(crate) struct ErrorBackoff {
     config: ErrorBackoffConfig,
     entries: Mutex<HashMap<String, u32>>,
+    /// The delay decided when a reconcile failed, for the error policy that follows it.
+    decided: Mutex<HashMap<String, (Duration, u32)>>,
     rng: Mutex<fastrand::Rng>,
 }
 
@@ -117,6 +120,7 @@ impl ErrorBackoff {
         Self {
             config,
             entries: Mutex::new(HashMap::new()),
+            decided: Mutex::new(HashMap::new()),
             rng: Mutex::new(fastrand::Rng::new()),
         }
     }
@@ -147,6 +151,24 @@ impl ErrorBackoff {
             .unwrap_or_else(PoisonError::into_inner)
             .f64();
         (self.config.delay(failures, unit), failures)
+    }
+
+    /// Keeps the delay and failure count decided when the reconcile of `key` failed, for the
+    /// error policy that follows ([`take_decided`](Self::take_decided)).
+    pub(crate) fn decide(&self, key: &str, delay: Duration, failures: u32) {
+        let mut decided = self.decided.lock().unwrap_or_else(PoisonError::into_inner);
+        if decided.len() >= MAX_ENTRIES && !decided.contains_key(key) {
+            decided.clear();
+        }
+        decided.insert(key.to_owned(), (delay, failures));
+    }
+
+    /// The delay and failure count decided for `key`'s failed reconcile, once.
+    pub(crate) fn take_decided(&self, key: &str) -> Option<(Duration, u32)> {
+        self.decided
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key)
     }
 
     /// Forgets `key`'s failures (a reconcile succeeded).

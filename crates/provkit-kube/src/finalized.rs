@@ -82,6 +82,8 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 );
                 return Ok(Action::requeue(left));
             }
+            // Whatever an earlier reconcile left is not this one's to settle.
+            self.own_writes.forget(&uid);
             let api = self.api_for(&obj);
             let removing = AtomicBool::new(false);
             let result = finalizer(&api, &self.finalizer, obj, |event| async {
@@ -102,7 +104,12 @@ impl<K: ProvisionedResource> Provisioner<K> {
             match &result {
                 Ok(_) => self.backoff.succeeded(&key),
                 Err(error) => {
-                    self.own_writes.forget(&uid);
+                    // The failure is counted now, so the echo of this reconcile's writes
+                    // (which comes back at once) keeps the backoff's delay instead of running
+                    // the failing step again; the error policy requeues after the same delay.
+                    let (delay, failures) = self.failure_delay(&key, error);
+                    self.backoff.decide(&key, delay, failures);
+                    self.own_writes.settle(&uid, delay, self.own_write_window);
                     self.publish_error(error, &regarding).await;
                 }
             }

@@ -15,6 +15,12 @@
 //! change to the object (`Controller::reconcile_on`, a push notification) can miss: a job that
 //! ends within it after a poll is seen at the next poll instead.
 //!
+//! A **failed** reconcile's writes echo too (a launch intent, the write that clears a refused
+//! launch's intent, the desired version): its versions are noted when its status is persisted
+//! ([`OwnWrites::note_unsettled`]) and settled with the error backoff's delay when the
+//! reconcile fails ([`OwnWrites::settle`]), so the echo keeps the backoff instead of running
+//! the failing launch again at once.
+//!
 //! Hand-written because it is a few lines over a `HashMap`. Entries are keyed by uid and
 //! dropped once their time has come, when the object changes, or by an amortised sweep; the
 //! memory is per process, which is all it needs: a restarted controller reconciles everything
@@ -26,11 +32,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+/// Until when a reconcile of the versions written is taken for an echo, and when the requeue
+/// is due.
+type Timing = (Instant, Instant);
+
 #[derive(Debug, Default)]
 struct Entries {
-    /// uid → (the versions written, until when a reconcile of one of them is taken for an
-    /// echo, when the requeue is due).
-    by_uid: HashMap<String, (Vec<String>, Instant, Instant)>,
+    /// uid → (the versions written, and once known: until when a reconcile of one of them is
+    /// taken for an echo, when the requeue is due).
+    by_uid: HashMap<String, (Vec<String>, Option<Timing>)>,
     /// Sweep expired entries when the map reaches this size.
     sweep_at: usize,
 }
@@ -65,15 +75,47 @@ impl OwnWrites {
             return;
         }
         let now = Instant::now();
+        self.insert(uid, written, Some((now + window.min(after), now + after)));
+    }
+
+    fn insert(&self, uid: &str, written: Vec<String>, timing: Option<Timing>) {
+        let now = Instant::now();
         let mut e = self.lock();
         if e.by_uid.len() >= e.sweep_at {
-            e.by_uid.retain(|_, (_, echo_until, _)| *echo_until > now);
+            // Unsettled entries go too: at worst a failing reconcile's echo runs it once more.
+            e.by_uid
+                .retain(|_, (_, timing)| timing.is_some_and(|(echo_until, _)| echo_until > now));
             e.sweep_at = (e.by_uid.len() * 2).max(1024);
         }
-        e.by_uid.insert(
-            uid.to_owned(),
-            (written, now + window.min(after), now + after),
-        );
+        e.by_uid.insert(uid.to_owned(), (written, timing));
+    }
+
+    /// Notes the versions `written` by the running reconcile of `uid` before its outcome is
+    /// known: [`settle`](Self::settle) (it failed) or [`record`](Self::record) (it succeeded)
+    /// decides; until then a reconcile of them is not an echo.
+    pub(crate) fn note_unsettled(&self, uid: &str, written: Vec<String>) {
+        let written: Vec<String> = written.into_iter().filter(|v| !v.is_empty()).collect();
+        if uid.is_empty() || written.is_empty() {
+            self.forget(uid);
+            return;
+        }
+        self.insert(uid, written, None);
+    }
+
+    /// The running reconcile of `uid` failed and comes back after `after`: the versions it
+    /// noted are its echo within `window`, as for [`record`](Self::record). Without noted
+    /// versions, nothing is recorded.
+    pub(crate) fn settle(&self, uid: &str, after: Duration, window: Duration) {
+        let now = Instant::now();
+        let mut e = self.lock();
+        let Some((_, timing)) = e.by_uid.get_mut(uid) else {
+            return;
+        };
+        if timing.is_some() || window.is_zero() {
+            e.by_uid.remove(uid);
+            return;
+        }
+        *timing = Some((now + window.min(after), now + after));
     }
 
     /// If `resource_version` is one this controller's last writing reconcile of `uid`
@@ -81,9 +123,12 @@ impl OwnWrites {
     /// for. Otherwise `None`, and the entry is gone.
     pub(crate) fn pending(&self, uid: &str, resource_version: Option<&str>) -> Option<Duration> {
         let mut e = self.lock();
-        let (written, echo_until, due) = e.by_uid.get(uid)?;
+        let (written, timing) = e.by_uid.get(uid)?;
         let now = Instant::now();
-        if resource_version.is_some_and(|rv| written.iter().any(|w| w == rv)) && now < *echo_until {
+        if let Some((echo_until, due)) = timing
+            && resource_version.is_some_and(|rv| written.iter().any(|w| w == rv))
+            && now < *echo_until
+        {
             return Some(due.saturating_duration_since(now));
         }
         e.by_uid.remove(uid);
@@ -149,6 +194,41 @@ mod tests {
         assert_eq!(w.pending("", Some("9")), None);
         assert_eq!(w.pending("u3", Some("")), None);
         assert_eq!(w.pending("u4", Some("1")), None);
+    }
+
+    /// A failed reconcile's writes: noted unsettled (no echo yet), settled with the error
+    /// backoff's delay (an echo within the window, keeping that requeue).
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_reconciles_writes_echo_once_settled() {
+        let w = OwnWrites::default();
+        let window = Duration::from_secs(5);
+        w.note_unsettled("u1", v("3"));
+        assert_eq!(w.pending("u1", Some("3")), None, "unsettled: not an echo");
+        w.settle("u1", Duration::from_secs(8), window);
+        assert_eq!(
+            w.pending("u1", Some("3")),
+            None,
+            "the note went with the check"
+        );
+        w.note_unsettled("u1", v("4"));
+        w.settle("u1", Duration::from_secs(8), window);
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(w.pending("u1", Some("4")), Some(Duration::from_secs(6)));
+        tokio::time::advance(Duration::from_secs(4)).await;
+        assert_eq!(w.pending("u1", Some("4")), None, "past the window");
+        // Nothing noted: settling records nothing; a settled entry is not settled again.
+        w.settle("u2", Duration::from_secs(8), window);
+        assert_eq!(w.pending("u2", Some("4")), None);
+        w.record("u3", v("7"), Duration::from_secs(30), window);
+        w.settle("u3", Duration::from_secs(1), window);
+        assert_eq!(
+            w.pending("u3", Some("7")),
+            None,
+            "an older reconcile's entry is dropped"
+        );
+        w.note_unsettled("u4", v(""));
+        w.settle("u4", Duration::from_secs(8), window);
+        assert_eq!(w.pending("u4", Some("")), None);
     }
 
     #[tokio::test(start_paused = true)]

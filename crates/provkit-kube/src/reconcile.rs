@@ -109,7 +109,7 @@ pub struct Provisioner<K> {
     pub(crate) hasher: ConfigHasher,
     pub(crate) removed: RemovedFinalizers,
     pub(crate) own_writes: OwnWrites,
-    own_write_window: std::time::Duration,
+    pub(crate) own_write_window: std::time::Duration,
     resync: Option<std::time::Duration>,
     pub(crate) backoff: ErrorBackoff,
     /// Push wake-ups (see [`crate::push`]).
@@ -294,10 +294,14 @@ impl<K: ProvisionedResource> Provisioner<K> {
     /// [`error_policy`](crate::error_policy()) calls this; call it from your own error policy
     /// when you wrap it.
     pub fn error_policy(&self, obj: &K, error: &ReconcileError) -> Action {
-        let (backoff, failures) = self.backoff.failed(&backoff_key(obj));
-        let delay = provkit_lifecycle::find_rate_limit(error)
-            .or_else(|| provkit_lifecycle::find_retry_later(error))
-            .map_or(backoff, |w| w.max(backoff));
+        let key = backoff_key(obj);
+        // [`reconcile`](Self::reconcile) counted the failure and chose the delay when it failed
+        // (the echo of its writes keeps that delay); a failure of another reconcile is
+        // counted here.
+        let (delay, failures) = self
+            .backoff
+            .take_decided(&key)
+            .unwrap_or_else(|| self.failure_delay(&key, error));
         tracing::warn!(
             error = %ErrorChain(error),
             failures,
@@ -305,6 +309,21 @@ impl<K: ProvisionedResource> Provisioner<K> {
             "reconcile failed"
         );
         Action::requeue(delay)
+    }
+
+    /// Counts one more failure of the object with backoff key `key` and returns the delay
+    /// before its next reconcile (the backoff step, or the longer rate limit or wait `error`
+    /// carries) and the failure count.
+    pub(crate) fn failure_delay(
+        &self,
+        key: &str,
+        error: &ReconcileError,
+    ) -> (std::time::Duration, u32) {
+        let (backoff, failures) = self.backoff.failed(key);
+        let delay = provkit_lifecycle::find_rate_limit(error)
+            .or_else(|| provkit_lifecycle::find_retry_later(error))
+            .map_or(backoff, |w| w.max(backoff));
+        (delay, failures)
     }
 
     /// How many reconciles of `obj` failed in a row (0 after a successful one).
@@ -589,6 +608,12 @@ impl<K: ProvisionedResource> Provisioner<K> {
             self.write_if_changed(session, obj, working, object).await
         };
         self.record_writes(session);
+        // Until the reconcile's outcome is known (`conclude` / `keep_finalizer` on success, the
+        // error backoff on failure), its writes are noted, not yet an echo.
+        self.own_writes.note_unsettled(
+            obj.meta().uid.as_deref().unwrap_or_default(),
+            session.own_write_versions(),
+        );
         written
     }
 

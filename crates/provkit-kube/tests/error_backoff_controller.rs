@@ -115,8 +115,11 @@ async fn failing_reconciles_back_off_per_object_and_a_success_resets() {
             .for_each(|_| async {}),
     );
 
-    // Failures at 0 s (it writes the launch intent, whose watch event brings the object back
-    // at once) and again at 0, 2, 6, 14, 30, 62, 126, 254, 510, 810 s.
+    // Failures at 0, 1, 3, 7, 15, 31, 63, 127, 255, 511 and 811 s. Each failed reconcile writes
+    // its launch intent and the write that clears it (the launch certainly made no job), and
+    // their watch events come back at once: taken for the echo of its own writes, they keep
+    // the backoff's delay instead of running the failing launch again (before, the first
+    // failure's echo did: failures at 0, 0, 2, 6, … s).
     tokio::time::sleep(Duration::from_secs(1000)).await;
     assert_eq!(launches(&provider), 11, "{:?}", provider.calls());
     let cached = api.get("net-a").await.unwrap();
@@ -136,9 +139,10 @@ async fn failing_reconciles_back_off_per_object_and_a_success_resets() {
         "{}",
         events[0]
     );
-    // The repeating error wrote the desired config version once, and otherwise only the launch
-    // intent each launch attempt records before it launches (a fresh intent per attempt bounds
-    // the idempotency lookup's window: issue 33): no status write for the failure itself.
+    // Each failed attempt wrote its launch intent before it launched (a fresh intent per
+    // attempt bounds the idempotency lookup's window: issue 33) and the write that clears it
+    // once the launch certainly made no job (the first of them also carries the desired
+    // config version): two status writes per failure.
     let status_writes = |server: &FakeApiServer| {
         server
             .requests()
@@ -148,7 +152,7 @@ async fn failing_reconciles_back_off_per_object_and_a_success_resets() {
     };
     assert_eq!(
         status_writes(&server),
-        launches(&provider) + 1,
+        2 * launches(&provider),
         "{:?}",
         server.requests()
     );
@@ -166,7 +170,7 @@ async fn failing_reconciles_back_off_per_object_and_a_success_resets() {
         JobState::Succeeded
     );
 
-    // A new spec whose launch fails again starts over at 1 s: 0, 0, 2, 6 s within 10 s
+    // A new spec whose launch fails again starts over at 1 s: 0, 1, 3, 7 s within 10 s
     // (without the reset the second retry would wait 5 min).
     for _ in 0..5 {
         provider.push_trigger(&uid, TriggerStep::FailNotMade("quota exceeded".into()));

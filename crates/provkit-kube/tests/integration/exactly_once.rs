@@ -368,6 +368,15 @@ impl World {
             .collect()
     }
 
+    /// The job-list requests (idempotency lookups) the fake AAP received so far.
+    fn job_lists(&self) -> Vec<provkit_testing::fake_aap::LoggedRequest> {
+        self.aap()
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "GET" && r.path.ends_with("/jobs/"))
+            .collect()
+    }
+
     fn intent_pending(&self) -> bool {
         self.object()
             .provisioning_status()
@@ -556,13 +565,7 @@ async fn a_restart_inside_the_launch_window_defers_the_lookup_until_it_closes() 
     .await;
     let shown = deferred().unwrap();
     assert!(shown.message.contains("launch window"), "{}", shown.message);
-    let job_lists = || {
-        w.aap()
-            .requests()
-            .into_iter()
-            .filter(|r| r.method == "GET" && r.path.ends_with("/jobs/"))
-            .count()
-    };
+    let job_lists = || w.job_lists().len();
     assert_eq!(job_lists(), 0, "no job list while the window is open");
     assert_eq!(w.aap().jobs().len(), 0);
     w.clock.advance(PAST_THE_LAUNCH_WINDOW);
@@ -623,12 +626,7 @@ async fn a_refused_launchs_intent_read_back_from_status_needs_no_job_list() {
         1,
         "the first intent stayed on the object"
     );
-    let job_lists: Vec<_> = w
-        .aap()
-        .requests()
-        .into_iter()
-        .filter(|r| r.method == "GET" && r.path.ends_with("/jobs/"))
-        .collect();
+    let job_lists = w.job_lists();
     assert!(
         job_lists.is_empty(),
         "no lookup of an attempt this process knows it did not send: {job_lists:?}"
@@ -675,13 +673,7 @@ async fn a_launch_certainly_not_made_leaves_no_intent_for_the_next_process() {
     stack.crash().await;
     assert_eq!(w.aap().jobs().len(), 0);
     w.settle_and_check_one_job().await;
-    let job_lists = w
-        .aap()
-        .requests()
-        .into_iter()
-        .filter(|r| r.method == "GET" && r.path.ends_with("/jobs/"))
-        .count();
-    assert_eq!(job_lists, 0, "nothing pending to look up");
+    assert_eq!(w.job_lists().len(), 0, "nothing pending to look up");
 }
 
 /// The crash point of that clearing: the process dies after the refused launch, with the
@@ -705,13 +697,11 @@ async fn crash_before_a_not_made_launchs_intent_is_cleared_gives_one_job() {
     assert!(w.intent_pending(), "the clearing never reached the object");
     w.server.clear_faults();
     w.settle_and_check_one_job().await;
-    let job_lists = w
-        .aap()
-        .requests()
-        .into_iter()
-        .filter(|r| r.method == "GET" && r.path.ends_with("/jobs/"))
-        .count();
-    assert_eq!(job_lists, 1, "one read of the inherited intent's window");
+    assert_eq!(
+        w.job_lists().len(),
+        1,
+        "one read of the inherited intent's window"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

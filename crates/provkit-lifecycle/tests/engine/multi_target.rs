@@ -531,6 +531,18 @@ struct RecordingIntents {
     written: Mutex<Vec<provkit_core::LaunchIntent>>,
 }
 
+impl RecordingIntents {
+    /// The target of every intent written, in order.
+    fn targets_written(&self) -> Vec<String> {
+        self.written
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|i| i.target.clone())
+            .collect()
+    }
+}
+
 #[provkit_lifecycle::async_trait]
 impl provkit_lifecycle::IntentStore for RecordingIntents {
     fn pending(&self) -> Option<provkit_core::LaunchIntent> {
@@ -567,13 +579,7 @@ async fn launch_intents_carry_their_target_and_never_replace_another_targets() {
         .await
         .into_result()
         .unwrap();
-    let written: Vec<String> = intents
-        .written
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|i| i.target.clone())
-        .collect();
+    let written = intents.targets_written();
     assert_eq!(written, ["cluster", "storage"]);
     assert!(intents.pending().is_none(), "both intents resolved");
     assert_eq!(targets_of(&jobs), [("c-1", "cluster"), ("s-1", "storage")]);
@@ -639,13 +645,7 @@ async fn a_targets_launch_certainly_not_made_resolves_its_intent_and_holds_no_ot
             &mut hooks,
         )
         .await;
-    let written: Vec<String> = intents
-        .written
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|i| i.target.clone())
-        .collect();
+    let written = intents.targets_written();
     assert_eq!(
         written,
         ["cluster", "storage"],

@@ -61,13 +61,24 @@ fn launch_failed_events(server: &FakeApiServer) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// Failing launches back off per object (1 s doubling to 5 min, no jitter here): 11 failures
-/// in 1,000 s where the former fixed 30 s requeue made 34; a success resets the object's
-/// backoff, so the next failure is retried after 1 s again. Every failed reconcile is one
-/// step of one `LaunchFailed` Event's series.
-#[tokio::test(start_paused = true)]
-async fn failing_reconciles_back_off_per_object_and_a_success_resets() {
-    let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap());
+/// The user's object, the fake API server and a controller running the `Provisioner` over
+/// `provider`, with the error backoff's jitter off.
+struct Running {
+    server: FakeApiServer,
+    api: Api<Network>,
+    uid: String,
+    ctx: Arc<Ctx>,
+    controller: tokio::task::JoinHandle<()>,
+}
+
+/// Creates `net-a`, queues `failures` launches that fail with `step` for it, and starts the
+/// controller.
+async fn start(
+    clock: &ManualClock,
+    provider: &ScriptedProvider,
+    failures: usize,
+    step: impl Fn() -> TriggerStep,
+) -> Running {
     let dyn_clock: Arc<dyn Clock> = Arc::new(clock.clone());
     let server = FakeApiServer::builder()
         .crd::<Network>()
@@ -87,14 +98,8 @@ async fn failing_reconciles_back_off_per_object_and_a_success_resets() {
         .await
         .unwrap();
     let uid = created.uid().unwrap();
-
-    // Eleven failing launches are queued before the controller starts; the twelfth launches.
-    let provider = ScriptedProvider::new();
-    for _ in 0..11 {
-        provider.push_trigger(
-            &uid,
-            TriggerStep::FailNotMade("template is disabled".into()),
-        );
+    for _ in 0..failures {
+        provider.push_trigger(&uid, step());
     }
     let operator = server.client_with_user_agent("network-operator/0.1");
     let reporter = Reporter {
@@ -103,7 +108,7 @@ async fn failing_reconciles_back_off_per_object_and_a_success_resets() {
     };
     let provisioner = Provisioner::new(
         operator.clone(),
-        Lifecycle::new(Arc::new(provider.clone()), dyn_clock.clone()),
+        Lifecycle::new(Arc::new(provider.clone()), dyn_clock),
         FINALIZER,
     )
     .with_events(EventPublisher::new(operator.clone(), reporter))
@@ -114,6 +119,34 @@ async fn failing_reconciles_back_off_per_object_and_a_success_resets() {
             .run(reconcile, provkit_kube::error_policy, ctx.clone())
             .for_each(|_| async {}),
     );
+    Running {
+        server,
+        api,
+        uid,
+        ctx,
+        controller,
+    }
+}
+
+/// Failing launches back off per object (1 s doubling to 5 min, no jitter here): 11 failures
+/// in 1,000 s where the former fixed 30 s requeue made 34; a success resets the object's
+/// backoff, so the next failure is retried after 1 s again. Every failed reconcile is one
+/// step of one `LaunchFailed` Event's series.
+#[tokio::test(start_paused = true)]
+async fn failing_reconciles_back_off_per_object_and_a_success_resets() {
+    let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap());
+    // Eleven failing launches are queued before the controller starts; the twelfth launches.
+    let provider = ScriptedProvider::new();
+    let Running {
+        server,
+        api,
+        uid,
+        ctx,
+        controller,
+    } = start(&clock, &provider, 11, || {
+        TriggerStep::FailNotMade("template is disabled".into())
+    })
+    .await;
 
     // Failures at 0, 1, 3, 7, 15, 31, 63, 127, 255, 511 and 811 s. Each failed reconcile writes
     // its launch intent and the write that clears it (the launch certainly made no job), and
@@ -191,6 +224,43 @@ async fn failing_reconciles_back_off_per_object_and_a_success_resets() {
         "a different error is a new Event: {events:?}"
     );
     controller.abort();
+}
+
+/// The echo of a failed reconcile's own writes keeps the backoff also when every attempt
+/// writes something new: launches whose outcome is unknown (the answer was lost, nothing
+/// found by the lookup) keep their intent, and with a clock that moves, each retry records a
+/// fresh intent. Before the echo of a failed reconcile was recognised, its failures were
+/// retried at once: 14 launches in these 1,000 s on 760a425.
+#[tokio::test(start_paused = true)]
+async fn failing_launches_with_fresh_intents_back_off_without_an_immediate_retry() {
+    let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap());
+    let provider = ScriptedProvider::new();
+    let running = start(&clock, &provider, 20, || {
+        TriggerStep::Fail("connection reset".into())
+    })
+    .await;
+    // The engine's clock follows tokio's (paused) clock.
+    let ticking = clock.clone();
+    let ticker = tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            ticking.advance(Duration::from_millis(100));
+        }
+    });
+    // Failures at 0, 1, 3, 7, 15, 31, 63, 127, 255, 511 and 811 s.
+    tokio::time::sleep(Duration::from_secs(1000)).await;
+    assert_eq!(launches(&provider), 11, "{:?}", provider.calls());
+    let cached = running.api.get("net-a").await.unwrap();
+    assert_eq!(running.ctx.provisioner.consecutive_failures(&cached), 11);
+    assert!(
+        cached
+            .provisioning_status()
+            .and_then(|s| s.launch_intent.as_ref())
+            .is_some(),
+        "an unknown outcome keeps its intent"
+    );
+    ticker.abort();
+    running.controller.abort();
 }
 
 /// A rate limit anywhere in a failed reconcile's error chain — here a `Retry-After` on the

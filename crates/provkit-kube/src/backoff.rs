@@ -97,10 +97,18 @@ impl ErrorBackoffConfig {
 /// The failure counts of all objects of one controller (shared by its reconciles).
 pub(crate) struct ErrorBackoff {
     config: ErrorBackoffConfig,
-    entries: Mutex<HashMap<String, u32>>,
-    /// The delay decided when a reconcile failed, for the error policy that follows it.
-    decided: Mutex<HashMap<String, (Duration, u32)>>,
+    entries: Mutex<HashMap<String, Failing>>,
     rng: Mutex<fastrand::Rng>,
+}
+
+/// One failing object.
+#[derive(Debug, Default)]
+struct Failing {
+    /// Consecutive failures.
+    failures: u32,
+    /// The delay decided when the last of them failed, until the error policy that follows
+    /// takes it.
+    decided: Option<Duration>,
 }
 
 impl fmt::Debug for ErrorBackoff {
@@ -120,7 +128,6 @@ impl ErrorBackoff {
         Self {
             config,
             entries: Mutex::new(HashMap::new()),
-            decided: Mutex::new(HashMap::new()),
             rng: Mutex::new(fastrand::Rng::new()),
         }
     }
@@ -129,7 +136,7 @@ impl ErrorBackoff {
         &self.config
     }
 
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Failing>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -141,9 +148,10 @@ impl ErrorBackoff {
             if entries.len() >= MAX_ENTRIES && !entries.contains_key(key) {
                 entries.clear();
             }
-            let failures = entries.entry(key.to_owned()).or_default();
-            *failures = failures.saturating_add(1);
-            *failures
+            let entry = entries.entry(key.to_owned()).or_default();
+            entry.failures = entry.failures.saturating_add(1);
+            entry.decided = None;
+            entry.failures
         };
         let unit = self
             .rng
@@ -153,22 +161,19 @@ impl ErrorBackoff {
         (self.config.delay(failures, unit), failures)
     }
 
-    /// Keeps the delay and failure count decided when the reconcile of `key` failed, for the
-    /// error policy that follows ([`take_decided`](Self::take_decided)).
-    pub(crate) fn decide(&self, key: &str, delay: Duration, failures: u32) {
-        let mut decided = self.decided.lock().unwrap_or_else(PoisonError::into_inner);
-        if decided.len() >= MAX_ENTRIES && !decided.contains_key(key) {
-            decided.clear();
+    /// Keeps the delay decided when the reconcile of `key` failed (after [`failed`](Self::failed)
+    /// counted it), for the error policy that follows ([`take_decided`](Self::take_decided)).
+    pub(crate) fn decide(&self, key: &str, delay: Duration) {
+        if let Some(entry) = self.entries().get_mut(key) {
+            entry.decided = Some(delay);
         }
-        decided.insert(key.to_owned(), (delay, failures));
     }
 
-    /// The delay and failure count decided for `key`'s failed reconcile, once.
+    /// The delay decided for `key`'s failed reconcile and its failure count, once.
     pub(crate) fn take_decided(&self, key: &str) -> Option<(Duration, u32)> {
-        self.decided
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(key)
+        let mut entries = self.entries();
+        let entry = entries.get_mut(key)?;
+        entry.decided.take().map(|delay| (delay, entry.failures))
     }
 
     /// Forgets `key`'s failures (a reconcile succeeded).
@@ -181,7 +186,7 @@ impl ErrorBackoff {
 
     /// The number of consecutive failures recorded for `key` (for tests and diagnostics).
     pub(crate) fn failures(&self, key: &str) -> u32 {
-        self.entries().get(key).copied().unwrap_or(0)
+        self.entries().get(key).map_or(0, |e| e.failures)
     }
 }
 
@@ -220,6 +225,26 @@ mod tests {
         assert_eq!(b.failures("a"), 0);
         assert_eq!(b.failed("a"), (Duration::from_secs(1), 1));
         assert_eq!(b.failures("b"), 1);
+    }
+
+    #[test]
+    fn a_decided_delay_is_taken_once_and_a_new_failure_replaces_it() {
+        let b = ErrorBackoff::new(ErrorBackoffConfig::default().with_jitter(0.0));
+        b.decide("a", Duration::from_secs(9));
+        assert_eq!(
+            b.take_decided("a"),
+            None,
+            "no failure counted: nothing kept"
+        );
+        assert_eq!(b.failed("a"), (Duration::from_secs(1), 1));
+        b.decide("a", Duration::from_secs(9));
+        assert_eq!(b.take_decided("a"), Some((Duration::from_secs(9), 1)));
+        assert_eq!(b.take_decided("a"), None, "once");
+        b.decide("a", Duration::from_secs(9));
+        assert_eq!(b.failed("a"), (Duration::from_secs(2), 2));
+        assert_eq!(b.take_decided("a"), None, "a later failure drops it");
+        b.succeeded("a");
+        assert_eq!(b.failures("a"), 0);
     }
 
     proptest! {

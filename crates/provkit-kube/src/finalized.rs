@@ -107,8 +107,8 @@ impl<K: ProvisionedResource> Provisioner<K> {
                     // The failure is counted now, so the echo of this reconcile's writes
                     // (which comes back at once) keeps the backoff's delay instead of running
                     // the failing step again; the error policy requeues after the same delay.
-                    let (delay, failures) = self.failure_delay(&key, error);
-                    self.backoff.decide(&key, delay, failures);
+                    let (delay, _) = self.failure_delay(&key, error);
+                    self.backoff.decide(&key, delay);
                     self.own_writes.settle(&uid, delay, self.own_write_window);
                     self.publish_error(error, &regarding).await;
                 }

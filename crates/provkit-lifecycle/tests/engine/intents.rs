@@ -85,6 +85,23 @@ struct Recording {
     written: std::sync::Mutex<Vec<LaunchIntent>>,
 }
 
+impl Recording {
+    /// The attempt wrote one intent before its launch, and it is pending or not as expected.
+    fn assert_one_intent_and_pending(&self, case: &str, pending: bool) {
+        assert_eq!(
+            self.written.lock().unwrap().len(),
+            1,
+            "{case}: the intent was written first"
+        );
+        assert_eq!(
+            self.pending().is_some(),
+            pending,
+            "{case}: {:?}",
+            self.pending()
+        );
+    }
+}
+
 #[async_trait::async_trait]
 impl IntentStore for Recording {
     fn pending(&self) -> Option<LaunchIntent> {
@@ -247,17 +264,7 @@ async fn a_launch_certainly_not_made_resolves_its_intent_an_unknown_one_keeps_it
         let store = Recording::default();
         provider.push_trigger("uid-1", step);
         let _ = run(&engine, &r, &mut jobs, &store).await;
-        assert_eq!(
-            store.written.lock().unwrap().len(),
-            1,
-            "{name}: the intent was written first"
-        );
-        assert_eq!(
-            store.pending().is_some(),
-            stays_pending,
-            "{name}: {:?}",
-            store.pending()
-        );
+        store.assert_one_intent_and_pending(name, stays_pending);
         assert!(jobs.is_empty(), "{name}: nothing recorded");
     }
 }
@@ -289,11 +296,6 @@ async fn a_deprovision_launch_certainly_not_made_resolves_its_intent() {
         let _ = engine
             .run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &mut hooks)
             .await;
-        assert_eq!(
-            store.written.lock().unwrap().len(),
-            1,
-            "{name}: the intent was written first"
-        );
-        assert_eq!(store.pending().is_some(), stays_pending, "{name}");
+        store.assert_one_intent_and_pending(name, stays_pending);
     }
 }

@@ -55,6 +55,14 @@ async fn refused_status_writes_and_a_restart_launch_one_job() -> Result<(), EnvE
     let env = start().await;
     env.create(&vm(2)).await?;
     env.wait_launches(CREATE, 1).await?;
+    // The writes refused are the poll's, a minute later: the launch's job id is recorded
+    // first. (Refusing the flush instead leaves the launch to the restarted process, which
+    // adopts it only once its launch window has closed on AAP's clock: a clock this test does
+    // not move after the restart.)
+    env.wait_for("vm-a", "the job id recorded", |vm| {
+        !vm.provisioning_jobs().is_empty()
+    })
+    .await?;
     let refused = env.refuse_status_writes(2);
     env.advance(MINUTE);
     env.wait_fault_hits(refused, 2).await?;

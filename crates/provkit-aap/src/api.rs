@@ -48,9 +48,9 @@ pub trait AapApi: Send + Sync {
         key: &str,
     ) -> Result<Option<Job>>;
     /// The first job of `kind` created by template `template_id` in `(since, until)` whose
-    /// `extra_vars` carry the idempotency key `key`; pages oldest first (newest first with
-    /// `from_end`) and stops at the first match or the window's other end (see
-    /// [`AapClient::first_job_with_key_between`]).
+    /// `extra_vars` carry the idempotency key `key`; reads a page from the window's start (its
+    /// end with `from_end`), then one from the other end, in turn, and stops at the first match
+    /// or where the two meet (see [`AapClient::first_job_with_key_between`]).
     #[allow(clippy::too_many_arguments)] // the window's parts, as `newest_job_with_key` has them
     async fn first_job_with_key_between(
         &self,

@@ -12,7 +12,7 @@ use crate::endpoints::api_path;
 use crate::error::{Error, Result, TemplateCandidate};
 use crate::gateway_token::{GatewayToken, GatewayTokenOptions};
 use crate::inner::{Inner, TemplateKey};
-use crate::key_scan::{KeyLookupMeter, KeyLookupStats, LookupCall, Read, ScanKey, Span};
+use crate::key_scan::{Ends, KeyLookupMeter, KeyLookupStats, LookupCall, Read, ScanKey, Span};
 use crate::response::RawResponse;
 use crate::types::{
     AapJobEvent, AapJobStatus, CancelOutcome, Job, JobKind, JobWire, LaunchRequest, Launched,
@@ -757,21 +757,28 @@ impl AapClient {
     }
 
     /// The first job of `kind` created from template `template_id` in `(since, until)` whose
-    /// `extra_vars` carry `key`, read from the end where it is expected: one launch attempt's
-    /// window (its intent time minus the clock-skew allowance, to its launch deadline plus the
-    /// allowance).
+    /// `extra_vars` carry `key`, read from the end where it is expected first: one launch
+    /// attempt's window (its intent time minus the clock-skew allowance, to its launch deadline
+    /// plus the allowance).
     ///
-    /// Reads oldest first (`order_by=id`, `page_size=200`), or newest first (`order_by=-id`)
-    /// with `from_end`: the attempt's job was created moments after the window starts (or, for a
+    /// Reads a page (`page_size=200`) from the window's start (`order_by=id`), or from its end
+    /// (`order_by=-id`) with `from_end`, then one from the other end, in turn, each between the
+    /// ids the earlier pages reached (`id__gt`, `id__lt`), until a page holds the key or the rest
+    /// of the window. The attempt's job was created moments after the window starts (or, for a
     /// launch whose answer came back or failed, moments before it ends), so it is on the first
-    /// page in the usual case; the walk stays within the window (`created__gt`, `created__lt`),
-    /// so proving absence costs the window, not the fleet's history. A walk cut short (a page
-    /// timed out, the circuit opened) is remembered by every clone of this client: the next call
-    /// continues past the last id read (`id__gt` / `id__lt`). The window is fixed, so every page
-    /// read is progress that stays.
+    /// page in the usual case, and on the second when it is at the other end (a launch that ran
+    /// into the timeout after AAP created its job). The walk stays within the window
+    /// (`created__gt`, `created__lt`) and reads no job twice, so proving absence costs the
+    /// window's pages, not the fleet's history. At most
+    /// [`lookup_pages_per_call`](crate::AapClientBuilder::lookup_pages_per_call) pages a call
+    /// ([`Error::LookupUnfinished`] after them). A walk cut short (a page timed out, the circuit
+    /// opened, the budget) is remembered by every clone of this client: the next call continues
+    /// between the two ids reached. The window is fixed, so every page read is progress that
+    /// stays.
     ///
     /// # Errors
-    /// HTTP/decoding errors.
+    /// HTTP/decoding errors; [`Error::LookupUnfinished`] at the page budget;
+    /// [`Error::ListIncomplete`] at the lookup item cap.
     #[allow(clippy::too_many_arguments)] // the window's parts, as `newest_job_with_key` has them
     pub async fn first_job_with_key_between(
         &self,
@@ -792,16 +799,11 @@ impl AapClient {
             key: key.to_owned(),
         };
         let scans = &self.inner.key_scans;
-        let cursor = scans.get(&scan).map(|span| {
-            if from_end {
-                ("id__lt", span.bottom)
-            } else {
-                ("id__gt", span.top)
-            }
-        });
-        let mut read = Read::default();
+        let mut ends = scans.ends.get(&scan).unwrap_or_default();
         let mut pages = 0;
-        let found = self.key_walk(&scan, cursor, &mut read, &mut pages).await;
+        let found = self
+            .window_walk(&scan, (until, from_end), &mut ends, &mut pages)
+            .await;
         let unfinished = matches!(found, Err(Error::LookupUnfinished { .. }));
         let call = LookupCall::Window {
             found: matches!(found, Ok(Some(_))),
@@ -809,10 +811,10 @@ impl AapClient {
         scans
             .stats
             .record(read_pages(pages, &found), call, unfinished);
-        match (&found, read.span()) {
-            (Ok(_), _) => scans.done(&scan),
-            (Err(_), Some(span)) => scans.keep(scan, span),
-            (Err(_), None) => {}
+        match &found {
+            Ok(_) => scans.ends.done(&scan),
+            Err(_) if ends != Ends::default() => scans.ends.keep(scan, ends),
+            Err(_) => {}
         }
         found
     }
@@ -837,21 +839,7 @@ impl AapClient {
         after: Option<u64>,
         keys: &[String],
     ) -> Result<WindowJobs> {
-        let id_text = window.template_id.to_string();
-        let since_text = window.since.to_rfc3339_opts(SecondsFormat::Micros, true);
-        let until_text = window.until.to_rfc3339_opts(SecondsFormat::Micros, true);
-        let after_text = after.map(|id| id.to_string());
-        let mut query = jobs_since_query(window.template_kind, &id_text, &since_text).to_vec();
-        query.insert(2, ("created__lt", until_text.as_str()));
-        if let Some(after) = &after_text {
-            query.insert(2, ("id__gt", after.as_str()));
-        }
-        for (name, value) in &mut query {
-            if *name == "order_by" {
-                *value = "id";
-            }
-        }
-        let first = self.path(&[window.kind.endpoint()], &query).await?;
+        let first = self.window_page(window, (after, None), false).await?;
         let mut pages = 0;
         let kind = window.kind;
         let mut wanted: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
@@ -903,13 +891,13 @@ impl AapClient {
     async fn newest_walk(&self, scan: &ScanKey, pages: &mut u32) -> Result<Option<Job>> {
         let scan = scan.clone();
         let scans = &self.inner.key_scans;
-        let Some(known) = scans.get(&scan) else {
+        let Some(known) = scans.spans.get(&scan) else {
             let mut read = Read::default();
             let found = self.key_walk(&scan, None, &mut read, pages).await;
             match (&found, read.span()) {
-                (Err(_), Some(span)) => scans.keep(scan, span),
+                (Err(_), Some(span)) => scans.spans.keep(scan, span),
                 (Err(_), None) => {}
-                (Ok(_), _) => scans.done(&scan),
+                (Ok(_), _) => scans.spans.done(&scan),
             }
             return found;
         };
@@ -921,7 +909,7 @@ impl AapClient {
             .await;
         if !matches!(found, Ok(None)) {
             if found.is_ok() {
-                scans.done(&scan);
+                scans.spans.done(&scan);
             }
             return found;
         }
@@ -931,19 +919,18 @@ impl AapClient {
             .key_walk(&scan, Some(("id__lt", known.bottom)), &mut older, pages)
             .await;
         match &found {
-            Ok(_) => scans.done(&scan),
+            Ok(_) => scans.spans.done(&scan),
             Err(_) => {
                 let bottom = older.span().map_or(known.bottom, |s| s.bottom);
-                scans.keep(scan, Span { top, bottom });
+                scans.spans.keep(scan, Span { top, bottom });
             }
         }
         found
     }
 
-    /// One walk of `scan`'s window (narrowed by `ids`, an `id__gt` / `id__lt` term) to the first
-    /// job carrying the key — newest first, or oldest first up to `created__lt` when the window
-    /// has an end — noting in `read` the id of every job of every page read and in `pages` the
-    /// pages read.
+    /// One walk of `scan`'s unbounded window (narrowed by `ids`, an `id__gt` / `id__lt` term),
+    /// newest first, to the first job carrying the key, noting in `read` the id of every job of
+    /// every page read and in `pages` the pages read.
     async fn key_walk(
         &self,
         scan: &ScanKey,
@@ -953,33 +940,15 @@ impl AapClient {
     ) -> Result<Option<Job>> {
         let id_text = scan.template_id.to_string();
         let since_text = scan.since.to_rfc3339_opts(SecondsFormat::Micros, true);
-        let until_text = scan
-            .until
-            .map(|(t, _)| t.to_rfc3339_opts(SecondsFormat::Micros, true));
-        let order = match scan.until {
-            Some((_, false)) => "id",
-            _ => "-id",
-        };
         let bound = ids.map(|(term, id)| (term, id.to_string()));
         let mut query = jobs_since_query(scan.template_kind, &id_text, &since_text).to_vec();
         if let Some((term, id)) = &bound {
             query.insert(2, (term, id.as_str()));
         }
-        if let Some(until) = &until_text {
-            query.insert(2, ("created__lt", until.as_str()));
-            for (name, value) in &mut query {
-                if *name == "order_by" {
-                    *value = order;
-                }
-            }
-        }
         let first = self.path(&[scan.kind.endpoint()], &query).await?;
         // Each page is decoded into slim `JobWire`s (a list item is mostly `related` and
         // `summary_fields`) and dropped before the next one is fetched.
-        // One attempt's window is read at most `lookup_pages_per_call` pages per call (the
-        // caller keeps the ids read; the next call continues); an unbounded one to its end.
-        let budget = scan.until.map(|_| self.inner.lookup_pages_per_call);
-        crate::pagination::find_first(&self.inner, first, decode_job_page, pages, budget, |item| {
+        crate::pagination::find_first(&self.inner, first, decode_job_page, pages, None, |item| {
             let job = Job::from_value(&item.into_value(), scan.kind)?;
             read.saw(job.id);
             crate::marker::carries_key(&job, &scan.key).then_some(job)
@@ -1047,7 +1016,7 @@ impl AapClient {
 /// A jobs list page: slim [`JobWire`] items in the usual case; anything unusual (HTML, a
 /// non-object item, a field of an unexpected shape, duplicate keys) goes through the tolerant
 /// JSON-tree path, so the outcome matches decoding the page as [`Value`]s.
-fn decode_job_page(resp: &RawResponse) -> Result<Page<ListedJob>> {
+pub(crate) fn decode_job_page(resp: &RawResponse) -> Result<Page<ListedJob>> {
     match serde_json::from_slice::<Page<JobWire>>(&resp.body) {
         Ok(page) if !resp.is_html() => Ok(Page {
             next: page.next,
@@ -1063,13 +1032,8 @@ fn decode_job_page(resp: &RawResponse) -> Result<Page<ListedJob>> {
     }
 }
 
-/// `jobs/` query for a template's jobs created after `since`, newest first, 200 a page.
-/// The pages a lookup sent: those read, and the one that failed unless the circuit breaker
-/// refused to send it.
 /// The page requests a lookup call sent: the pages read, plus the one that failed (none when
 /// the circuit breaker refused it, or when the call stopped at its page budget).
-/// The pages a walk sent: those read, and one more if a page failed (not refused unsent by the
-/// circuit breaker).
 fn read_pages<T>(read: u32, found: &Result<T>) -> u32 {
     let failed = found
         .as_ref()
@@ -1078,7 +1042,36 @@ fn read_pages<T>(read: u32, found: &Result<T>) -> u32 {
     read + u32::from(failed)
 }
 
-fn jobs_since_query<'a>(
+impl AapClient {
+    /// The path of the first page (200 jobs) of `window`'s jobs between the ids `low` and
+    /// `high` (`id__gt`, `id__lt`, each when given), oldest first or `newest_first`.
+    pub(crate) async fn window_page(
+        &self,
+        window: &JobWindow,
+        (low, high): (Option<u64>, Option<u64>),
+        newest_first: bool,
+    ) -> Result<String> {
+        let id_text = window.template_id.to_string();
+        let since_text = window.since.to_rfc3339_opts(SecondsFormat::Micros, true);
+        let until_text = window.until.to_rfc3339_opts(SecondsFormat::Micros, true);
+        let (low, high) = (low.map(|id| id.to_string()), high.map(|id| id.to_string()));
+        let [filter, since, _, page_size] =
+            jobs_since_query(window.template_kind, &id_text, &since_text);
+        let mut query = vec![filter, since, ("created__lt", until_text.as_str())];
+        if let Some(low) = &low {
+            query.push(("id__gt", low.as_str()));
+        }
+        if let Some(high) = &high {
+            query.push(("id__lt", high.as_str()));
+        }
+        query.push(("order_by", if newest_first { "-id" } else { "id" }));
+        query.push(page_size);
+        self.path(&[window.kind.endpoint()], &query).await
+    }
+}
+
+/// `jobs/` query for a template's jobs created after `since`, newest first, 200 a page.
+pub(crate) fn jobs_since_query<'a>(
     template_kind: TemplateKind,
     id_text: &'a str,
     since_text: &'a str,

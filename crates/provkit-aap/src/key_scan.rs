@@ -12,9 +12,10 @@
 //!
 //! A lookup bounded on both sides (an attempt's intent time and its launch deadline, see
 //! [`AapClient::first_job_with_key_between`](crate::AapClient::first_job_with_key_between)) reads
-//! from one end; its span's `top` (oldest first) or `bottom` (newest first) is then a cursor: every job of the fixed window up to `top`
-//! was read, and the next attempt continues above it. The window does not grow, so each page
-//! read is progress that no later fault takes back.
+//! its window from both ends in turn; what it keeps is the two cursors (every job of the fixed
+//! window up to the one, and from the other up, was read), and the next attempt reads only
+//! between them. The window does not grow, so each page read is progress that no later fault
+//! takes back.
 //!
 //! Hand-written: a bounded map of spans keyed by the lookup; no crate models this.
 
@@ -75,10 +76,32 @@ impl Read {
     }
 }
 
-/// The spans of the lookups that failed part-way, shared by all clones of a client.
+/// What a walk of a window has read: every job of the window with an id up to `low` (pages
+/// read oldest first) and from `high` up (newest first), and which end the next page reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Ends {
+    /// The highest id read from the window's start.
+    pub(crate) low: Option<u64>,
+    /// The lowest id read from the window's end.
+    pub(crate) high: Option<u64>,
+    /// Pages read so far (the next one reads from the other end than the last).
+    pub(crate) pages: u32,
+}
+
+impl Ends {
+    /// Whether the next page reads newest first, for a walk that begins at the end when
+    /// `from_end`.
+    pub(crate) fn next_from_end(&self, from_end: bool) -> bool {
+        from_end == self.pages.is_multiple_of(2)
+    }
+}
+
+/// What the lookups that failed part-way had read, shared by all clones of a client: the span
+/// of an unbounded lookup, the two ends of a bounded one.
 #[derive(Debug, Default)]
 pub(crate) struct KeyScans {
-    spans: Mutex<HashMap<ScanKey, Span>>,
+    pub(crate) spans: Memo<Span>,
+    pub(crate) ends: Memo<Ends>,
     pub(crate) stats: KeyLookupMeter,
 }
 
@@ -215,26 +238,36 @@ pub struct KeyLookupStats {
     pub found_pages: u64,
 }
 
-impl KeyScans {
-    fn with<R>(&self, f: impl FnOnce(&mut HashMap<ScanKey, Span>) -> R) -> R {
+/// A bounded map from a lookup to what it read.
+#[derive(Debug)]
+pub(crate) struct Memo<V>(Mutex<HashMap<ScanKey, V>>);
+
+impl<V> Default for Memo<V> {
+    fn default() -> Self {
+        Self(Mutex::default())
+    }
+}
+
+impl<V: Copy> Memo<V> {
+    fn with<R>(&self, f: impl FnOnce(&mut HashMap<ScanKey, V>) -> R) -> R {
         f(&mut self
-            .spans
+            .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
     /// What an earlier, unfinished lookup of `key` read.
-    pub(crate) fn get(&self, key: &ScanKey) -> Option<Span> {
+    pub(crate) fn get(&self, key: &ScanKey) -> Option<V> {
         self.with(|m| m.get(key).copied())
     }
 
     /// Remembers what an unfinished lookup of `key` has read in all.
-    pub(crate) fn keep(&self, key: ScanKey, span: Span) {
+    pub(crate) fn keep(&self, key: ScanKey, read: V) {
         self.with(|m| {
             if m.len() >= REMEMBERED && !m.contains_key(&key) {
                 m.clear();
             }
-            m.insert(key, span);
+            m.insert(key, read);
         });
     }
 
@@ -310,7 +343,7 @@ mod tests {
 
     #[test]
     fn spans_are_kept_per_lookup_until_done_and_bounded() {
-        let scans = KeyScans::default();
+        let scans = Memo::default();
         let span = Span { top: 9, bottom: 3 };
         scans.keep(key("a"), span);
         assert_eq!(scans.get(&key("a")), Some(span));
@@ -329,5 +362,26 @@ mod tests {
         scans.keep(key("new"), span);
         assert_eq!(scans.get(&key("1")), None, "full: the memory was dropped");
         assert_eq!(scans.get(&key("new")), Some(span));
+    }
+
+    #[test]
+    fn pages_alternate_from_the_expected_end() {
+        let mut ends = Ends::default();
+        let order: Vec<bool> = (0..4)
+            .map(|_| {
+                let from_end = ends.next_from_end(true);
+                ends.pages += 1;
+                from_end
+            })
+            .collect();
+        assert_eq!(order, [true, false, true, false]);
+        let ends = Ends {
+            pages: 1,
+            ..Ends::default()
+        };
+        assert!(
+            ends.next_from_end(false),
+            "the second page of a start-first walk"
+        );
     }
 }

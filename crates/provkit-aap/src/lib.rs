@@ -31,6 +31,7 @@ mod tls;
 mod transport;
 mod types;
 mod window_read;
+mod window_walk;
 
 pub use api::AapApi;
 #[cfg(feature = "mock")]

@@ -59,6 +59,25 @@ impl Inner {
     }
 }
 
+/// One page at `path`, read again (up to [`PAGE_REREADS`] times) while its answer is broken.
+pub(crate) async fn read_page<T>(
+    client: &Inner,
+    path: String,
+    decode: fn(&RawResponse) -> Result<Page<T>>,
+) -> Result<(Vec<T>, Option<String>)> {
+    let mut read = client.page(path.clone(), decode).await;
+    for _ in 0..PAGE_REREADS {
+        match &read {
+            Err(err) if reread_worth(err) => {
+                tracing::debug!(error = %err, "list page answer broken; reading it again");
+                read = client.page(path.clone(), decode).await;
+            }
+            _ => break,
+        }
+    }
+    read
+}
+
 /// Collects every item starting at `first` (a root-relative path).
 pub(crate) async fn collect(client: &Inner, first: String) -> Result<Vec<Value>> {
     let mut items = Vec::new();
@@ -161,17 +180,7 @@ async fn walk<T>(
     let mut first_page = true;
     while let Some(path) = next.take() {
         let is_first = std::mem::replace(&mut first_page, false);
-        let mut read = client.page(path.clone(), decode).await;
-        for _ in 0..PAGE_REREADS {
-            match &read {
-                Err(err) if reread_worth(err) => {
-                    tracing::debug!(error = %err, "list page answer broken; reading it again");
-                    read = client.page(path.clone(), decode).await;
-                }
-                _ => break,
-            }
-        }
-        match read {
+        match read_page(client, path.clone(), decode).await {
             Ok((mut results, following)) => {
                 let empty = results.is_empty();
                 let room = cap.saturating_sub(seen);

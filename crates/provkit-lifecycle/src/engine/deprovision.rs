@@ -6,11 +6,10 @@ use provkit_core::{
 };
 
 use super::Lifecycle;
-use super::launch::{Resolution, flush};
+use super::launch::{FailedLaunch, Resolution, flush};
 use super::observe::Launch;
 use crate::decide::{backoff_remaining, compute_deprovision_backoff};
 use crate::engine_error::LifecycleError;
-use crate::error::LaunchCertainty;
 use crate::hooks::DeprovisionHooks;
 use crate::idempotency::{FoundJob, IdempotencyKey};
 use crate::launch_context::LaunchContext;
@@ -145,31 +144,24 @@ impl Lifecycle {
             }
             Err(e) => {
                 let e = e.redacted(&ctx.redactor());
-                if let Some(retry_after) = e.retry_after() {
-                    self.launch_not_made(store, &key);
-                    self.observe.launch(&JobType::Deprovision, Launch::NotMade);
-                    return Ok(self.deprovision_rate_limited(retry_after));
-                }
-                let certainty = e.launch_certainty();
-                if certainty == LaunchCertainty::NotMade {
-                    self.launch_not_made(store, &key);
-                }
-                if certainty == LaunchCertainty::Unknown
-                    && let Some(found) = self
-                        .recover_after_unknown(resource, &JobType::Deprovision, &key, since)
-                        .await
+                return match self
+                    .launch_failed(store, resource, &JobType::Deprovision, &key, since, e)
+                    .await
                 {
-                    return Ok(self
+                    FailedLaunch::RateLimited(retry_after) => {
+                        Ok(self.deprovision_rate_limited(retry_after))
+                    }
+                    FailedLaunch::Found(found) => Ok(self
                         .record_recovered_deprovision(jobs, found, &key, hooks)
-                        .await);
-                }
-                self.observe
-                    .launch(&JobType::Deprovision, Launch::of_certainty(certainty));
-                return Err(LifecycleError::TriggerDeprovision {
-                    key,
-                    certainty,
-                    source: e,
-                });
+                        .await),
+                    FailedLaunch::Failed(certainty, source) => {
+                        Err(LifecycleError::TriggerDeprovision {
+                            key,
+                            certainty,
+                            source,
+                        })
+                    }
+                };
             }
         };
         if result.action != DeprovisionAction::Triggered {

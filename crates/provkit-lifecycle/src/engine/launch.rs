@@ -4,8 +4,9 @@ use chrono::{DateTime, Utc};
 use provkit_core::{JobStatus, JobType, append_job, find_job_by_id};
 
 use super::Lifecycle;
+use super::observe::Launch;
 use crate::engine_error::LifecycleError;
-use crate::error::ProviderError;
+use crate::error::{LaunchCertainty, ProviderError};
 use crate::hooks::StatusFlush;
 use crate::idempotency::{FoundJob, IdempotencyKey, IdempotencySupport};
 use crate::intent::{IntentStore, LaunchIntent};
@@ -111,6 +112,41 @@ impl Lifecycle {
         }
     }
 
+    /// After the launch of `key` (written under the intent time `since`) failed with `e`
+    /// (redacted), what provision and deprovision alike do: a launch certainly not made
+    /// resolves its intent (a rate limit is retried after its wait); one with an unknown outcome
+    /// is remembered and looked up once at once; the launch counter notes what is known.
+    pub(super) async fn launch_failed(
+        &self,
+        store: Option<&dyn IntentStore>,
+        resource: &ResourceView,
+        job_type: &JobType,
+        key: &IdempotencyKey,
+        since: Option<DateTime<Utc>>,
+        e: ProviderError,
+    ) -> FailedLaunch {
+        if let Some(retry_after) = e.retry_after() {
+            self.launch_not_made(store, key);
+            self.observe.launch(job_type, Launch::NotMade);
+            tracing::info!(retry_after = ?retry_after, job_type = ?job_type, "launch rate-limited");
+            return FailedLaunch::RateLimited(retry_after);
+        }
+        let certainty = e.launch_certainty();
+        if certainty == LaunchCertainty::NotMade {
+            self.launch_not_made(store, key);
+        }
+        if certainty == LaunchCertainty::Unknown
+            && let Some(found) = self
+                .recover_after_unknown(resource, job_type, key, since)
+                .await
+        {
+            return FailedLaunch::Found(found);
+        }
+        self.observe
+            .launch(job_type, Launch::of_certainty(certainty));
+        FailedLaunch::Failed(certainty, e)
+    }
+
     pub(super) fn resolve(&self, key: &IdempotencyKey) {
         self.journal.remove(key);
     }
@@ -137,6 +173,16 @@ impl Lifecycle {
             key,
         }
     }
+}
+
+/// How a failed launch ends (see [`Lifecycle::launch_failed`]).
+pub(super) enum FailedLaunch {
+    /// Rate limited: nothing was made; the step is retried after this wait.
+    RateLimited(std::time::Duration),
+    /// The outcome was unknown, and the lookup that followed found the job.
+    Found(FoundJob),
+    /// The launch failed, with what is known of its outcome.
+    Failed(LaunchCertainty, ProviderError),
 }
 
 /// What resolving the pending launch intent found (see [`Lifecycle::resolve_pending_intent`]).

@@ -5,13 +5,12 @@ use provkit_core::{
 };
 
 use super::Lifecycle;
-use super::launch::{Resolution, flush};
+use super::launch::{FailedLaunch, Resolution, flush};
 use super::observe::Launch;
 use crate::decide::{
     Action, backoff_remaining, cache_is_stale, compute_backoff_from_jobs, evaluate_action,
 };
 use crate::engine_error::LifecycleError;
-use crate::error::LaunchCertainty;
 use crate::hooks::ProvisionHooks;
 use crate::idempotency::{FoundJob, IdempotencyKey};
 use crate::launch_context::LaunchContext;
@@ -212,32 +211,24 @@ impl Lifecycle {
             Ok(result) => result,
             Err(e) => {
                 let e = e.redacted(&ctx.redactor());
-                if let Some(retry_after) = e.retry_after() {
-                    self.launch_not_made(store, &key);
-                    self.observe.launch(&JobType::Provision, Launch::NotMade);
-                    tracing::info!(retry_after = ?retry_after, "provision launch rate-limited");
-                    return Ok(self.provision_rate_limited(Action::Trigger, retry_after));
-                }
-                let certainty = e.launch_certainty();
-                if certainty == LaunchCertainty::NotMade {
-                    self.launch_not_made(store, &key);
-                }
-                if certainty == LaunchCertainty::Unknown
-                    && let Some(found) = self
-                        .recover_after_unknown(resource, &JobType::Provision, &key, since)
-                        .await
+                return match self
+                    .launch_failed(store, resource, &JobType::Provision, &key, since, e)
+                    .await
                 {
-                    return Ok(self
+                    FailedLaunch::RateLimited(retry_after) => {
+                        Ok(self.provision_rate_limited(Action::Trigger, retry_after))
+                    }
+                    FailedLaunch::Found(found) => Ok(self
                         .record_recovered(jobs, desired, found, &key, hooks)
-                        .await);
-                }
-                self.observe
-                    .launch(&JobType::Provision, Launch::of_certainty(certainty));
-                return Err(LifecycleError::TriggerProvision {
-                    key,
-                    certainty,
-                    source: e,
-                });
+                        .await),
+                    FailedLaunch::Failed(certainty, source) => {
+                        Err(LifecycleError::TriggerProvision {
+                            key,
+                            certainty,
+                            source,
+                        })
+                    }
+                };
             }
         };
         if result.job_id.trim().is_empty() {

@@ -223,9 +223,26 @@ impl Audit {
                     audit.duplicates += 1;
                     if audit.duplicate_examples.len() < 10 {
                         let ids: Vec<u64> = earlier.iter().map(|(id, _)| *id).collect();
+                        let created: Vec<String> = jobs
+                            .iter()
+                            .filter(|(j, _)| {
+                                attempt_of(&j.extra_vars).is_some_and(|a| a.key == attempt.key)
+                            })
+                            .map(|(j, _)| {
+                                format!(
+                                    "job {} created {}",
+                                    j.id,
+                                    j.created
+                                        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+                                )
+                            })
+                            .collect();
                         audit.duplicate_examples.push(format!(
-                            "{}: job {} launched while AAP held jobs {ids:?}",
-                            attempt.key, job.id
+                            "{}: job {} launched while AAP held jobs {ids:?} ({}); its attempts:\n        {}",
+                            attempt.key,
+                            job.id,
+                            created.join(", "),
+                            records.trail(&attempt.key).join("\n        ")
                         ));
                     }
                 }

@@ -123,9 +123,11 @@ impl BackendConfig {
         bc.seed = seed;
         bc.cancel_delay = scale.of(Duration::from_secs(5));
         bc.client_timeout = scale.of(client_timeout);
-        // Sent at once and answered within the client's timeout, with 5 s of room for the
-        // template check and admission.
-        bc.launch_deadline = scale.of(client_timeout + Duration::from_secs(5));
+        // Sent at once and answered (or handled by AAP after the client left) by the slowest
+        // answer of the chaos faults, with 5 s of room for the template check and admission.
+        // AAP finishes a launch whose client gave up: a deadline shorter than its slowest
+        // answer puts late jobs outside the lookup window (documented failure mode).
+        bc.launch_deadline = scale.of(slowest_answer(client_timeout) + Duration::from_secs(5));
         bc.retry = RetryConfig::default()
             .max_retries(4)
             .initial_backoff(scale.of(Duration::from_millis(200)))
@@ -334,7 +336,7 @@ impl Chaos {
                 method: Some(method.to_owned()),
                 ..any(path, trigger, strike, action)
             };
-        let slow = client_timeout + client_timeout / 2;
+        let slow = slowest_answer(client_timeout);
         // Whole seconds are the header's resolution: 1 s (unscaled) is the shortest wait.
         let date = SystemTime::now() + Duration::from_secs(1);
         let launch = "/api/v2/*/launch/";
@@ -451,4 +453,10 @@ impl Chaos {
             aap.remove_fault(*id);
         }
     }
+}
+
+/// The slowest answer of the chaos faults ("slower than the client timeout"): half the client
+/// timeout past it.
+pub fn slowest_answer(client_timeout: Duration) -> Duration {
+    client_timeout + client_timeout / 2
 }

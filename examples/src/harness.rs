@@ -302,6 +302,9 @@ pub struct Records {
     pub status_conflicts: std::sync::atomic::AtomicU64,
     /// Provision job id → when an accepted status write first recorded it `Succeeded`.
     succeeded_at: Mutex<HashMap<String, chrono::DateTime<chrono::Utc>>>,
+    /// Idempotency key → what happened to its attempts (intent writes, launch `POST`s), for
+    /// the report of a duplicate.
+    trail: Mutex<HashMap<String, Vec<String>>>,
 }
 
 impl Records {
@@ -318,6 +321,22 @@ impl Records {
     /// Provision job id → when an accepted status write first recorded it `Succeeded`.
     pub fn succeeded_at(&self) -> HashMap<String, chrono::DateTime<chrono::Utc>> {
         lock(&self.succeeded_at).clone()
+    }
+
+    /// What happened to the attempts of idempotency key `key` (intent writes, launch `POST`s),
+    /// in order.
+    pub fn trail(&self, key: &str) -> Vec<String> {
+        lock(&self.trail).get(key).cloned().unwrap_or_default()
+    }
+
+    fn note(&self, key: &str, what: &str) {
+        let at = SystemClock
+            .now()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        lock(&self.trail)
+            .entry(key.to_owned())
+            .or_default()
+            .push(format!("{at} {what}"));
     }
 
     /// The index of the object with `uid`.
@@ -668,6 +687,15 @@ impl Harness {
                         _ => {}
                     }
                 }
+                if let Some(li) = body.pointer("/status/launchIntent")
+                    && let Some(key) = li.get("idempotencyKey").and_then(Value::as_str)
+                {
+                    let at = li.get("createdAt").and_then(Value::as_str).unwrap_or("?");
+                    self.records.note(
+                        key,
+                        &format!("{} intent {at} ({phase:?}, {:?})", req.client, req.status),
+                    );
+                }
                 let step = if intent {
                     Some(LaunchStep::IntentWrite)
                 } else if new_job {
@@ -720,21 +748,28 @@ impl Harness {
         {
             return Verdict::Continue;
         }
-        if phase == Phase::Received {
-            let body: Value = serde_json::from_slice(req.body).unwrap_or(Value::Null);
-            let vars = match body.get("extra_vars") {
-                Some(Value::String(s)) => s.clone(),
-                Some(v) => v.to_string(),
-                None => String::new(),
-            };
-            if let Some(index) = attempt_of(&vars).and_then(|a| self.records.index_of_uid(&a.uid)) {
-                let name = resource_name(index);
-                if lock(&self.records.refused).contains(&name) {
-                    self.metrics.violation(
-                        &self.metrics.launches_while_refused,
-                        format!("{name}: launch POST while its status writes were refused"),
-                    );
-                }
+        let body: Value = serde_json::from_slice(req.body).unwrap_or(Value::Null);
+        let vars = match body.get("extra_vars") {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => String::new(),
+        };
+        let attempt = attempt_of(&vars);
+        if let Some(a) = &attempt {
+            self.records.note(
+                &a.key,
+                &format!("{} launch POST ({phase:?}, {:?})", req.client, req.status),
+            );
+        }
+        if phase == Phase::Received
+            && let Some(index) = attempt.and_then(|a| self.records.index_of_uid(&a.uid))
+        {
+            let name = resource_name(index);
+            if lock(&self.records.refused).contains(&name) {
+                self.metrics.violation(
+                    &self.metrics.launches_while_refused,
+                    format!("{name}: launch POST while its status writes were refused"),
+                );
             }
         }
         self.maybe_crash(req.client, LaunchStep::LaunchPost, phase)

@@ -12,6 +12,10 @@
 //! end, proves the absence of every intent whose window it covers and had closed before the read
 //! began. The read stops early once every intent it can answer has its job.
 //!
+//! The same reads answer this provider's own launches whose outcome is unknown once their
+//! first read (between the send and the give-up) met no job: the rest of such a launch's
+//! deadline is a window like an inherited one (see `windows.rs`).
+//!
 //! The read's cursor (the highest job id read) survives a failed call, so a read cut short by a
 //! fault continues where it stopped; the answers stay until the intent's lookup takes them.
 //!

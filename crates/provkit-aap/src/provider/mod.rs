@@ -181,8 +181,11 @@ impl AapProviderBuilder {
     /// awaited (default 60 s): a launch not sent by then is refused (nothing sent; the next
     /// attempt records a fresh intent), one still unanswered then is abandoned (outcome
     /// unknown). It makes a lookup of an intent's job end at `intent + deadline` (plus the
-    /// skew allowance) instead of at the lookup's own time. Keep it above the client's request
-    /// timeout.
+    /// skew allowance) instead of at the lookup's own time — for a launch this provider sent
+    /// and did not see answered, at `sent + deadline`: AWX finishes a request whose client
+    /// left, so the deadline is also how long after a send its job is assumed to appear. Keep
+    /// it above the client's request timeout plus the longest wait of a request in front of
+    /// AWX.
     pub fn launch_deadline(mut self, deadline: Duration) -> Self {
         self.launch_deadline = deadline;
         self
@@ -987,7 +990,11 @@ impl ProvisioningProvider for AapProvider {
     /// inherited window overlapping it that this provider was asked about, has closed on AAP's
     /// clock (waiting at most one launch deadline past its own); before, the answer is an error
     /// with a [`RetryLater`](provkit_lifecycle::RetryLater) source and no request is made. Then
-    /// one read of their span ([`AapApi::jobs_between`]) answers all of them. Without
+    /// one read of their span ([`AapApi::jobs_between`]) answers all of them. An intent this
+    /// provider launched is first read between sending the launch and its answer (or giving
+    /// up), from that end; when that read meets no job, the window from the send to the launch
+    /// deadline after it is read like an inherited one, once closed (AWX finishes a launch
+    /// whose client left, so its job can appear after the client gave up). Without
     /// it: since this process's first launch of `key`, else within the lookup window and not
     /// before the resource's creation, newest first, up to now.
     /// Reaching the client's list cap without a match is an error, never "not found".
@@ -1032,6 +1039,7 @@ impl ProvisioningProvider for AapProvider {
             }
         };
         let mut inherited = None;
+        let mut first_read = None;
         let (since, until) = match since {
             Some(at) => {
                 self.measure_clock().await;
@@ -1049,7 +1057,7 @@ impl ProvisioningProvider for AapProvider {
                 // This provider's own launch of the intent bounds the job's creation more
                 // tightly: between sending the request and its answer (or giving up on it).
                 // Its job is expected just before the answer (or the failure) that ended it, so
-                // that window is read from its end; without one, from its start.
+                // that window is read first, from its end.
                 let own = windows.launch_of(key.as_str(), at);
                 // An intent time without a sub-second part may come from a writer that
                 // truncated it to the second (provkit before intents kept microseconds): its
@@ -1059,17 +1067,23 @@ impl ProvisioningProvider for AapProvider {
                 } else {
                     chrono::Duration::zero()
                 };
-                let (sent, ended) = own.unwrap_or((at, at + self.deadline() + legacy));
+                first_read = own.filter(|_| !windows.was_read_to_answer(key.as_str(), at));
+                let (sent, ended) = match (first_read, own) {
+                    (Some(launch), _) => launch,
+                    // AWX may finish the request up to the deadline after it was sent.
+                    (None, Some((sent, _))) => (sent, sent + self.deadline()),
+                    (None, None) => (at, at + self.deadline() + legacy),
+                };
                 let (since, until) =
                     windows.fix(key.as_str(), at, (sent + offset.low, ended + offset.high));
                 drop(windows);
-                // Another process's attempt (or this process's before a restart): its launch
-                // may still be in AAP's hands (a deposed leader still waiting for it; a request
-                // whose client died, which a WSGI server normally finishes), so a job may yet
-                // appear in the window. It is read once the window has closed on AAP's clock,
-                // together with the other inherited windows overlapping it.
-                inherited = own.is_none().then_some(offset.low);
-                (since, Some((until, own.is_some())))
+                // Another process's attempt (or this process's before a restart), and the
+                // rest of an own launch's deadline: the launch may still be in AAP's hands (a
+                // deposed leader still waiting for it; a request whose client left, which AWX
+                // finishes), so a job may yet appear in the window. It is read once the window
+                // has closed on AAP's clock, together with the other windows overlapping it.
+                inherited = first_read.is_none().then_some(offset.low);
+                (since, Some((until, first_read.is_some())))
             }
             None => (self.since(resource, key).await, None),
         };
@@ -1121,13 +1135,31 @@ impl ProvisioningProvider for AapProvider {
             _ => find(template.kind.job_kind()).await?,
         };
         let Some(job) = found else {
-            if let (Some(at), Some((_, true))) = (intent, until) {
-                // Its own launch's window, read to its end: only this provider sends under this
-                // intent, and its launch has ended, so no job can appear later.
-                self.windows
+            let Some(at) = intent else {
+                finished();
+                return Ok(None);
+            };
+            // Its own launch's window up to the launch's end holds no job: AWX may still
+            // create it (a request whose client gave up is finished), so the window up to the
+            // launch deadline after the send is read once closed. After that read, only this
+            // provider sends under its own intent, so no job can appear later.
+            let read_on = {
+                let mut windows = self
+                    .windows
                     .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .own_launch_absent(key.as_str(), at);
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let read_on = first_read.is_some();
+                if read_on {
+                    windows.read_to_answer(key.as_str(), at);
+                } else {
+                    windows.own_launch_absent(key.as_str(), at);
+                }
+                read_on
+            };
+            if read_on {
+                return self
+                    .find_job_by_idempotency_key_since(resource, job_type, key, intent)
+                    .await;
             }
             finished();
             return Ok(None);

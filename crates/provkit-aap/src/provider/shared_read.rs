@@ -1,5 +1,6 @@
-//! The lookup of an inherited intent through the provider's shared reads (the decisions are
-//! [`Inherited`](super::inherited::Inherited)'s; the requests are made here).
+//! The lookup of an inherited intent — or of the rest of an own launch's deadline — through
+//! the provider's shared reads (the decisions are [`Inherited`](super::inherited::Inherited)'s;
+//! the requests are made here).
 
 use chrono::{DateTime, Utc};
 use provkit_lifecycle::ProviderError;
@@ -168,18 +169,18 @@ fn deferred(
     let at = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
     let message = if until == own_end {
         format!(
-            "the launch window of intent {key} ends at {} on AAP's clock, and a launch another process sent under it may still create its job until then; its absence can be proven once the window has closed",
+            "the launch window of intent {key} ends at {} on AAP's clock, and a launch sent under it may still create its job until then (AWX finishes a request whose client left); its absence can be proven once the window has closed",
             at(own_end)
         )
     } else if others == 0 {
         format!(
-            "the launch window of intent {key} ends at {} on AAP's clock, and a launch another process sent under it may still create its job until then; it is read at {}, once any other intent of the same hand-over has closed too: one read answers them all",
+            "the launch window of intent {key} ends at {} on AAP's clock, and a launch sent under it may still create its job until then (AWX finishes a request whose client left); it is read at {}, once any other intent of the same hand-over has closed too: one read answers them all",
             at(own_end),
             at(until)
         )
     } else {
         format!(
-            "the launch window of intent {key} ends at {} on AAP's clock, and a launch another process sent under it may still create its job until then; it is read at {} together with the {others} other inherited intents whose windows overlap it: one read answers them all",
+            "the launch window of intent {key} ends at {} on AAP's clock, and a launch sent under it may still create its job until then (AWX finishes a request whose client left); it is read at {} together with the {others} other intents whose windows overlap it: one read answers them all",
             at(own_end),
             at(until)
         )

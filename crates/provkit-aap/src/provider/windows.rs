@@ -14,6 +14,12 @@
 //! of its own launches stays after a lookup ends (a status write that records its outcome can
 //! fail, and the intent is then looked up again).
 //!
+//! An own launch whose outcome is unknown is read in two steps: first its window up to the
+//! launch's end (sent → answered or given up), where a job created by the request is expected;
+//! if that read meets no job, the rest of the attempt's launch deadline, once it has closed,
+//! with the inherited intents (AWX finishes a request whose client left: the job may appear
+//! after the client gave up).
+//!
 //! Hand-written: bounded maps; no crate needed.
 
 use std::collections::{HashMap, HashSet};
@@ -37,6 +43,9 @@ pub(crate) struct Windows {
     jobless: HashSet<Intent>,
     /// The local times this provider sent each intent's launch and had its answer (or gave up).
     launched: HashMap<Intent, Window>,
+    /// Own launches whose window up to the launch's end held no job: the rest of the launch
+    /// deadline is still to be read.
+    read_to_answer: HashSet<Intent>,
 }
 
 impl Windows {
@@ -64,7 +73,27 @@ impl Windows {
         if self.launched.len() >= REMEMBERED {
             self.launched.clear();
         }
-        self.launched.insert((key.to_owned(), at), sent_ended);
+        let id = (key.to_owned(), at);
+        // A new send: its lookup starts again from this launch's window.
+        self.read_to_answer.remove(&id);
+        self.by_intent.remove(&id);
+        self.launched.insert(id, sent_ended);
+    }
+
+    /// This provider's own launch of the intent has no job up to the launch's end: the lookup
+    /// continues with the rest of the launch deadline (a window of its own, fixed next).
+    pub(crate) fn read_to_answer(&mut self, key: &str, at: DateTime<Utc>) {
+        let id = (key.to_owned(), at);
+        self.by_intent.remove(&id);
+        if self.read_to_answer.len() >= REMEMBERED {
+            self.read_to_answer.clear();
+        }
+        self.read_to_answer.insert(id);
+    }
+
+    /// Whether the intent's own launch was read up to its end without a job.
+    pub(crate) fn was_read_to_answer(&self, key: &str, at: DateTime<Utc>) -> bool {
+        self.read_to_answer.contains(&(key.to_owned(), at))
     }
 
     /// When this provider sent the intent's launch and when it ended, if it did.
@@ -133,6 +162,24 @@ mod tests {
         assert_eq!(w.launch_of("k", t(9)), None);
         w.done("k", t(10));
         assert_eq!(w.launch_of("k", t(10)), Some((t(11), t(12))));
+    }
+
+    #[test]
+    fn a_launch_read_to_its_answer_gets_a_new_window_until_sent_again() {
+        let mut w = Windows::default();
+        w.launched("k", t(10), (t(11), t(12)));
+        assert_eq!(w.fix("k", t(10), (t(11), t(12))), (t(11), t(12)));
+        assert!(!w.was_read_to_answer("k", t(10)));
+        w.read_to_answer("k", t(10));
+        assert!(w.was_read_to_answer("k", t(10)));
+        assert!(!w.was_read_to_answer("k", t(11)));
+        assert_eq!(
+            w.fix("k", t(10), (t(11), t(70))),
+            (t(11), t(70)),
+            "the rest of the deadline"
+        );
+        w.launched("k", t(10), (t(13), t(14)));
+        assert!(!w.was_read_to_answer("k", t(10)), "sent again");
     }
 
     #[test]

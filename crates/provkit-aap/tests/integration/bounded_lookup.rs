@@ -609,3 +609,63 @@ async fn a_handovers_inherited_intents_are_answered_by_one_read_of_their_span() 
     );
     assert_eq!((stats.found_lookups, stats.found_pages), (0, 0));
 }
+
+/// A launch the client gave up on is still finished by AWX (uWSGI runs a view to the end after
+/// its client left; the fake does the same): its job is created after the launch ended. The
+/// lookup right after the failed launch finds no job between sending and giving up, so it must
+/// not answer "no job" (the engine would launch a second time); it reads the rest of the launch
+/// deadline once closed and finds the late job. (Before this, the lookup answered `None` at
+/// once, and the relaunch made a second job.)
+#[tokio::test]
+async fn a_launch_finished_after_its_client_gave_up_is_found_not_launched_again() {
+    let server = server(Mode::Awx).await;
+    server.aap().add_fault(
+        Fault::new(
+            "POST",
+            "/api/v2/job_templates/*/launch/",
+            FaultAction::Latency(Duration::from_millis(900)),
+        )
+        .trigger(Trigger::Nth(1)),
+    );
+    let p = AapProvider::builder(
+        builder(&server)
+            .timeout(Duration::from_millis(300))
+            .build()
+            .unwrap(),
+    )
+    .templates(TemplateNames::explicit("provision-job", "deprovision-job"))
+    .launch_deadline(Duration::from_millis(1_500))
+    .build();
+    let r = resource("late-create");
+    let key = IdempotencyKey::new("pk1-uid-late-create-p-00000000000000aa");
+    let intent = now();
+    let ctx = LaunchContext::new()
+        .with_idempotency_key(key.clone())
+        .with_attempt_started(Some(intent));
+    let err = p.trigger_provision(&r, &ctx).await.unwrap_err();
+    assert_eq!(err.launch_certainty(), LaunchCertainty::Unknown, "{err}");
+    assert!(server.aap().jobs().is_empty(), "not created yet");
+    let mut lookups = 0;
+    let found = loop {
+        lookups += 1;
+        assert!(lookups <= 20, "the lookup did not end");
+        match p
+            .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
+            .await
+        {
+            Ok(found) => break found,
+            Err(e) => {
+                let wait = find_retry_later(&e).unwrap_or_else(|| panic!("{e}"));
+                tokio::time::sleep(wait).await;
+            }
+        }
+    };
+    let jobs = server.aap().jobs();
+    assert_eq!(jobs.len(), 1, "the late launch created its job");
+    let found = found.expect("the late job is found, not proven absent");
+    assert_eq!(found.job_id, jobs[0].id.to_string());
+    assert!(
+        lookups > 1,
+        "answered only once the launch deadline had passed"
+    );
+}

@@ -1,4 +1,13 @@
 //! Serving the fake over a real loopback socket (plain HTTP or HTTPS) with keep-alive.
+//!
+//! A request is handled to the end even when its client leaves first (a timeout, a reset), as
+//! AWX does: its API is a WSGI application under uWSGI behind nginx (AWX's
+//! `tools/ansible/roles/dockerfile/files/uwsgi.ini`), which runs a view to completion and only
+//! notices the closed socket when it writes the answer; a request queued behind busy workers
+//! is still read and handled later (uWSGI's `harakiri`, 115 s in AWX, bounds a running view,
+//! not the wait in front of it). So a launch whose client gave up still creates its job. hyper
+//! drops a service future when the client closes the connection; the fake therefore runs each
+//! request on a task of its own and the connection only waits for it.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -52,6 +61,7 @@ async fn serve_connection(
     fake: FakeAap,
     stream: TcpStream,
     tls: Option<tokio_rustls::TlsAcceptor>,
+    shutdown: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
     let dup = std::sync::Mutex::new(Some(arm_rst(&stream)));
@@ -59,11 +69,20 @@ async fn serve_connection(
     let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
         let fake = fake.clone();
         let dup = dup.clone();
+        let shutdown = shutdown.clone();
         async move {
             if super::websocket::is_websocket_path(fake.app.mode, req.uri().path()) {
                 return Ok(super::websocket::upgrade(&fake.app, req.map(Body::new)));
             }
-            let resp = fake.app.clone().handle(req.map(Body::new)).await;
+            // Handled on a task of its own: a client leaving does not stop it (see the module
+            // docs); the server shutting down does.
+            let handled = tokio::spawn(until_shutdown(
+                fake.app.clone().handle(req.map(Body::new)),
+                shutdown,
+            ));
+            let Ok(Some(resp)) = handled.await else {
+                return Err(Reset);
+            };
             if resp.extensions().get::<ResetConnection>().is_some() {
                 let d = dup
                     .lock()
@@ -96,6 +115,20 @@ async fn serve_connection(
     }
 }
 
+/// `work`'s output, or `None` once `shutdown` flips (or its sender is gone).
+async fn until_shutdown<T>(
+    work: impl std::future::Future<Output = T>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Option<T> {
+    if *shutdown.borrow() {
+        return None;
+    }
+    tokio::select! {
+        out = work => Some(out),
+        _ = shutdown.wait_for(|stop| *stop) => None,
+    }
+}
+
 /// Runs the accept loop until `shutdown` flips.
 pub(crate) async fn accept_loop(
     fake: FakeAap,
@@ -109,7 +142,7 @@ pub(crate) async fn accept_loop(
             _ = shutdown.changed() => break,
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
-                conns.spawn(serve_connection(fake.clone(), stream, tls.clone()));
+                conns.spawn(serve_connection(fake.clone(), stream, tls.clone(), shutdown.clone()));
                 while conns.try_join_next().is_some() {}
             }
         }

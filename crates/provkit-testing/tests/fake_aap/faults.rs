@@ -337,3 +337,31 @@ async fn the_observer_sees_each_phase_and_abandons_a_request() {
     aap.clear_observer();
     assert_eq!(post_launch(&client(), &b).await.unwrap().status(), 201);
 }
+
+/// AWX (uWSGI behind nginx) runs a view to the end after its client left; the fake too: a
+/// launch held up longer than the client waits still creates its job.
+#[tokio::test]
+async fn a_launch_whose_client_gave_up_still_creates_its_job() {
+    let (server, _) = start(observed_fixtures(Mode::Awx)).await;
+    let aap = server.aap();
+    aap.add_fault(Fault::new(
+        "POST",
+        LAUNCH,
+        FaultAction::Latency(Duration::from_millis(600)),
+    ));
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(150),
+        post_launch(&client(), &server.base_url()),
+    )
+    .await;
+    assert!(gave_up.is_err(), "the client gave up before the answer");
+    assert!(aap.jobs().is_empty(), "not yet handled");
+    // The request is handled once its delay is over, without a client.
+    let mut waited = Duration::ZERO;
+    while aap.jobs().is_empty() && waited < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        waited += Duration::from_millis(20);
+    }
+    assert_eq!(aap.jobs().len(), 1, "the launch created its job");
+    assert_eq!(aap.launch_count(9), 1);
+}

@@ -538,7 +538,7 @@ async fn a_handovers_inherited_intents_are_answered_by_one_read_of_their_span() 
             .unwrap_err(),
     )
     .to_string();
-    assert!(text.contains("the 7 other inherited intents"), "{text}");
+    assert!(text.contains("the 7 other intents"), "{text}");
     assert!(
         job_lists(&server).is_empty(),
         "no job list while any is open"

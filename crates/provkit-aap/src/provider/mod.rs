@@ -1143,24 +1143,19 @@ impl ProvisioningProvider for AapProvider {
             // create it (a request whose client gave up is finished), so the window up to the
             // launch deadline after the send is read once closed. After that read, only this
             // provider sends under its own intent, so no job can appear later.
-            let read_on = {
-                let mut windows = self
-                    .windows
+            if first_read.is_some() {
+                self.windows
                     .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let read_on = first_read.is_some();
-                if read_on {
-                    windows.read_to_answer(key.as_str(), at);
-                } else {
-                    windows.own_launch_absent(key.as_str(), at);
-                }
-                read_on
-            };
-            if read_on {
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .read_to_answer(key.as_str(), at);
                 return self
                     .find_job_by_idempotency_key_since(resource, job_type, key, intent)
                     .await;
             }
+            self.windows
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .own_launch_absent(key.as_str(), at);
             finished();
             return Ok(None);
         };

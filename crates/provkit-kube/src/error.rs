@@ -101,6 +101,74 @@ pub(crate) enum FinalizerStep {
 }
 
 impl ReconcileError {
+    /// The wait of a reconcile that failed only because a lookup by idempotency key cannot be
+    /// answered yet: every failed step is a [`LifecycleError::IdempotencyLookup`] whose cause
+    /// chain carries a [`RetryLater`] (the provider waits for a launch window to close) and
+    /// no rate limit. The shortest such wait (a multi-target resource's soonest target), or
+    /// `None` when anything else failed.
+    ///
+    /// [`Provisioner`](crate::Provisioner) and
+    /// [`MultiTargetProvisioner`](crate::MultiTargetProvisioner) treat such a reconcile as a
+    /// wait, not a failure: it returns `Ok` with a requeue after this wait (the object shows
+    /// `LaunchBlocked`, reason `IdempotencyLookupDeferred`), counts no failure, publishes no
+    /// Warning Event and does not reach the error policy.
+    ///
+    /// [`LifecycleError::IdempotencyLookup`]: provkit_lifecycle::LifecycleError::IdempotencyLookup
+    /// [`RetryLater`]: provkit_lifecycle::RetryLater
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use provkit_core::JobType;
+    /// use provkit_kube::ReconcileError;
+    /// use provkit_lifecycle::{IdempotencyKey, LifecycleError, ProviderError, RetryLater};
+    ///
+    /// let deferred = ReconcileError::Lifecycle {
+    ///     object: "default/net-a".into(),
+    ///     source: LifecycleError::IdempotencyLookup {
+    ///         job_type: JobType::Provision,
+    ///         key: IdempotencyKey::new("pk1-uid-net-a-p-00000000000000aa"),
+    ///         source: ProviderError::other_with_source(
+    ///             "idempotency lookup deferred",
+    ///             RetryLater::new("the launch window closes at 12:00:05Z", Duration::from_secs(3)),
+    ///         ),
+    ///     },
+    /// };
+    /// assert_eq!(deferred.deferral(), Some(Duration::from_secs(3)));
+    ///
+    /// let failed = ReconcileError::Lifecycle {
+    ///     object: "default/net-a".into(),
+    ///     source: LifecycleError::IdempotencyLookup {
+    ///         job_type: JobType::Provision,
+    ///         key: IdempotencyKey::new("pk1-uid-net-a-p-00000000000000aa"),
+    ///         source: ProviderError::other("the job list answered 502"),
+    ///     },
+    /// };
+    /// assert_eq!(failed.deferral(), None);
+    /// ```
+    #[must_use]
+    pub fn deferral(&self) -> Option<std::time::Duration> {
+        fn wait(error: &provkit_lifecycle::LifecycleError) -> Option<std::time::Duration> {
+            match error {
+                provkit_lifecycle::LifecycleError::IdempotencyLookup { .. }
+                    if provkit_lifecycle::find_rate_limit(error).is_none() =>
+                {
+                    provkit_lifecycle::find_retry_later(error)
+                }
+                _ => None,
+            }
+        }
+        match self {
+            Self::Lifecycle { source, .. } => wait(source),
+            Self::Targets { source, .. } => source
+                .errors()
+                .map(|(_, e)| wait(e))
+                .collect::<Option<Vec<_>>>()?
+                .into_iter()
+                .min(),
+            _ => None,
+        }
+    }
+
     /// kube-runtime's finalizer result → the reconcile's: a kept finalizer is its `Action`,
     /// the Apply / Cleanup errors are ours already, the finalizer patches get the object name.
     pub(crate) fn from_finalizer(

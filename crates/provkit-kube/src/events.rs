@@ -9,7 +9,7 @@
 //! | deprovision job launched | Normal | `DeprovisionJobTriggered` | `Deprovision/<job id>` |
 //! | deprovision job failed | Warning | `DeprovisionJobFailed` | `Deprovision/<job id>` |
 //! | deprovisioning finished, finalizer removed | Normal | `Deprovisioned` | `Deprovision` |
-//! | a launch is blocked: the lookup by idempotency key cannot prove the pending attempt's job absent (page cap, refused filter, errors), or the launch intent cannot be persisted | Warning | `LaunchBlocked` | `<Provision or Deprovision>/<fingerprint>` |
+//! | a launch is blocked: the lookup by idempotency key cannot prove the pending attempt's job absent (page cap, refused filter, errors), or the launch intent cannot be persisted (not while the lookup only waits for a launch window to close: that wait shows on the `LaunchBlocked` condition alone, reason `IdempotencyLookupDeferred`, [`ReconcileError::deferral`](crate::ReconcileError::deferral)) | Warning | `LaunchBlocked` | `<Provision or Deprovision>/<fingerprint>` |
 //! | a launch failed (nothing recorded) | Warning | `LaunchFailed` | `<Provision or Deprovision>/<fingerprint>` |
 //!
 //! # One Event per job, one series per repetition

@@ -101,6 +101,25 @@ impl<K: ProvisionedResource> Provisioner<K> {
                 self.removed.record(&uid);
             }
             let result = ReconcileError::from_finalizer(&object, result);
+            // A lookup waiting for a launch window to close is a wait, not a failure: the
+            // object shows it (`LaunchBlocked`, `IdempotencyLookupDeferred`), and the
+            // reconcile comes back when the window has closed, with no failure counted.
+            let result = match result {
+                Err(error) => match error.deferral() {
+                    Some(wait) => {
+                        tracing::Span::current().record("action", "LookupDeferred");
+                        tracing::debug!(
+                            reason = %crate::ErrorChain(&error),
+                            retry_in = ?wait,
+                            "idempotency lookup deferred"
+                        );
+                        self.own_writes.settle(&uid, wait, self.own_write_window);
+                        return Ok(Action::requeue(wait));
+                    }
+                    None => Err(error),
+                },
+                ok => ok,
+            };
             match &result {
                 Ok(_) => self.backoff.succeeded(&key),
                 Err(error) => {

@@ -289,8 +289,10 @@ impl<K: ProvisionedResource> Provisioner<K> {
     /// with `Retry-After` on a call the engine does not requeue for itself, such as the
     /// lookup by idempotency key, or an open circuit breaker;
     /// [`find_rate_limit`](provkit_lifecycle::find_rate_limit)) or after the wait of an answer
-    /// the provider cannot give yet ([`RetryLater`](provkit_lifecycle::RetryLater): a lookup of
-    /// another process's intent whose launch window is still open). The free
+    /// the provider cannot give yet ([`RetryLater`](provkit_lifecycle::RetryLater): a lookup
+    /// waiting for a launch window to close; [`reconcile`](Self::reconcile) itself returns such a
+    /// wait as `Ok` with a requeue, see [`ReconcileError::deferral`], but an error of your own
+    /// reconciler may carry one). The free
     /// [`error_policy`](crate::error_policy()) calls this; call it from your own error policy
     /// when you wrap it.
     pub fn error_policy(&self, obj: &K, error: &ReconcileError) -> Action {
@@ -778,7 +780,9 @@ impl<K> AsRef<Provisioner<K>> for Provisioner<K> {
 /// launch window of another process's intent to close ([`RetryLater`](provkit_lifecycle::RetryLater)),
 /// message: the error chain without request ids, so it stays the same
 /// — and writes no status — while the same error repeats). Removed once the attempt is resolved.
-/// A `LaunchBlocked` Warning Event accompanies it (see [`crate::events`]).
+/// A `LaunchBlocked` Warning Event accompanies it (see [`crate::events`]), except while the
+/// lookup only waits ([`ReconcileError::deferral`](crate::ReconcileError::deferral): the reconcile
+/// then returns `Ok` with a requeue when the window closes).
 pub const LAUNCH_BLOCKED_CONDITION: &str = "LaunchBlocked";
 
 /// Sets or removes the [`LAUNCH_BLOCKED_CONDITION`] on the working copy.

@@ -541,7 +541,8 @@ async fn crash_after_the_intent_write_gives_one_job() {
 
 /// A restart right after a crash does not read the dead process's launch window while it is
 /// still open (its launch may yet create a job): the attempt shows `LaunchBlocked`, reason
-/// `IdempotencyLookupDeferred`, and AAP's job list is not read. Once the window has closed
+/// `IdempotencyLookupDeferred`, and AAP's job list is not read. That wait is no failed
+/// reconcile: the error policy never sees it. Once the window has closed
 /// (the manual clock moved past it, and a change of the object brings the reconcile back
 /// before the requeue, which runs on real time), absence is proven and one job is launched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -568,6 +569,11 @@ async fn a_restart_inside_the_launch_window_defers_the_lookup_until_it_closes() 
     let job_lists = || w.job_lists().len();
     assert_eq!(job_lists(), 0, "no job list while the window is open");
     assert_eq!(w.aap().jobs().len(), 0);
+    assert!(
+        stack.errors().is_empty(),
+        "a deferred lookup is a wait, not a reconcile error: {:?}",
+        stack.errors()
+    );
     w.clock.advance(PAST_THE_LAUNCH_WINDOW);
     w.user()
         .patch(

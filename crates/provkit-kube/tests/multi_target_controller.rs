@@ -180,6 +180,12 @@ async fn world() -> World {
 
 /// [`world`], with the storage target launching template `storage_create`.
 async fn world_launching_storage_with(storage_create: &str) -> World {
+    world_with(storage_create, Duration::from_secs(5)).await
+}
+
+/// [`world`], with the storage target launching template `storage_create` through a client that
+/// waits `storage_timeout` for an answer.
+async fn world_with(storage_create: &str, storage_timeout: Duration) -> World {
     let clock = ManualClock::new(Utc.with_ymd_and_hms(2026, 6, 29, 12, 0, 0).unwrap());
     let dyn_clock: Arc<dyn Clock> = Arc::new(clock.clone());
     let template = |name: &str, artifacts: serde_json::Value| JobTemplateSpec {
@@ -201,11 +207,11 @@ async fn world_launching_storage_with(storage_create: &str) -> World {
         .unwrap();
     let mut policy = LifecyclePolicy::default().with_poll_interval(Duration::from_millis(100));
     policy.min_requeue = Duration::from_millis(10);
-    let engine = |target: &str, create: &str| {
+    let engine = |target: &str, create: &str, timeout: Duration| {
         let provider = AapProvider::builder(
             AapClient::builder(aap.base_url())
                 .token(aap.token())
-                .timeout(Duration::from_secs(5))
+                .timeout(timeout)
                 .build()
                 .unwrap(),
         )
@@ -215,8 +221,15 @@ async fn world_launching_storage_with(storage_create: &str) -> World {
         Lifecycle::new(Arc::new(provider), dyn_clock.clone()).with_policy(policy.clone())
     };
     let targets = MultiTargetLifecycle::new([
-        JobTarget::new("cluster", engine("cluster", "create-cluster")).absorbs_legacy_history(),
-        JobTarget::new("storage", engine("storage", storage_create)),
+        JobTarget::new(
+            "cluster",
+            engine("cluster", "create-cluster", Duration::from_secs(5)),
+        )
+        .absorbs_legacy_history(),
+        JobTarget::new(
+            "storage",
+            engine("storage", storage_create, storage_timeout),
+        ),
     ])
     .unwrap();
 
@@ -491,6 +504,141 @@ async fn a_failing_target_is_reported_and_the_others_jobs_are_kept() {
         "the cluster's job was written despite the storage failure"
     );
     assert_eq!(launched(&w.aap), ["create-cluster"]);
+}
+
+/// The object after a change of one of its annotations (a new resource version).
+async fn touched(api: &Api<Cluster>, name: &str, value: &str) -> Cluster {
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {"touched": value}}})),
+    )
+    .await
+    .unwrap()
+}
+
+/// A target whose lookup only waits for a launch window to close does not fail the reconcile
+/// of a multi-target object: the storage launch outlives its client (AAP creates the job after
+/// the client gave up; that reconcile fails, outcome unknown), the lookup that follows is deferred until the launch deadline after
+/// the send has passed (the object shows `LaunchBlocked`, `IdempotencyLookupDeferred`), and the
+/// reconcile returns `Ok` with a requeue at that time. Once the window has closed the job is
+/// found, not launched again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deferred_lookup_of_one_target_is_a_requeue_not_a_failure() {
+    use provkit_testing::fake_aap::{Fault, FaultAction, Trigger};
+    let w = world_with("create-storage", Duration::from_millis(300)).await;
+    let storage = w
+        .aap
+        .aap()
+        .template_id("create-storage", Some("test"))
+        .unwrap();
+    w.aap.aap().add_fault(
+        Fault::new(
+            "POST",
+            &format!("/api/v2/job_templates/{storage}/launch/"),
+            // Far longer than the client waits (300 ms), and than the reconciles until the
+            // lookup take on a loaded machine.
+            FaultAction::Latency(Duration::from_secs(3)),
+        )
+        .trigger(Trigger::Nth(1)),
+    );
+    let obj = w
+        .api
+        .create(
+            &PostParams::default(),
+            &Cluster::new(
+                "c-defer",
+                ClusterSpec {
+                    nodes: 1,
+                    storage_gb: 10,
+                },
+            ),
+        )
+        .await
+        .unwrap();
+    // First reconcile adds the finalizer; the second runs the targets.
+    w.ctx
+        .provisioner
+        .reconcile(Arc::new(obj), &Outputs)
+        .await
+        .unwrap();
+    // The second runs the targets: the storage launch times out (outcome unknown).
+    let obj = w.api.get("c-defer").await.unwrap();
+    let err = w
+        .ctx
+        .provisioner
+        .reconcile(Arc::new(obj), &Outputs)
+        .await
+        .unwrap_err();
+    assert!(
+        err.deferral().is_none(),
+        "a lost launch answer is a failure"
+    );
+    // The next (brought by a change of the object: the object as this controller's own write
+    // left it keeps that reconcile's requeue) looks the attempt up: no job yet, and AAP may
+    // still create it.
+    let obj = touched(&w.api, "c-defer", "1").await;
+    let action = w
+        .ctx
+        .provisioner
+        .reconcile(Arc::new(obj), &Outputs)
+        .await
+        .expect("a deferred lookup is no failed reconcile");
+    let c = w.api.get("c-defer").await.unwrap();
+    let blocked = provkit_kube::status::find_condition(
+        &c.provisioning_status().unwrap().conditions,
+        provkit_kube::LAUNCH_BLOCKED_CONDITION,
+    )
+    .cloned()
+    .unwrap_or_else(|| panic!("LaunchBlocked shows the wait: {action:?} {c:?}"));
+    assert_eq!(
+        (blocked.status.as_str(), blocked.reason.as_str()),
+        ("True", "IdempotencyLookupDeferred"),
+        "{}",
+        blocked.message
+    );
+    // Comes back when the window (the 60 s launch deadline after the send, AAP's clock) has
+    // closed — not at the error backoff's next step.
+    let shown = format!("{action:?}");
+    let after: f64 = shown
+        .split("requeue_after: Some(")
+        .nth(1)
+        .and_then(|rest| rest.split("s)").next())
+        .and_then(|secs| secs.parse().ok())
+        .unwrap_or_else(|| panic!("a requeue in whole or fractional seconds: {shown}"));
+    assert!((60.0..=63.0).contains(&after), "{shown}");
+    let recorded: Vec<&str> = c
+        .provisioning_jobs()
+        .iter()
+        .map(|j| j.target.as_str())
+        .collect();
+    assert_eq!(recorded, ["cluster"]);
+    // AAP finishes the abandoned launch; the wait (AAP's clock) passes, and so does the echo
+    // window of the last status write.
+    eventually("AAP creates the storage job", || async {
+        launched(&w.aap).len() == 2
+    })
+    .await;
+    w.clock.advance(Duration::from_secs(63));
+    let obj = touched(&w.api, "c-defer", "2").await;
+    w.ctx
+        .provisioner
+        .reconcile(Arc::new(obj), &Outputs)
+        .await
+        .unwrap();
+    let c = w.api.get("c-defer").await.unwrap();
+    let mut recorded: Vec<&str> = c
+        .provisioning_jobs()
+        .iter()
+        .map(|j| j.target.as_str())
+        .collect();
+    recorded.sort_unstable();
+    assert_eq!(recorded, ["cluster", "storage"], "the late job is found");
+    assert_eq!(
+        launched(&w.aap),
+        ["create-cluster", "create-storage"],
+        "and not launched again"
+    );
 }
 
 /// Issue 27 (1, 2): the multi-target path comes back to a converged object after the resync

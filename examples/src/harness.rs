@@ -51,6 +51,7 @@ use crate::instrumented::with_resource;
 use crate::measure::Taps;
 use crate::metrics::{RunMetrics, Timed};
 use crate::stack::TimeScale;
+use crate::trail::{Step as TrailStep, Trails};
 
 /// The Lease the replicas compete for (namespace `default`).
 pub const LEASE_NAME: &str = "fleet-operator";
@@ -302,9 +303,9 @@ pub struct Records {
     pub status_conflicts: std::sync::atomic::AtomicU64,
     /// Provision job id → when an accepted status write first recorded it `Succeeded`.
     succeeded_at: Mutex<HashMap<String, chrono::DateTime<chrono::Utc>>>,
-    /// Idempotency key → what happened to its attempts (intent writes, launch `POST`s), for
-    /// the report of a duplicate.
-    trail: Mutex<HashMap<String, Vec<String>>>,
+    /// What happened to each key's attempts (intent writes, launch `POST`s), for the report
+    /// of a duplicate.
+    trail: Trails,
 }
 
 impl Records {
@@ -326,17 +327,7 @@ impl Records {
     /// What happened to the attempts of idempotency key `key` (intent writes, launch `POST`s),
     /// in order.
     pub fn trail(&self, key: &str) -> Vec<String> {
-        lock(&self.trail).get(key).cloned().unwrap_or_default()
-    }
-
-    fn note(&self, key: &str, what: &str) {
-        let at = SystemClock
-            .now()
-            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        lock(&self.trail)
-            .entry(key.to_owned())
-            .or_default()
-            .push(format!("{at} {what}"));
+        self.trail.render(key)
     }
 
     /// The index of the object with `uid`.
@@ -690,10 +681,17 @@ impl Harness {
                 if let Some(li) = body.pointer("/status/launchIntent")
                     && let Some(key) = li.get("idempotencyKey").and_then(Value::as_str)
                 {
-                    let at = li.get("createdAt").and_then(Value::as_str).unwrap_or("?");
-                    self.records.note(
+                    let at = li
+                        .get("createdAt")
+                        .and_then(Value::as_str)
+                        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                        .map(|t| t.with_timezone(&chrono::Utc));
+                    self.records.trail.note(
                         key,
-                        &format!("{} intent {at} ({phase:?}, {:?})", req.client, req.status),
+                        req.client,
+                        TrailStep::Intent(at),
+                        phase,
+                        req.status,
                     );
                 }
                 let step = if intent {
@@ -756,10 +754,9 @@ impl Harness {
         };
         let attempt = attempt_of(&vars);
         if let Some(a) = &attempt {
-            self.records.note(
-                &a.key,
-                &format!("{} launch POST ({phase:?}, {:?})", req.client, req.status),
-            );
+            self.records
+                .trail
+                .note(&a.key, req.client, TrailStep::LaunchPost, phase, req.status);
         }
         if phase == Phase::Received
             && let Some(index) = attempt.and_then(|a| self.records.index_of_uid(&a.uid))

@@ -35,6 +35,7 @@ pub mod report;
 pub mod stack;
 pub mod story;
 pub mod throttle;
+pub mod trail;
 
 pub use audit::{Audit, PurgeLog};
 pub use backend::{Backend, BackendConfig, BackendError, Chaos, KindTemplates};

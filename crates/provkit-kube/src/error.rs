@@ -109,9 +109,12 @@ impl ReconcileError {
     ///
     /// [`Provisioner`](crate::Provisioner) and
     /// [`MultiTargetProvisioner`](crate::MultiTargetProvisioner) treat such a reconcile as a
-    /// wait, not a failure: it returns `Ok` with a requeue after this wait (the object shows
-    /// `LaunchBlocked`, reason `IdempotencyLookupDeferred`), counts no failure, publishes no
-    /// Warning Event and does not reach the error policy.
+    /// wait, not a failure: it returns `Ok` with a requeue (the object shows `LaunchBlocked`,
+    /// reason `IdempotencyLookupDeferred`), publishes no Warning Event, logs no warning and does
+    /// not reach the error policy. The requeue is this wait or the object's next error-backoff
+    /// step, whichever is longer (the step is taken): lookups deferred together then come back
+    /// spread out, after more of their windows have closed, and one shared read of the
+    /// provider answers more of them.
     ///
     /// [`LifecycleError::IdempotencyLookup`]: provkit_lifecycle::LifecycleError::IdempotencyLookup
     /// [`RetryLater`]: provkit_lifecycle::RetryLater

@@ -782,7 +782,7 @@ impl<K> AsRef<Provisioner<K>> for Provisioner<K> {
 /// — and writes no status — while the same error repeats). Removed once the attempt is resolved.
 /// A `LaunchBlocked` Warning Event accompanies it (see [`crate::events`]), except while the
 /// lookup only waits ([`ReconcileError::deferral`](crate::ReconcileError::deferral): the reconcile
-/// then returns `Ok` with a requeue when the window closes).
+/// then returns `Ok` with a requeue).
 pub const LAUNCH_BLOCKED_CONDITION: &str = "LaunchBlocked";
 
 /// Sets or removes the [`LAUNCH_BLOCKED_CONDITION`] on the working copy.

@@ -455,17 +455,18 @@ async fn legacy_single_target_history_is_absorbed_not_reprovisioned() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failing_target_is_reported_and_the_others_jobs_are_kept() {
-    // The storage target launches a template AAP does not have: its launch fails, the cluster's
-    // does not.
-    let w = world_launching_storage_with("create-storage-missing").await;
+/// Creates cluster `name` and reconciles it twice (the first adds the finalizer, the second
+/// runs the targets); the second reconcile's result.
+async fn create_and_run_targets(
+    w: &World,
+    name: &str,
+) -> Result<kube::runtime::controller::Action, ReconcileError> {
     let obj = w
         .api
         .create(
             &PostParams::default(),
             &Cluster::new(
-                "c-fail",
+                name,
                 ClusterSpec {
                     nodes: 1,
                     storage_gb: 10,
@@ -474,32 +475,37 @@ async fn a_failing_target_is_reported_and_the_others_jobs_are_kept() {
         )
         .await
         .unwrap();
-    // First reconcile adds the finalizer; the second runs the targets.
     w.ctx
         .provisioner
         .reconcile(Arc::new(obj), &Outputs)
         .await
         .unwrap();
-    let obj = w.api.get("c-fail").await.unwrap();
-    let err = w
-        .ctx
-        .provisioner
-        .reconcile(Arc::new(obj), &Outputs)
-        .await
-        .unwrap_err();
+    let obj = w.api.get(name).await.unwrap();
+    w.ctx.provisioner.reconcile(Arc::new(obj), &Outputs).await
+}
+
+/// The targets of the jobs the object's status records, in array order.
+fn recorded_targets(c: &Cluster) -> Vec<&str> {
+    c.provisioning_jobs()
+        .iter()
+        .map(|j| j.target.as_str())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_target_is_reported_and_the_others_jobs_are_kept() {
+    // The storage target launches a template AAP does not have: its launch fails, the cluster's
+    // does not.
+    let w = world_launching_storage_with("create-storage-missing").await;
+    let err = create_and_run_targets(&w, "c-fail").await.unwrap_err();
     let ReconcileError::Targets { source, .. } = &err else {
         panic!("{err:?}");
     };
     let failed: Vec<&str> = source.errors().map(|(t, _)| t).collect();
     assert_eq!(failed, ["storage"]);
     let c = w.api.get("c-fail").await.unwrap();
-    let recorded: Vec<&str> = c
-        .provisioning_jobs()
-        .iter()
-        .map(|j| j.target.as_str())
-        .collect();
     assert_eq!(
-        recorded,
+        recorded_targets(&c),
         ["cluster"],
         "the cluster's job was written despite the storage failure"
     );
@@ -542,34 +548,8 @@ async fn a_deferred_lookup_of_one_target_is_a_requeue_not_a_failure() {
         )
         .trigger(Trigger::Nth(1)),
     );
-    let obj = w
-        .api
-        .create(
-            &PostParams::default(),
-            &Cluster::new(
-                "c-defer",
-                ClusterSpec {
-                    nodes: 1,
-                    storage_gb: 10,
-                },
-            ),
-        )
-        .await
-        .unwrap();
-    // First reconcile adds the finalizer; the second runs the targets.
-    w.ctx
-        .provisioner
-        .reconcile(Arc::new(obj), &Outputs)
-        .await
-        .unwrap();
-    // The second runs the targets: the storage launch times out (outcome unknown).
-    let obj = w.api.get("c-defer").await.unwrap();
-    let err = w
-        .ctx
-        .provisioner
-        .reconcile(Arc::new(obj), &Outputs)
-        .await
-        .unwrap_err();
+    // The storage launch times out (outcome unknown).
+    let err = create_and_run_targets(&w, "c-defer").await.unwrap_err();
     assert!(
         err.deferral().is_none(),
         "a lost launch answer is a failure"
@@ -607,12 +587,7 @@ async fn a_deferred_lookup_of_one_target_is_a_requeue_not_a_failure() {
         .and_then(|secs| secs.parse().ok())
         .unwrap_or_else(|| panic!("a requeue in whole or fractional seconds: {shown}"));
     assert!((60.0..=63.0).contains(&after), "{shown}");
-    let recorded: Vec<&str> = c
-        .provisioning_jobs()
-        .iter()
-        .map(|j| j.target.as_str())
-        .collect();
-    assert_eq!(recorded, ["cluster"]);
+    assert_eq!(recorded_targets(&c), ["cluster"]);
     // AAP finishes the abandoned launch; the wait (AAP's clock) passes, and so does the echo
     // window of the last status write.
     eventually("AAP creates the storage job", || async {
@@ -627,11 +602,7 @@ async fn a_deferred_lookup_of_one_target_is_a_requeue_not_a_failure() {
         .await
         .unwrap();
     let c = w.api.get("c-defer").await.unwrap();
-    let mut recorded: Vec<&str> = c
-        .provisioning_jobs()
-        .iter()
-        .map(|j| j.target.as_str())
-        .collect();
+    let mut recorded = recorded_targets(&c);
     recorded.sort_unstable();
     assert_eq!(recorded, ["cluster", "storage"], "the late job is found");
     assert_eq!(

@@ -114,7 +114,7 @@ impl ReconcileError {
     /// not reach the error policy. The requeue is this wait or the object's next error-backoff
     /// step, whichever is longer (the step is taken): lookups deferred together then come back
     /// spread out, after more of their windows have closed, and one shared read of the
-    /// provider answers more of them.
+    /// provider can answer more of them (as before this method existed).
     ///
     /// [`LifecycleError::IdempotencyLookup`]: provkit_lifecycle::LifecycleError::IdempotencyLookup
     /// [`RetryLater`]: provkit_lifecycle::RetryLater

@@ -104,10 +104,10 @@ impl<K: ProvisionedResource> Provisioner<K> {
             // A lookup waiting for a launch window to close is a wait, not a failure: the
             // object shows it (`LaunchBlocked`, `IdempotencyLookupDeferred`), no Warning Event
             // or error is reported, and the reconcile comes back once the window has closed —
-            // but no sooner than the error backoff's next step: spread like that, the lookups
-            // of many attempts deferred together come back after more of their windows have
-            // closed, and one shared read answers more of them (measured: coming back exactly
-            // at the window's end cost more pages per lookup in the fleet's chaos run).
+            // but no sooner than the error backoff's next step, as before: spread like that,
+            // the lookups of attempts deferred together come back after more of their windows
+            // have closed, and one shared read can answer more of them (coming back exactly at
+            // the window's end was tried and not found cheaper: docs/performance.md, stop 44).
             let result = match result {
                 Err(error) => match error.deferral() {
                     Some(wait) => {

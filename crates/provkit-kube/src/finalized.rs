@@ -108,24 +108,19 @@ impl<K: ProvisionedResource> Provisioner<K> {
             // the lookups of attempts deferred together come back after more of their windows
             // have closed, and one shared read can answer more of them (coming back exactly at
             // the window's end was tried and not found cheaper: docs/performance.md, stop 44).
-            let result = match result {
-                Err(error) => match error.deferral() {
-                    Some(wait) => {
-                        let (step, _) = self.backoff.failed(&key);
-                        let delay = step.max(wait);
-                        tracing::Span::current().record("action", "LookupDeferred");
-                        tracing::debug!(
-                            reason = %crate::ErrorChain(&error),
-                            retry_in = ?delay,
-                            "idempotency lookup deferred"
-                        );
-                        self.own_writes.settle(&uid, delay, self.own_write_window);
-                        return Ok(Action::requeue(delay));
-                    }
-                    None => Err(error),
-                },
-                ok => ok,
-            };
+            if let Err(error) = &result
+                && error.deferral().is_some()
+            {
+                let (delay, _) = self.failure_delay(&key, error);
+                tracing::Span::current().record("action", "LookupDeferred");
+                tracing::debug!(
+                    reason = %crate::ErrorChain(error),
+                    retry_in = ?delay,
+                    "idempotency lookup deferred"
+                );
+                self.own_writes.settle(&uid, delay, self.own_write_window);
+                return Ok(Action::requeue(delay));
+            }
             match &result {
                 Ok(_) => self.backoff.succeeded(&key),
                 Err(error) => {

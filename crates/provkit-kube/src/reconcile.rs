@@ -322,7 +322,10 @@ impl<K: ProvisionedResource> Provisioner<K> {
         error: &ReconcileError,
     ) -> (std::time::Duration, u32) {
         let (backoff, failures) = self.backoff.failed(key);
+        // A deferral's wait is the soonest of its targets'; any other error's, the first
+        // `RetryLater` in its chain.
         let delay = provkit_lifecycle::find_rate_limit(error)
+            .or_else(|| error.deferral())
             .or_else(|| provkit_lifecycle::find_retry_later(error))
             .map_or(backoff, |w| w.max(backoff));
         (delay, failures)

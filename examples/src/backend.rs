@@ -93,6 +93,9 @@ pub struct BackendConfig {
     pub clock_skew: Duration,
     /// The provider's launch deadline after an attempt's intent (wall).
     pub launch_deadline: Duration,
+    /// How long after a launch left the client AAP may still create its job (wall; `None`:
+    /// the provider's default, half the deadline).
+    pub max_launch_processing: Option<Duration>,
     /// More templates (e.g. a probe's), declared as they are.
     pub extra_templates: Vec<JobTemplateSpec>,
     /// The client's circuit breaker (wall durations; default: the library's).
@@ -123,10 +126,11 @@ impl BackendConfig {
         bc.seed = seed;
         bc.cancel_delay = scale.of(Duration::from_secs(5));
         bc.client_timeout = scale.of(client_timeout);
-        // Sent at once and answered (or handled by AAP after the client left) by the slowest
-        // answer of the chaos faults, with 5 s of room for the template check and admission.
-        // AAP finishes a launch whose client gave up: a deadline shorter than its slowest
-        // answer puts late jobs outside the lookup window (documented failure mode).
+        // Handled by AAP (also after the client left) within the slowest answer of the chaos
+        // faults, and sent within 5 s of the intent (the template check and admission): AAP
+        // finishes a launch whose client gave up, so a processing allowance shorter than its
+        // slowest answer puts late jobs outside the lookup window (documented failure mode).
+        bc.max_launch_processing = Some(scale.of(slowest_answer(client_timeout)));
         bc.launch_deadline = scale.of(slowest_answer(client_timeout) + Duration::from_secs(5));
         bc.retry = RetryConfig::default()
             .max_retries(4)
@@ -147,6 +151,7 @@ impl BackendConfig {
             cancel_delay: Duration::from_secs(5),
             clock_skew: Duration::from_secs(2),
             launch_deadline: provkit_aap::provider::DEFAULT_LAUNCH_DEADLINE,
+            max_launch_processing: None,
             extra_templates: Vec::new(),
             circuit_breaker: CircuitBreakerConfig::default(),
             rate_limit: None,
@@ -295,11 +300,15 @@ impl Backend {
             self.client(user_agent)?,
             self.calls.clone(),
         ));
-        Ok(AapProvider::builder(api)
+        let builder = AapProvider::builder(api)
             .template_prefix(TEMPLATE_PREFIX)
             .clock_skew(self.config.clock_skew)
-            .launch_deadline(self.config.launch_deadline)
-            .build())
+            .launch_deadline(self.config.launch_deadline);
+        Ok(match self.config.max_launch_processing {
+            Some(processing) => builder.max_launch_processing(processing),
+            None => builder,
+        }
+        .build())
     }
 
     /// The fake's control handle.

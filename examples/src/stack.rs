@@ -498,8 +498,8 @@ impl Replica {
             .map_err(StackError::Client)?;
         // OSAC's current extra_vars: `osac_job_vars.resource` (osac-project/osac 232f1752e).
         // The launch deadline scaled like every other duration (production: the client's 30 s
-        // timeout plus 30 s): a restarted replica reads an inherited intent's window once it
-        // has closed.
+        // timeout plus 30 s to send in): a restarted replica reads an inherited intent's window
+        // once it has closed. The fake AAP handles a launch within the client's timeout.
         let provider = AapProvider::builder(client)
             .template_prefix(TEMPLATE_PREFIX)
             .envelope(Envelope::OsacJobVars)
@@ -507,6 +507,7 @@ impl Replica {
             .launch_deadline(
                 scale.timeout(Duration::from_secs(30)) + scale.of(Duration::from_secs(30)),
             )
+            .max_launch_processing(scale.timeout(Duration::from_secs(30)))
             .build();
         Ok(Self {
             name: name.to_owned(),

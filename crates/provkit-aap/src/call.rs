@@ -32,6 +32,8 @@ pub(crate) struct Call {
     pub(crate) cap: usize,
     /// Accept header.
     pub(crate) accept: &'static str,
+    /// The latest time the request may be written (checked after the client's own waits).
+    pub(crate) send_by: Option<tokio::time::Instant>,
 }
 
 impl Call {
@@ -44,6 +46,7 @@ impl Call {
             auth: CallAuth::Configured,
             cap,
             accept: "application/json",
+            send_by: None,
         }
     }
 
@@ -56,6 +59,7 @@ impl Call {
             auth,
             cap: ERROR_BODY_CAP,
             accept: "application/json",
+            send_by: None,
         }
     }
 
@@ -68,6 +72,7 @@ impl Call {
             auth: CallAuth::Configured,
             cap,
             accept: "application/json",
+            send_by: None,
         }
     }
 }

@@ -488,7 +488,8 @@ impl AapClient {
             message: "launch request is not serializable".into(),
             source: Some(Box::new(e)),
         })?;
-        let call = Call::post(path, body, false, self.inner.max_body_bytes);
+        let mut call = Call::post(path, body, false, self.inner.max_body_bytes);
+        call.send_by = request.send_by;
         let resp = match self.inner.send(&call).await {
             Ok(resp) => resp,
             Err(err) => {

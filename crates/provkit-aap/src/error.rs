@@ -291,6 +291,14 @@ pub enum Error {
         /// When the breaker lets the next request (a probe) through.
         retry_after: Duration,
     },
+    /// Not sent: the request's send-by time ([`LaunchRequest::send_by`](crate::LaunchRequest::send_by))
+    /// passed while it waited in this client (circuit breaker admission, rate limiter). Certainly
+    /// not sent, so certainly no job was created.
+    #[error("{ctx}: not sent: its send-by time passed while it waited in the client")]
+    SendByPassed {
+        /// The request that was not sent (no status).
+        ctx: Box<RequestContext>,
+    },
     /// The request timed out.
     #[error("{ctx}: timed out")]
     Timeout {
@@ -397,6 +405,7 @@ impl Error {
             | Self::Status { ctx, .. }
             | Self::Timeout { ctx, .. }
             | Self::CircuitOpen { ctx, .. }
+            | Self::SendByPassed { ctx }
             | Self::Transport { ctx, .. }
             | Self::Decode { ctx, .. }
             | Self::FilterRefused { ctx, .. }
@@ -512,6 +521,7 @@ impl Error {
             Self::Redirect { .. } => format!("unexpected redirect{}", code()),
             Self::Status { .. } => format!("unexpected status{}", code()),
             Self::CircuitOpen { .. } => "not sent: the AAP circuit breaker is open".into(),
+            Self::SendByPassed { .. } => "not sent: its send-by time passed".into(),
             Self::Timeout { .. } => "timed out".into(),
             Self::Transport { connect: true, .. } => "could not connect".into(),
             Self::Transport { .. } => "the connection failed".into(),

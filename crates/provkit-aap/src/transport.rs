@@ -146,6 +146,9 @@ impl Inner {
             limiter.acquire().await;
         }
         let mut ctx = RequestContext::new(call.method.clone(), call.path.clone());
+        if call.send_by.is_some_and(|by| Instant::now() >= by) {
+            return Err(Error::SendByPassed { ctx: Box::new(ctx) });
+        }
         let url = format!("{}{}", self.origin, call.path);
         let mut req = self
             .http

@@ -528,6 +528,12 @@ pub struct LaunchRequest {
     /// Any other launch field, sent verbatim (`null` values are dropped).
     #[serde(flatten, serialize_with = "serialize_without_nulls")]
     pub other: Map<String, Value>,
+    /// The latest time the request may leave the client (not part of the body). Checked after
+    /// the client's own waits (circuit breaker admission, rate limiter), right before the
+    /// request is written: past it the launch fails with [`Error::SendByPassed`](crate::Error::SendByPassed),
+    /// certainly not sent. `None`: no limit.
+    #[serde(skip)]
+    pub send_by: Option<tokio::time::Instant>,
 }
 
 fn serialize_without_nulls<S: serde::Serializer>(
@@ -558,6 +564,7 @@ impl std::fmt::Debug for LaunchRequest {
             .field("diff_mode", &self.diff_mode)
             .field("scm_branch", &self.scm_branch)
             .field("other_keys", &self.other.keys().collect::<Vec<_>>())
+            .field("send_by", &self.send_by)
             .finish()
     }
 }
@@ -569,6 +576,13 @@ impl LaunchRequest {
             extra_vars,
             ..Self::default()
         }
+    }
+
+    /// Sets [`send_by`](Self::send_by): the request must leave the client by `at`.
+    #[must_use]
+    pub fn send_by(mut self, at: tokio::time::Instant) -> Self {
+        self.send_by = Some(at);
+        self
     }
 
     /// Sets `limit`.

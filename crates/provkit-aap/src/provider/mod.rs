@@ -97,6 +97,7 @@ pub struct AapProviderBuilder {
     lookup_window: Duration,
     clock_skew: Duration,
     launch_deadline: Duration,
+    max_launch_processing: Option<Duration>,
 }
 
 impl fmt::Debug for AapProviderBuilder {
@@ -177,17 +178,29 @@ impl AapProviderBuilder {
         self
     }
 
-    /// How long after its durable launch intent an attempt's launch may still be sent and
-    /// awaited (default 60 s): a launch not sent by then is refused (nothing sent; the next
-    /// attempt records a fresh intent), one still unanswered then is abandoned (outcome
-    /// unknown). It makes a lookup of an intent's job end at `intent + deadline` (plus the
-    /// skew allowance) instead of at the lookup's own time — for a launch this provider sent
-    /// and did not see answered, at `sent + deadline`: AWX finishes a request whose client
-    /// left, so the deadline is also how long after a send its job is assumed to appear. Keep
-    /// it above the client's request timeout plus the longest wait of a request in front of
-    /// AWX.
+    /// How long after its durable launch intent an attempt's job, if any, exists on AAP
+    /// (default 60 s): a lookup of an intent's job ends at `intent + deadline` (plus the skew
+    /// allowance) instead of at the lookup's own time — for a launch this provider sent and did
+    /// not see answered, at `sent + deadline`. To keep that true, a launch request may leave
+    /// the client only until `intent + deadline −` [`max_launch_processing`](Self::max_launch_processing)
+    /// (checked where the request is written, after the client's rate limiter and circuit
+    /// breaker: later, it is refused with nothing sent and the next attempt records a fresh
+    /// intent), and one still unanswered at `intent + deadline` is abandoned (outcome unknown).
     pub fn launch_deadline(mut self, deadline: Duration) -> Self {
         self.launch_deadline = deadline;
+        self
+    }
+
+    /// How long after a launch request left this client AWX may still create its job (default:
+    /// half the [`launch_deadline`](Self::launch_deadline)): AWX finishes a request whose
+    /// client gave up, so this is the client's request timeout plus the longest wait of a
+    /// request in front of AWX (a proxy's or the gateway's queue). Launches are sent only
+    /// during the first `launch_deadline − max_launch_processing` after their intent; a value
+    /// not below the deadline refuses every launch (with that reason, nothing sent). Too small a
+    /// value is the exactly-once failure mode the repository's docs/aap.md calls (3): a job
+    /// created after its window was read is missed and the attempt launched a second time.
+    pub fn max_launch_processing(mut self, processing: Duration) -> Self {
+        self.max_launch_processing = Some(processing);
         self
     }
 
@@ -202,6 +215,9 @@ impl AapProviderBuilder {
             lookup_window: self.lookup_window,
             clock_skew: self.clock_skew,
             launch_deadline: self.launch_deadline,
+            max_launch_processing: self
+                .max_launch_processing
+                .unwrap_or(self.launch_deadline / 2),
             skew: Mutex::new(SkewEstimator::default()),
             clock_probes: tokio::sync::Mutex::new(0),
             windows: Mutex::new(Windows::default()),
@@ -239,6 +255,8 @@ pub struct AapProvider {
     lookup_window: Duration,
     clock_skew: Duration,
     launch_deadline: Duration,
+    /// How long after a launch request leaves the client AWX may still create its job.
+    max_launch_processing: Duration,
     /// AAP's clock against this host's, measured from launch answers.
     skew: Mutex<SkewEstimator>,
     /// `Date` probes made while the offset was unmeasured (one at a time, at most
@@ -380,6 +398,7 @@ impl AapProvider {
             lookup_window: Duration::from_secs(24 * 3600),
             clock_skew: Duration::from_secs(300),
             launch_deadline: DEFAULT_LAUNCH_DEADLINE,
+            max_launch_processing: None,
         }
     }
 
@@ -540,21 +559,33 @@ impl AapProvider {
             attempts.record(key.as_str(), now, self.horizon(now));
         }
         let sent = self.clock.now();
-        self.mark_not_sent(intent, false);
-        let launched = match ctx.attempt_started.map(|at| at + self.deadline()) {
-            None => self.api.launch(&template, &request).await,
-            Some(deadline) => {
-                let Some(left) = (deadline - sent).to_std().ok().filter(|d| !d.is_zero()) else {
-                    self.mark_not_sent(intent, true);
+        let launched = match ctx.attempt_started {
+            None => {
+                self.mark_not_sent(intent, false);
+                self.api.launch(&template, &request).await
+            }
+            Some(at) => {
+                let left = |until: DateTime<Utc>| {
+                    (until - sent).to_std().ok().filter(|d| !d.is_zero())
+                };
+                let send_until = self.send_window().map(|window| at + window);
+                let (Some(to_send), Some(to_answer)) =
+                    (send_until.and_then(left), left(at + self.deadline()))
+                else {
                     return Err(ProviderError::launch_not_made(
                         format!(
-                            "launch not sent: the attempt's intent is older than the launch deadline ({:?}); the next attempt records a fresh intent",
-                            self.launch_deadline
+                            "launch not sent: the attempt's intent is older than its send window ({:?}: the launch deadline {:?} less the longest launch processing {:?}); the next attempt records a fresh intent",
+                            self.launch_deadline.saturating_sub(self.max_launch_processing),
+                            self.launch_deadline,
+                            self.max_launch_processing
                         ),
                         None,
                     ));
                 };
-                match tokio::time::timeout(left, self.api.launch(&template, &request)).await {
+                self.mark_not_sent(intent, false);
+                let now = tokio::time::Instant::now();
+                let request = request.send_by(now + to_send);
+                match tokio::time::timeout(to_answer, self.api.launch(&template, &request)).await {
                     Ok(answer) => answer,
                     Err(_) => {
                         return Err(ProviderError::outcome_unknown(
@@ -687,6 +718,15 @@ impl AapProvider {
     /// [`AapProviderBuilder::launch_deadline`] as a time delta.
     fn deadline(&self) -> chrono::TimeDelta {
         chrono::Duration::from_std(self.launch_deadline).unwrap_or(chrono::Duration::seconds(60))
+    }
+
+    /// How long after its intent a launch may leave the client: the deadline less the longest
+    /// launch processing; `None` when that leaves no time.
+    fn send_window(&self) -> Option<chrono::TimeDelta> {
+        self.launch_deadline
+            .checked_sub(self.max_launch_processing)
+            .filter(|window| !window.is_zero())
+            .and_then(|window| chrono::Duration::from_std(window).ok())
     }
 
     /// The kind of job `id` if remembered (launched or looked up by this process).

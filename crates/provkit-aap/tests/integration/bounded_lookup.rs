@@ -9,29 +9,13 @@ use provkit_aap::provider::TemplateNames;
 use provkit_aap::{AapClient, AapProvider, CircuitBreakerConfig, LaunchRequest, RetryConfig};
 use provkit_core::{Clock, JobType, ManualClock, SystemClock};
 use provkit_lifecycle::{
-    IdempotencyKey, LaunchCertainty, LaunchContext, ProvisioningProvider, ResourceMeta,
-    ResourceView, find_retry_later,
+    IdempotencyKey, LaunchCertainty, LaunchContext, ProvisioningProvider, find_retry_later,
 };
 use provkit_testing::fake_aap::{FakeAapServer, Fault, FaultAction, Mode, Trigger};
 
-use crate::support::{builder, client, requests_to, server, server_with};
-
-fn resource(name: &str) -> ResourceView {
-    ResourceView::new(
-        ResourceMeta {
-            kind: "Subnet".into(),
-            name: name.into(),
-            namespace: Some("default".into()),
-            uid: format!("uid-{name}"),
-            ..Default::default()
-        },
-        serde_json::json!({
-            "apiVersion": "osac.openshift.io/v1alpha1", "kind": "Subnet",
-            "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")},
-            "spec": {},
-        }),
-    )
-}
+use crate::support::{
+    builder, client, lookup_until_answered, requests_to, server, server_with, subnet,
+};
 
 /// The wall clock (tests read it through `Clock`, as the library does).
 fn now() -> chrono::DateTime<chrono::Utc> {
@@ -107,7 +91,7 @@ async fn an_absence_proof_on_a_busy_template_converges_under_faults() {
         .build()
         .unwrap();
     let p = provider(looker);
-    let r = resource("busy");
+    let r = subnet("busy");
     let key = IdempotencyKey::new("pk1-uid-busy-p-00000000000000aa");
     let mut proven = None;
     for attempt in 1..=ATTEMPTS {
@@ -141,7 +125,7 @@ async fn an_intents_job_is_on_the_first_page_read_oldest_first() {
     let launching = client(&server);
     let launched = launching.key_lookup_meter();
     let launcher = provider_on(launching, &clock);
-    let r = resource("found");
+    let r = subnet("found");
     let key = IdempotencyKey::new("pk1-uid-found-p-00000000000000aa");
     let intent = clock.now();
     let ctx = LaunchContext::new()
@@ -217,7 +201,7 @@ async fn an_intents_job_is_on_the_first_page_read_oldest_first() {
 async fn an_inherited_intents_window_is_read_only_once_closed() {
     let (server, clock) = server_on_manual_clock().await;
     let heir = provider_on(client(&server), &clock);
-    let r = resource("late");
+    let r = subnet("late");
     let key = IdempotencyKey::new("pk1-uid-late-p-00000000000000aa");
     let intent = clock.now();
     clock.advance(Duration::from_secs(1));
@@ -279,7 +263,7 @@ async fn a_deprovision_waiting_for_a_cancel_knows_its_intent_has_no_job() {
         .templates(TemplateNames::explicit("forever", "deprovision-job"))
         .launch_deadline(Duration::from_secs(60))
         .build();
-    let r = resource("cancel-first");
+    let r = subnet("cancel-first");
     let id = crate::support::provision_running(&p, &r).await;
     let jobs = vec![provkit_core::JobStatus::new(
         id,
@@ -316,7 +300,7 @@ async fn a_launch_past_its_deadline_is_not_sent() {
         .templates(TemplateNames::explicit("provision-job", "deprovision-job"))
         .launch_deadline(Duration::from_secs(60))
         .build();
-    let r = resource("late");
+    let r = subnet("late");
     let ctx = LaunchContext::new()
         .with_idempotency_key(IdempotencyKey::new("pk1-uid-late-p-00000000000000aa"))
         .with_attempt_started(Some(now() - chrono::Duration::seconds(61)));
@@ -368,7 +352,7 @@ async fn a_process_that_launched_nothing_bounds_aaps_clock_by_its_date_header() 
         .clock_skew(Duration::from_secs(300))
         .launch_deadline(Duration::from_secs(10))
         .build();
-    let r = resource("inherited");
+    let r = subnet("inherited");
     let key = IdempotencyKey::new("pk1-uid-inherited-p-00000000000000aa");
     // Long enough ago for its window (10 s, on AAP's clock) to have closed, and the wait for
     // the other intents of its hand-over (at most another 10 s).
@@ -416,7 +400,7 @@ async fn a_window_longer_than_the_page_budget_is_read_over_two_calls() {
     // of its hand-over (at most 10 s more).
     clock.advance(Duration::from_secs(25));
     let p = provider_on(client(&server), &clock);
-    let r = resource("budget");
+    let r = subnet("budget");
     let key = IdempotencyKey::new("pk1-uid-budget-p-00000000000000aa");
     let err = p
         .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
@@ -447,7 +431,7 @@ async fn a_window_longer_than_the_page_budget_is_read_over_two_calls() {
 async fn a_whole_second_intent_time_ends_its_window_a_second_later() {
     use chrono::SubsecRound;
     let (server, clock) = server_on_manual_clock().await;
-    let r = resource("legacy");
+    let r = subnet("legacy");
     let whole = (clock.now() - chrono::Duration::seconds(3)).trunc_subsecs(0);
     let fraction = whole + chrono::Duration::milliseconds(500);
     let mut ends = Vec::new();
@@ -488,7 +472,7 @@ async fn a_handovers_inherited_intents_are_answered_by_one_read_of_their_span() 
     let launcher = client(&server);
     let mut intents = Vec::new();
     for i in 0..8 {
-        let r = resource(&format!("heir-{i}"));
+        let r = subnet(&format!("heir-{i}"));
         let key = IdempotencyKey::new(format!("pk1-uid-heir-{i}-p-00000000000000a{i}"));
         let intent = clock.now();
         let job = if i % 3 == 2 {
@@ -636,7 +620,7 @@ async fn a_launch_finished_after_its_client_gave_up_is_found_not_launched_again(
     .templates(TemplateNames::explicit("provision-job", "deprovision-job"))
     .launch_deadline(Duration::from_millis(1_500))
     .build();
-    let r = resource("late-create");
+    let r = subnet("late-create");
     let key = IdempotencyKey::new("pk1-uid-late-create-p-00000000000000aa");
     let intent = now();
     let ctx = LaunchContext::new()
@@ -645,21 +629,7 @@ async fn a_launch_finished_after_its_client_gave_up_is_found_not_launched_again(
     let err = p.trigger_provision(&r, &ctx).await.unwrap_err();
     assert_eq!(err.launch_certainty(), LaunchCertainty::Unknown, "{err}");
     assert!(server.aap().jobs().is_empty(), "not created yet");
-    let mut lookups = 0;
-    let found = loop {
-        lookups += 1;
-        assert!(lookups <= 20, "the lookup did not end");
-        match p
-            .find_job_by_idempotency_key_since(&r, &JobType::Provision, &key, Some(intent))
-            .await
-        {
-            Ok(found) => break found,
-            Err(e) => {
-                let wait = find_retry_later(&e).unwrap_or_else(|| panic!("{e}"));
-                tokio::time::sleep(wait).await;
-            }
-        }
-    };
+    let (found, lookups) = lookup_until_answered(&p, &r, &key, intent).await;
     let jobs = server.aap().jobs();
     assert_eq!(jobs.len(), 1, "the late launch created its job");
     let found = found.expect("the late job is found, not proven absent");

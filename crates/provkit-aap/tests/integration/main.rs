@@ -23,6 +23,7 @@ mod contract;
 mod envelopes;
 mod error_chains;
 mod extra_vars_vectors;
+mod late_send;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod multi_target;

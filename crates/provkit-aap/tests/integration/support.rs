@@ -113,3 +113,51 @@ pub async fn provision_running(p: &AapProvider, r: &ResourceView) -> String {
     .await;
     id
 }
+
+/// A `Subnet` in namespace `default` with uid `uid-<name>` (the idempotency tests' object).
+pub fn subnet(name: &str) -> ResourceView {
+    ResourceView::new(
+        provkit_lifecycle::ResourceMeta {
+            kind: "Subnet".into(),
+            name: name.into(),
+            namespace: Some("default".into()),
+            uid: format!("uid-{name}"),
+            ..Default::default()
+        },
+        serde_json::json!({
+            "apiVersion": "osac.openshift.io/v1alpha1", "kind": "Subnet",
+            "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")},
+            "spec": {},
+        }),
+    )
+}
+
+/// Looks the provision job of intent `(key, intent)` up until the provider answers, sleeping
+/// through each deferral (at most 20 calls); the answer and how many calls it took.
+pub async fn lookup_until_answered(
+    provider: &AapProvider,
+    resource: &ResourceView,
+    key: &provkit_lifecycle::IdempotencyKey,
+    intent: chrono::DateTime<chrono::Utc>,
+) -> (Option<provkit_lifecycle::FoundJob>, u32) {
+    let mut lookups = 0;
+    loop {
+        lookups += 1;
+        assert!(lookups <= 20, "the lookup did not end");
+        match provider
+            .find_job_by_idempotency_key_since(
+                resource,
+                &provkit_core::JobType::Provision,
+                key,
+                Some(intent),
+            )
+            .await
+        {
+            Ok(found) => return (found, lookups),
+            Err(e) => {
+                let wait = provkit_lifecycle::find_retry_later(&e).unwrap_or_else(|| panic!("{e}"));
+                tokio::time::sleep(wait).await;
+            }
+        }
+    }
+}

@@ -156,7 +156,28 @@ async fn an_aap_outage_costs_one_status_write_per_object() {
     })
     .await;
 
-    let before = status_patches(&w.server);
+    // Settled first: a status write still on its way when the outage begins would count as
+    // the outage's. Five polls in a row without a write (a pass-through fault counts them).
+    let polls = w.aap.aap().add_fault(Fault::new(
+        "GET",
+        "/api/v2/jobs/*/",
+        FaultAction::Latency(Duration::ZERO),
+    ));
+    let mut settled = None;
+    for _ in 0..20 {
+        let patches = status_patches(&w.server);
+        let seen = w.aap.aap().fault_hits(polls);
+        eventually("five more polls", || async {
+            w.aap.aap().fault_hits(polls) >= seen + 5
+        })
+        .await;
+        if status_patches(&w.server) == patches {
+            settled = Some(patches);
+            break;
+        }
+    }
+    w.aap.aap().remove_fault(polls);
+    let before = settled.expect("polls of a running job stop writing status");
     let outage = w.aap.aap().add_fault(Fault::new(
         "GET",
         "/api/v2/jobs/*/",

@@ -18,8 +18,10 @@
 //!   [`IDEMPOTENCY_KEY_VAR`]; [`find_job_by_idempotency_key`](ProvisioningProvider::find_job_by_idempotency_key)
 //!   lists the template's jobs of the attempt's window and matches the key client-side. With
 //!   the attempt's intent time (`find_job_by_idempotency_key_since`), the window is bounded on
-//!   both sides: a launch is sent only before its [launch deadline](AapProviderBuilder::launch_deadline)
-//!   and the clock offset to AAP is measured from launch answers (before the first one, from
+//!   both sides: a launch leaves the client only while AAP can still act on it before its
+//!   [launch deadline](AapProviderBuilder::launch_deadline) (the deadline less
+//!   [`max_launch_processing`](AapProviderBuilder::max_launch_processing), checked after the
+//!   client's rate limiter), and the clock offset to AAP is measured from launch answers (before the first one, from
 //!   one `Date` header of `GET ping/`), so the window is
 //!   `[intent + offset.low, intent + deadline + offset.high]`, read oldest first, at most
 //!   [`lookup_pages_per_call`](crate::AapClientBuilder::lookup_pages_per_call) pages per call.

@@ -4,7 +4,7 @@
 //!
 //! | metric | type | labels |
 //! |---|---|---|
-//! | `provkit_aap_requests_total` | counter | `endpoint`, `method`, `status` (HTTP code, `connect_error`, `timeout`, `transport_error`) |
+//! | `provkit_aap_requests_total` | counter | `endpoint`, `method`, `status` (HTTP code, `connect_error`, `timeout`, `transport_error`, `not_sent`: a launch whose send-by time passed in the client) |
 //! | `provkit_aap_request_duration_seconds` | histogram | `endpoint` |
 //! | `provkit_aap_retries_total` | counter | `endpoint` |
 //! | `provkit_aap_rate_limited_total` | counter | `endpoint` (429s and 503s with `Retry-After`) |

@@ -26,6 +26,7 @@ fn status_label(result: &Result<RawResponse>) -> String {
             (None, Error::Transport { connect: true, .. }) => "connect_error".into(),
             (None, Error::Transport { .. }) => "transport_error".into(),
             (None, Error::Timeout { .. }) => "timeout".into(),
+            (None, Error::SendByPassed { .. }) => "not_sent".into(),
             (None, _) => "error".into(),
         },
     }
@@ -47,7 +48,10 @@ impl Telemetry {
         if let Some(m) = &self.metrics {
             let endpoint = crate::metrics::endpoint_class(&call.method, &call.path);
             let sent = match result {
-                Err(Error::Config { .. } | Error::TokenFile { .. }) => None,
+                // Never written: no latency to observe.
+                Err(
+                    Error::Config { .. } | Error::TokenFile { .. } | Error::SendByPassed { .. },
+                ) => None,
                 _ => Some(elapsed),
             };
             m.request(endpoint, &call.method, status_label(result), sent);

@@ -213,3 +213,42 @@ async fn the_breaker_gauge_is_the_state_at_scrape_time_not_at_the_last_request()
     drop(client);
     assert_eq!(state(&scrape(&registry), "closed"), Some(1.0));
 }
+
+/// A launch whose send-by time passed in the client's rate limiter is counted with status
+/// `not_sent` and no latency: it never reached AAP.
+#[tokio::test]
+async fn a_launch_not_sent_for_its_send_by_time_is_counted_as_not_sent() {
+    let server = server(Mode::Awx).await;
+    let mut registry = Registry::default();
+    let client = builder(&server)
+        .metrics(AapMetrics::register(&mut registry))
+        .rate_limit(provkit_aap::RateLimit::new(2.0, 1))
+        .build()
+        .unwrap();
+    let t = client.get_template("provision-job").await.unwrap();
+    let request =
+        LaunchRequest::default().send_by(tokio::time::Instant::now() + Duration::from_millis(100));
+    let err = client.launch(&t, &request).await.unwrap_err();
+    assert!(
+        matches!(err, provkit_aap::Error::SendByPassed { .. }),
+        "{err:?}"
+    );
+    let text = scrape(&registry);
+    assert_eq!(
+        sample(
+            &text,
+            r#"provkit_aap_requests_total{endpoint="launch",method="POST",status="not_sent"}"#,
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            r#"provkit_aap_request_duration_seconds_count{endpoint="launch"}"#
+        )
+        .unwrap_or(0.0),
+        0.0,
+        "{text}"
+    );
+}

@@ -19,7 +19,10 @@ pub trait AapApi: Send + Sync {
     async fn get_template(&self, name: &str) -> Result<Template>;
     /// A template's launch requirements (see [`AapClient::launch_requirements`]).
     async fn launch_requirements(&self, template: &Template) -> Result<LaunchRequirements>;
-    /// Launches a template (never retried; see [`AapClient::launch`]).
+    /// Launches a template (never retried; see [`AapClient::launch`]). An implementation must
+    /// not send the request after [`LaunchRequest::send_by`] (the provider's exactly-once
+    /// windows rely on it); [`AapClient`] checks it after its own waits and answers
+    /// [`Error::SendByPassed`](crate::Error::SendByPassed).
     async fn launch(&self, template: &Template, request: &LaunchRequest) -> Result<Launched>;
     /// A job's or workflow job's detail.
     async fn get_unified(&self, kind: JobKind, id: u64) -> Result<Job>;

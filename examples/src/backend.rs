@@ -63,13 +63,20 @@ impl KindTemplates {
         self
     }
 
-    fn template(name: String, script: JobScript, rules: Vec<ScriptRule>) -> JobTemplateSpec {
-        JobTemplateSpec {
+    fn template(
+        name: String,
+        script: JobScript,
+        rules: Vec<ScriptRule>,
+        skip_tags_prompt: bool,
+    ) -> JobTemplateSpec {
+        let mut spec = JobTemplateSpec {
             allow_simultaneous: true,
             script: Some(script),
             scripts: rules,
             ..JobTemplateSpec::new(name, ORGANIZATION)
-        }
+        };
+        spec.ask.skip_tags = skip_tags_prompt;
+        spec
     }
 }
 
@@ -96,6 +103,9 @@ pub struct BackendConfig {
     /// How long after a launch left the client AAP may still create its job (wall; `None`:
     /// the provider's default, half the deadline).
     pub max_launch_processing: Option<Duration>,
+    /// Launch attempts carry their key as a skip tag (the templates prompt for skip tags, the
+    /// provider tags: `AapProviderBuilder::tag_attempts`).
+    pub tag_attempts: bool,
     /// More templates (e.g. a probe's), declared as they are.
     pub extra_templates: Vec<JobTemplateSpec>,
     /// The client's circuit breaker (wall durations; default: the library's).
@@ -132,6 +142,8 @@ impl BackendConfig {
         // slowest answer puts late jobs outside the lookup window (documented failure mode).
         bc.max_launch_processing = Some(scale.of(slowest_answer(client_timeout)));
         bc.launch_deadline = scale.of(slowest_answer(client_timeout) + Duration::from_secs(5));
+        // Each attempt's lookup is one query by its skip tag, whatever the fleet's launch rate.
+        bc.tag_attempts = true;
         bc.retry = RetryConfig::default()
             .max_retries(4)
             .initial_backoff(scale.of(Duration::from_millis(200)))
@@ -152,6 +164,7 @@ impl BackendConfig {
             clock_skew: Duration::from_secs(2),
             launch_deadline: provkit_aap::provider::DEFAULT_LAUNCH_DEADLINE,
             max_launch_processing: None,
+            tag_attempts: false,
             extra_templates: Vec::new(),
             circuit_breaker: CircuitBreakerConfig::default(),
             rate_limit: None,
@@ -225,11 +238,13 @@ impl Backend {
                     format!("{TEMPLATE_PREFIX}-create-{suffix}"),
                     k.create.clone(),
                     k.create_rules.clone(),
+                    config.tag_attempts,
                 ))
                 .job_template(KindTemplates::template(
                     format!("{TEMPLATE_PREFIX}-delete-{suffix}"),
                     k.delete.clone(),
                     Vec::new(),
+                    config.tag_attempts,
                 ));
         }
         for t in &config.extra_templates {
@@ -303,7 +318,8 @@ impl Backend {
         let builder = AapProvider::builder(api)
             .template_prefix(TEMPLATE_PREFIX)
             .clock_skew(self.config.clock_skew)
-            .launch_deadline(self.config.launch_deadline);
+            .launch_deadline(self.config.launch_deadline)
+            .tag_attempts(self.config.tag_attempts);
         Ok(match self.config.max_launch_processing {
             Some(processing) => builder.max_launch_processing(processing),
             None => builder,

@@ -663,7 +663,7 @@ impl FleetReport {
         let per_lookup = k.pages as f64 / k.lookups.max(1) as f64;
         let _ = writeln!(
             out,
-            "idempotency lookups: {} lookups, {} pages, {per_lookup:.2} pages per lookup (max {}) · of which without an intent window: {} lookups, {} pages · shared reads of inherited windows: {} lookups, {} pages, answering {} intents · one attempt's window, key met: {} lookups, {} pages · stopped at the page budget (window continued by a later call): {}",
+            "idempotency lookups: {} lookups, {} pages, {per_lookup:.2} pages per lookup (max {}) · of which without an intent window: {} lookups, {} pages · shared reads of inherited windows: {} lookups, {} pages, answering {} intents · one attempt's window, key met: {} lookups, {} pages · by skip tag: {} lookups, {} pages, {} found · stopped at the page budget (window continued by a later call): {}",
             k.lookups,
             k.pages,
             k.max_pages,
@@ -674,6 +674,9 @@ impl FleetReport {
             k.shared_answered,
             k.found_lookups,
             k.found_pages,
+            k.tagged_lookups,
+            k.tagged_pages,
+            k.tagged_found,
             k.unfinished,
         );
         // Per intent looked up: a shared read answers many inherited intents with one call, so
@@ -684,7 +687,7 @@ impl FleetReport {
         let per_intent = k.pages as f64 / intents.max(1) as f64;
         let _ = writeln!(
             out,
-            "idempotency lookups per intent: {intents} intents looked up ({} by one attempt's window, {} answered by shared reads), {per_intent:.2} pages per intent",
+            "idempotency lookups per intent: {intents} intents looked up ({} by one attempt's window or its skip tag, {} answered by shared reads), {per_intent:.2} pages per intent",
             k.lookups - k.shared_reads,
             k.shared_answered,
         );

@@ -154,6 +154,9 @@ impl CallStats {
                 sum.shared_answered += s.shared_answered;
                 sum.found_lookups += s.found_lookups;
                 sum.found_pages += s.found_pages;
+                sum.tagged_lookups += s.tagged_lookups;
+                sum.tagged_pages += s.tagged_pages;
+                sum.tagged_found += s.tagged_found;
                 sum
             })
     }
@@ -308,6 +311,17 @@ impl AapApi for CountingApi {
         let r = self.inner.workflow_node_jobs(id).await;
         self.stats
             .record(Op::ListJobs, Some(id), r.as_ref().err().map(short));
+        r
+    }
+
+    async fn job_with_skip_tag(
+        &self,
+        template_id: u64,
+        tag: &str,
+    ) -> provkit_aap::Result<provkit_aap::TagLookup> {
+        let r = AapApi::job_with_skip_tag(&self.inner, template_id, tag).await;
+        self.stats
+            .record(Op::ListJobs, None, r.as_ref().err().map(short));
         r
     }
 

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use crate::client::AapClient;
 use crate::error::Result;
 use crate::launch_check::LaunchRequirements;
+use crate::skip_tag::TagLookup;
 use crate::types::{
     AapJobEvent, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template, TemplateKind,
 };
@@ -78,6 +79,13 @@ pub trait AapApi: Send + Sync {
     ) -> Result<WindowJobs> {
         let _ = (window, after, keys);
         Ok(WindowJobs::unsupported())
+    }
+    /// The newest job of job template `template_id` whose `skip_tags` hold `tag` (see
+    /// [`AapClient::job_with_skip_tag`]). The default offers no such lookup
+    /// ([`TagLookup::Unsupported`]): the provider then reads the attempt's window.
+    async fn job_with_skip_tag(&self, template_id: u64, tag: &str) -> Result<TagLookup> {
+        let _ = (template_id, tag);
+        Ok(TagLookup::Unsupported)
     }
     /// The first `limit` events of job `id` flagged `failed` (one request; see
     /// [`AapClient::failed_job_events`]).
@@ -167,6 +175,11 @@ impl AapApi for AapClient {
         keys: &[String],
     ) -> Result<WindowJobs> {
         AapClient::jobs_between(self, window, after, keys).await
+    }
+    async fn job_with_skip_tag(&self, template_id: u64, tag: &str) -> Result<TagLookup> {
+        Ok(AapClient::job_with_skip_tag(self, template_id, tag)
+            .await?
+            .map_or(TagLookup::Absent, |job| TagLookup::Found(Box::new(job))))
     }
     async fn failed_job_events(&self, id: u64, limit: usize) -> Result<Vec<AapJobEvent>> {
         AapClient::failed_job_events(self, id, limit).await

@@ -1035,7 +1035,7 @@ pub(crate) fn decode_job_page(resp: &RawResponse) -> Result<Page<ListedJob>> {
 
 /// The page requests a lookup call sent: the pages read, plus the one that failed (none when
 /// the circuit breaker refused it, or when the call stopped at its page budget).
-fn read_pages<T>(read: u32, found: &Result<T>) -> u32 {
+pub(crate) fn read_pages<T>(read: u32, found: &Result<T>) -> u32 {
     let failed = found
         .as_ref()
         .err()

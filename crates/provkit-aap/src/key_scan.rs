@@ -139,6 +139,11 @@ pub(crate) enum LookupCall {
         /// Keys answered by this call.
         answered: u64,
     },
+    /// A lookup by the attempt's skip tag ([`job_with_skip_tag`](crate::AapClient::job_with_skip_tag)).
+    Tagged {
+        /// It found the job.
+        found: bool,
+    },
 }
 
 /// Counters of the idempotency-key lookups a client made (every call, failed ones included).
@@ -155,6 +160,9 @@ struct LookupCounters {
     shared_answered: AtomicU64,
     found_lookups: AtomicU64,
     found_pages: AtomicU64,
+    tagged_lookups: AtomicU64,
+    tagged_pages: AtomicU64,
+    tagged_found: AtomicU64,
 }
 
 impl LookupCounters {
@@ -179,6 +187,12 @@ impl LookupCounters {
                 self.shared_answered.fetch_add(answered, Ordering::Relaxed);
                 (&self.shared_reads, &self.shared_pages)
             }
+            LookupCall::Tagged { found } => {
+                if found {
+                    self.tagged_found.fetch_add(1, Ordering::Relaxed);
+                }
+                (&self.tagged_lookups, &self.tagged_pages)
+            }
         };
         calls.fetch_add(1, Ordering::Relaxed);
         their_pages.fetch_add(pages, Ordering::Relaxed);
@@ -198,6 +212,9 @@ impl LookupCounters {
             shared_answered: self.shared_answered.load(Ordering::Relaxed),
             found_lookups: self.found_lookups.load(Ordering::Relaxed),
             found_pages: self.found_pages.load(Ordering::Relaxed),
+            tagged_lookups: self.tagged_lookups.load(Ordering::Relaxed),
+            tagged_pages: self.tagged_pages.load(Ordering::Relaxed),
+            tagged_found: self.tagged_found.load(Ordering::Relaxed),
         }
     }
 }
@@ -236,6 +253,13 @@ pub struct KeyLookupStats {
     pub found_lookups: u64,
     /// The pages of those calls.
     pub found_pages: u64,
+    /// Calls that looked an attempt up by its skip tag
+    /// ([`job_with_skip_tag`](crate::AapClient::job_with_skip_tag)): each answers one intent.
+    pub tagged_lookups: u64,
+    /// The pages of those calls.
+    pub tagged_pages: u64,
+    /// Of those calls, the ones that found the job.
+    pub tagged_found: u64,
 }
 
 /// A bounded map from a lookup to what it read.
@@ -323,11 +347,13 @@ mod tests {
         meter.record(2, LookupCall::Shared { answered: 5 }, false);
         meter.record(0, LookupCall::Shared { answered: 7 }, false);
         meter.record(3, LookupCall::Window { found: true }, false);
+        meter.record(1, LookupCall::Tagged { found: true }, false);
+        meter.record(1, LookupCall::Tagged { found: false }, false);
         assert_eq!(
             meter.stats(),
             KeyLookupStats {
-                lookups: 6,
-                pages: 14,
+                lookups: 8,
+                pages: 16,
                 max_pages: 4,
                 unbounded_lookups: 1,
                 unbounded_pages: 3,
@@ -337,6 +363,9 @@ mod tests {
                 shared_answered: 5,
                 found_lookups: 1,
                 found_pages: 3,
+                tagged_lookups: 2,
+                tagged_pages: 2,
+                tagged_found: 1,
             }
         );
     }

@@ -1,7 +1,7 @@
 //! A template's launch requirements (`GET <template>/launch/`) and the check that it will
 //! keep the launch's `extra_vars`.
 //!
-//! Written here rather than taken from a crate: it is one GET and three fields of AWX's answer.
+//! Written here rather than taken from a crate: it is one GET and five fields of AWX's answer.
 
 use serde_json::Value;
 
@@ -19,6 +19,11 @@ pub struct LaunchRequirements {
     pub survey_enabled: bool,
     /// `variables_needed_to_start`: survey variables without a default.
     pub variables_needed_to_start: Vec<String>,
+    /// `ask_skip_tags_on_launch`: the template takes a launch's `skip_tags` (else AWX puts them
+    /// in the answer's `ignored_fields` and launches without them).
+    pub ask_skip_tags_on_launch: bool,
+    /// `defaults.skip_tags`: the template's own skip tags (a launch's `skip_tags` replaces them).
+    pub skip_tags: String,
 }
 
 impl LaunchRequirements {
@@ -39,6 +44,12 @@ impl LaunchRequirements {
                         .collect()
                 })
                 .unwrap_or_default(),
+            ask_skip_tags_on_launch: flag("ask_skip_tags_on_launch"),
+            skip_tags: value
+                .pointer("/defaults/skip_tags")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
         }
     }
 

@@ -25,6 +25,7 @@ mod rate_limit;
 mod response;
 pub mod retry;
 mod session;
+mod skip_tag;
 mod telemetry;
 mod template_miss;
 mod tls;
@@ -48,6 +49,7 @@ pub use launch_check::LaunchRequirements;
 pub use provider::{AapProvider, AapProviderBuilder};
 pub use rate_limit::RateLimit;
 pub use retry::RetryConfig;
+pub use skip_tag::TagLookup;
 pub use types::{
     AapJobEvent, AapJobStatus, CancelOutcome, Job, JobKind, LaunchRequest, Launched, Template,
     TemplateKind,

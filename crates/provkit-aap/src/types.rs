@@ -218,6 +218,8 @@ pub struct Job {
     pub url: Option<String>,
     /// The workflow job that launched this job (`summary_fields.source_workflow_job.id`).
     pub source_workflow_job: Option<u64>,
+    /// `skip_tags` (jobs; comma-separated, empty when none).
+    pub skip_tags: String,
 }
 
 impl std::fmt::Debug for Job {
@@ -247,6 +249,7 @@ impl std::fmt::Debug for Job {
             .field("event_processing_finished", &self.event_processing_finished)
             .field("url", &self.url)
             .field("source_workflow_job", &self.source_workflow_job)
+            .field("skip_tags", &self.skip_tags)
             .finish_non_exhaustive()
     }
 }
@@ -324,6 +327,7 @@ impl Job {
             event_processing_finished: None,
             url: None,
             source_workflow_job: None,
+            skip_tags: String::new(),
         }
     }
 
@@ -391,6 +395,7 @@ impl Job {
             source_workflow_job: value
                 .pointer("/summary_fields/source_workflow_job/id")
                 .and_then(as_u64),
+            skip_tags: as_string(obj.get("skip_tags")),
         })
     }
 }
@@ -440,6 +445,8 @@ pub(crate) struct JobWire {
     #[serde(default)]
     url: Option<Value>,
     #[serde(default)]
+    skip_tags: Option<Value>,
+    #[serde(default)]
     summary_fields: Option<SummaryWire>,
 }
 
@@ -468,6 +475,7 @@ impl JobWire {
             ("extra_vars", self.extra_vars),
             ("artifacts", self.artifacts),
             ("launch_type", self.launch_type),
+            ("skip_tags", self.skip_tags),
             ("job_template", self.job_template),
             ("workflow_job_template", self.workflow_job_template),
             ("unified_job_template", self.unified_job_template),

@@ -10,6 +10,7 @@
 //! | [`LaunchIntent::config_version`] | `configVersion` | omitted when empty (deprovision) |
 //! | [`LaunchIntent::created_at`] | `createdAt` | RFC 3339 UTC with microseconds (`metav1.MicroTime`); a whole-second value of an older writer still reads |
 //! | [`LaunchIntent::target`] | `target` | omitted when empty; the job's target once jobs carry one |
+//! | [`LaunchIntent::marker`] | `marker` | omitted when empty; what the provider promised to attach to the attempt's job so that one exact query finds it |
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -62,6 +63,14 @@ pub struct LaunchIntent {
     /// The job's target, once jobs carry one (empty: none).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub target: String,
+    /// What the provider promised, before this intent was written, to attach to the attempt's
+    /// launch so that one exact query finds its job (provkit-aap: a skip tag); empty: nothing,
+    /// the lookup reads the attempt's window. Only the provider interprets it. It is recorded
+    /// here, not derived again at lookup time, because whether the launch carried it must be
+    /// known to every process that inherits the intent, whatever the provider's configuration
+    /// or the backend's settings are by then.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub marker: String,
 }
 
 impl LaunchIntent {
@@ -80,6 +89,7 @@ impl LaunchIntent {
             config_version: config_version.into(),
             created_at: crate::timestamp::micro::truncate(created_at),
             target: String::new(),
+            marker: String::new(),
         }
     }
 
@@ -87,6 +97,29 @@ impl LaunchIntent {
     #[must_use]
     pub fn with_target(mut self, target: impl Into<String>) -> Self {
         self.target = target.into();
+        self
+    }
+
+    /// Sets the marker (see [`marker`](Self::marker)).
+    ///
+    /// ```
+    /// use chrono::{TimeZone, Utc};
+    /// use provkit_core::{JobType, LaunchIntent};
+    ///
+    /// let at = Utc.with_ymd_and_hms(2026, 12, 5, 12, 0, 0).unwrap();
+    /// let intent = LaunchIntent::new("pk1-uid-p-0123456789abcdef", JobType::Provision, "v1", at)
+    ///     .with_marker("pk1-uid-p-0123456789abcdef");
+    /// let json = serde_json::to_value(&intent).unwrap();
+    /// assert_eq!(json["marker"], "pk1-uid-p-0123456789abcdef");
+    /// // An intent without a marker (or written before markers existed) reads back with none.
+    /// let plain: LaunchIntent = serde_json::from_str(
+    ///     r#"{"idempotencyKey":"k","jobType":"provision","createdAt":"2026-12-05T12:00:00Z"}"#,
+    /// ).unwrap();
+    /// assert!(plain.marker.is_empty());
+    /// ```
+    #[must_use]
+    pub fn with_marker(mut self, marker: impl Into<String>) -> Self {
+        self.marker = marker.into();
         self
     }
 }

@@ -141,6 +141,10 @@ pub struct LaunchContext {
     /// of this attempt is created after this time; a provider may refuse to send the launch
     /// when it is too late (to keep the upper bound of its idempotency lookups sound).
     pub attempt_started: Option<chrono::DateTime<chrono::Utc>>,
+    /// The marker the attempt's intent recorded (from the provider's
+    /// [`launch_marker`](crate::ProvisioningProvider::launch_marker)): the provider must attach
+    /// it to the job it creates, or refuse the launch as certainly not made. Set by the engine.
+    pub attempt_marker: Option<String>,
     /// Storage classes resolved for the tenant (AAP: `tenant_storage_classes`).
     pub tenant_storage_classes: Vec<ResolvedStorageClass>,
     /// An admin kubeconfig (AAP: `admin_kubeconfig`); redacted in `Debug`.
@@ -253,6 +257,13 @@ impl LaunchContext {
     #[must_use]
     pub fn with_attempt_started(mut self, at: Option<chrono::DateTime<chrono::Utc>>) -> Self {
         self.attempt_started = at;
+        self
+    }
+
+    /// Sets the marker the attempt's intent recorded (the engine does this).
+    #[must_use]
+    pub fn with_attempt_marker(mut self, marker: Option<String>) -> Self {
+        self.attempt_marker = marker;
         self
     }
 }

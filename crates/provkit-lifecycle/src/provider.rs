@@ -340,6 +340,47 @@ pub trait ProvisioningProvider: Send + Sync + fmt::Debug {
             .await
     }
 
+    /// A marker this provider promises to attach to the launch of attempt `key` (of `job_type`
+    /// for `resource`) such that [`find_job_by_marker`](Self::find_job_by_marker) finds its job with
+    /// one exact query; `None`, the default, when it has none (the lookup reads the attempt's
+    /// window).
+    ///
+    /// The engine asks right before it writes the attempt's [`LaunchIntent`](crate::LaunchIntent),
+    /// records the answer in it ([`marker`](crate::LaunchIntent::marker)) and passes it to the
+    /// launch ([`LaunchContext::attempt_marker`](crate::LaunchContext::attempt_marker)). A
+    /// provider that cannot attach the marker it promised when the launch comes must refuse
+    /// the launch as certainly not made: a lookup trusts an empty answer for a marked intent.
+    /// A `None` where a marker was possible (the backend could not be asked, say) only costs a
+    /// window read.
+    async fn launch_marker(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+        key: &IdempotencyKey,
+    ) -> Option<String> {
+        let _ = (resource, job_type, key);
+        None
+    }
+
+    /// As [`find_job_by_idempotency_key_since`](Self::find_job_by_idempotency_key_since) for
+    /// an intent whose launch carried `marker` (from [`launch_marker`](Self::launch_marker),
+    /// read back from the intent): the provider may search by the marker instead of reading
+    /// the attempt's window. The same rule holds: `Ok(None)` only when absence is proven.
+    ///
+    /// The default ignores the marker and reads the window from `since`.
+    async fn find_job_by_marker(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+        key: &IdempotencyKey,
+        since: DateTime<Utc>,
+        marker: &str,
+    ) -> Result<Option<FoundJob>, ProviderError> {
+        let _ = marker;
+        self.find_job_by_idempotency_key_since(resource, job_type, key, Some(since))
+            .await
+    }
+
     /// The text of `error` that may be persisted in status or an Event (a job's message after a
     /// failed poll, the `LaunchBlocked` condition): `text`, the engine's rendering of `error`,
     /// without request-scoped details such as request ids, timestamps or attempt counts. It

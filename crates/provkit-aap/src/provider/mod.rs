@@ -28,7 +28,11 @@
 //!   An intent this provider did not launch (another process's, or its own before a restart)
 //!   is read only once that window has closed on AAP's clock — its launch may still be in
 //!   AAP's hands — and is answered before that with a [`RetryLater`](provkit_lifecycle::RetryLater)
-//!   error (the reconcile comes back at the window's end).
+//!   error (the reconcile comes back at the window's end). With
+//!   [`tag_attempts`](AapProviderBuilder::tag_attempts), an attempt on a job template that
+//!   prompts for skip tags also carries its key as a skip tag, its intent records that
+//!   ([`launch_marker`](ProvisioningProvider::launch_marker)), and its lookup is one query by
+//!   the tag once the window has closed ([`find_job_by_marker`](ProvisioningProvider::find_job_by_marker)).
 //! - Templates that would drop the payload: before the first launch of a template its launch
 //!   requirements are read (`GET …/launch/`, cached per template) and a template that does not
 //!   prompt for variables is refused with [`Error::TemplateIgnoresExtraVars`]. A launch answer
@@ -47,6 +51,7 @@ mod naming;
 mod shared_read;
 mod skew;
 mod status;
+mod tagged;
 mod windows;
 
 use std::collections::{HashMap, HashSet};
@@ -62,6 +67,7 @@ use provkit_lifecycle::{
 };
 
 pub use crate::marker::{IDEMPOTENCY_KEY_VAR, find_marked_job};
+pub use crate::skip_tag::with_skip_tag;
 use attempts::Attempts;
 pub use envelope::{Envelope, UnknownEnvelope};
 pub use extra_vars::{ExtraVarsError, build_extra_vars, payload};
@@ -100,6 +106,7 @@ pub struct AapProviderBuilder {
     clock_skew: Duration,
     launch_deadline: Duration,
     max_launch_processing: Option<Duration>,
+    tag_attempts: bool,
 }
 
 impl fmt::Debug for AapProviderBuilder {
@@ -206,6 +213,28 @@ impl AapProviderBuilder {
         self
     }
 
+    /// Tags each launch attempt with its idempotency key as a skip tag (default: off), so that
+    /// the attempt's idempotency lookup is one exact query
+    /// (`jobs/?job_template=<id>&skip_tags__contains=<key>`) instead of a read of the attempt's
+    /// launch window, whatever the template's launch rate.
+    ///
+    /// Applies to job templates with "Prompt on launch" for skip tags
+    /// (`ask_skip_tags_on_launch`); the launch repeats the template's own skip tags (read again
+    /// at most a minute before a launch) and adds the key, which no task carries, so nothing
+    /// is skipped that was not before. Other templates (workflow templates keep their prompts
+    /// where AWX cannot filter them) are looked up by their window as before. The attempt's
+    /// durable intent records the tag before its launch
+    /// ([`LaunchIntent::marker`](provkit_core::LaunchIntent::marker)), and only intents that
+    /// recorded it are looked up by it.
+    ///
+    /// Failure mode: a template whose skip-tag prompt is turned off and on again within one
+    /// launch's deadline, while a tagged launch's answer is lost, can make an attempt launch
+    /// twice (turning it off is detected: the lookup then reads the window).
+    pub fn tag_attempts(mut self, on: bool) -> Self {
+        self.tag_attempts = on;
+        self
+    }
+
     /// Builds the provider.
     pub fn build(self) -> AapProvider {
         AapProvider {
@@ -230,6 +259,9 @@ impl AapProviderBuilder {
             kinds: RwLock::new(HashMap::new()),
             attempts: Mutex::new(Attempts::default()),
             checked: RwLock::new(HashSet::new()),
+            tag_attempts: self.tag_attempts,
+            skip_tags: Mutex::new(tagged::SkipTags::default()),
+            prompt_reads: tokio::sync::Mutex::new(()),
         }
     }
 }
@@ -272,6 +304,12 @@ pub struct AapProvider {
     attempts: Mutex<Attempts>,
     /// Templates whose launch requirements were checked and keep `extra_vars`.
     checked: RwLock<HashSet<(TemplateKind, u64)>>,
+    /// Launch attempts carry their key as a skip tag ([`AapProviderBuilder::tag_attempts`]).
+    tag_attempts: bool,
+    /// What each template's launch requirements said of skip tags, and the tagged lookups.
+    skip_tags: Mutex<tagged::SkipTags>,
+    /// One read of a template's prompt for tagged lookups at a time.
+    prompt_reads: tokio::sync::Mutex<()>,
 }
 
 impl fmt::Debug for AapProvider {
@@ -401,6 +439,7 @@ impl AapProvider {
             clock_skew: Duration::from_secs(300),
             launch_deadline: DEFAULT_LAUNCH_DEADLINE,
             max_launch_processing: None,
+            tag_attempts: false,
         }
     }
 
@@ -539,7 +578,7 @@ impl AapProvider {
                     None,
                 )
             })?;
-        let request = LaunchRequest::new(vars);
+        let mut request = LaunchRequest::new(vars);
         let size = encoded_len(&request);
         if size > self.max_payload_bytes {
             return Err(ProviderError::launch_not_made(
@@ -551,7 +590,20 @@ impl AapProvider {
                 None,
             ));
         }
-        self.check_template(&template).await?;
+        self.check_template(name, &template).await?;
+        if let Some(tag) = &ctx.attempt_marker {
+            // The intent promised this tag: a launch without it would be missed by the lookup.
+            let Some(skip_tags) = self.tagged_launch_value(name, tag) else {
+                return Err(ProviderError::launch_not_made(
+                    format!(
+                        "launch not sent: the attempt's intent records that its launch carries the skip tag {tag:?}, but template {name:?} no longer prompts for skip tags (ask_skip_tags_on_launch); the next attempt records a fresh intent"
+                    ),
+                    None,
+                ));
+            };
+            request.skip_tags = Some(skip_tags);
+        }
+        let tagged = request.skip_tags.is_some();
         if let Some(key) = &ctx.idempotency_key {
             let now = self.clock.now();
             let mut attempts = self
@@ -617,6 +669,12 @@ impl AapProvider {
                 .observe(sent, received, created);
         }
         self.remember_kind(launched.id, launched.kind);
+        if tagged && launched.ignored_fields.contains_key("skip_tags") {
+            // The job exists without the tag (its id is answered here, so nothing is lost);
+            // later attempts carry none until the template prompts again.
+            tracing::warn!(template = %name, job = launched.id, "AAP ignored the launch's skip tags: the template no longer prompts for them");
+            self.tag_ignored(name);
+        }
         if launched.ignored_fields.contains_key("extra_vars") {
             return Ok(Launch::PayloadIgnored(
                 self.cancel_payloadless(&template, &launched).await,
@@ -626,17 +684,21 @@ impl AapProvider {
         Ok(Launch::Ok(launched))
     }
 
-    /// Before the first launch of `template`: its launch requirements must keep `extra_vars`.
-    async fn check_template(&self, template: &Template) -> Result<(), ProviderError> {
+    /// Before the first launch of `template` (named `name`): its launch requirements must keep
+    /// `extra_vars`. With [tagged attempts](AapProviderBuilder::tag_attempts), they are read
+    /// again when older than a minute (the template's own skip tags, which a tagged launch repeats).
+    async fn check_template(&self, name: &str, template: &Template) -> Result<(), ProviderError> {
         let key = (template.kind, template.id);
         if self
             .checked
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .contains(&key)
+            && !self.prompt_stale(name)
         {
             return Ok(());
         }
+        let read = (tokio::time::Instant::now(), self.clock.now());
         let requirements = self
             .api
             .launch_requirements(template)
@@ -645,6 +707,7 @@ impl AapProvider {
                 Some(wait) => ProviderError::rate_limited(wait),
                 None => certain("failed to read the template's launch requirements", err),
             })?;
+        self.note_requirements(name, template, &requirements, read);
         requirements
             .check(template)
             .map_err(|err| certain("refusing to launch", err))?;
@@ -1021,6 +1084,47 @@ impl ProvisioningProvider for AapProvider {
         key: &IdempotencyKey,
     ) -> Result<Option<FoundJob>, ProviderError> {
         self.find_job_by_idempotency_key_since(resource, job_type, key, None)
+            .await
+    }
+
+    /// With [tagged attempts](AapProviderBuilder::tag_attempts): the attempt's key as a skip
+    /// tag, when its template is a job template prompting for skip tags (its launch
+    /// requirements are read here when not read within the last minute: the launch that
+    /// follows would read them anyway). `None` when they cannot be read.
+    async fn launch_marker(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+        key: &IdempotencyKey,
+    ) -> Option<String> {
+        if !self.tag_attempts {
+            return None;
+        }
+        let action = match job_type {
+            JobType::Provision => TemplateAction::Create,
+            JobType::Deprovision => TemplateAction::Delete,
+            JobType::Other(_) => return None,
+        };
+        let name = self.template_name(action, resource).ok()?;
+        if self.prompt_stale(&name) {
+            let template = self.template(&name).await.ok()?;
+            self.check_template(&name, &template).await.ok()?;
+        }
+        self.tag_for(&name, key)
+    }
+
+    /// One query by the skip tag the intent's launch carried (see
+    /// [`tag_attempts`](AapProviderBuilder::tag_attempts)); where that cannot prove
+    /// absence, the attempt's window is read as without a marker.
+    async fn find_job_by_marker(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+        key: &IdempotencyKey,
+        since: DateTime<Utc>,
+        marker: &str,
+    ) -> Result<Option<FoundJob>, ProviderError> {
+        self.tagged_lookup(resource, job_type, key, since, marker)
             .await
     }
 

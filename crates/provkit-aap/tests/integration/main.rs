@@ -31,6 +31,7 @@ mod outputs;
 mod provider;
 mod push;
 mod retry_after;
+mod tagged_lookup;
 mod template_misses;
 mod window_walk;
 // `MockAapApi` exists only with the `mock` feature; `cargo test -p provkit-aap` must build without it.

@@ -140,19 +140,50 @@ pub async fn lookup_until_answered(
     key: &provkit_lifecycle::IdempotencyKey,
     intent: chrono::DateTime<chrono::Utc>,
 ) -> (Option<provkit_lifecycle::FoundJob>, u32) {
+    until_answered(|| {
+        provider.find_job_by_idempotency_key_since(
+            resource,
+            &provkit_core::JobType::Provision,
+            key,
+            Some(intent),
+        )
+    })
+    .await
+}
+
+/// [`lookup_until_answered`] for an intent whose launch carried `marker`.
+pub async fn marked_lookup_until_answered(
+    provider: &AapProvider,
+    resource: &ResourceView,
+    key: &provkit_lifecycle::IdempotencyKey,
+    intent: chrono::DateTime<chrono::Utc>,
+    marker: &str,
+) -> (Option<provkit_lifecycle::FoundJob>, u32) {
+    until_answered(|| {
+        provider.find_job_by_marker(
+            resource,
+            &provkit_core::JobType::Provision,
+            key,
+            intent,
+            marker,
+        )
+    })
+    .await
+}
+
+/// Calls `lookup` until it answers, sleeping through each deferral (at most 20 calls).
+async fn until_answered<F, Fut>(mut lookup: F) -> (Option<provkit_lifecycle::FoundJob>, u32)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<
+            Output = Result<Option<provkit_lifecycle::FoundJob>, provkit_lifecycle::ProviderError>,
+        >,
+{
     let mut lookups = 0;
     loop {
         lookups += 1;
         assert!(lookups <= 20, "the lookup did not end");
-        match provider
-            .find_job_by_idempotency_key_since(
-                resource,
-                &provkit_core::JobType::Provision,
-                key,
-                Some(intent),
-            )
-            .await
-        {
+        match lookup().await {
             Ok(found) => return (found, lookups),
             Err(e) => {
                 let wait = provkit_lifecycle::find_retry_later(&e).unwrap_or_else(|| panic!("{e}"));

@@ -199,6 +199,8 @@ struct World {
     /// The test's own observer of the fake AAP's requests, behind the one for the dead.
     observer: Arc<Mutex<Option<RequestObserver>>>,
     processes: AtomicUsize,
+    /// Processes tag their launch attempts (`AapProviderBuilder::tag_attempts`).
+    tagged: bool,
 }
 
 impl World {
@@ -237,7 +239,38 @@ impl World {
             dead,
             observer,
             processes: AtomicUsize::new(0),
+            tagged: false,
         }
+    }
+
+    /// [`standard`](Self::standard) with a create template prompting for skip tags and
+    /// processes that tag their launch attempts.
+    async fn tagged() -> Self {
+        let mut create = JobTemplateSpec {
+            script: Some(JobScript::successful(Duration::from_secs(120))),
+            ..JobTemplateSpec::new("osac-create-network", "osac")
+        };
+        create.ask.skip_tags = true;
+        Self {
+            tagged: true,
+            ..Self::start(create).await
+        }
+    }
+
+    /// The marker the pending intent recorded (empty: none).
+    fn intent_marker(&self) -> Option<String> {
+        self.object()
+            .provisioning_status()
+            .and_then(|s| s.launch_intent.as_ref())
+            .map(|i| i.marker.clone())
+    }
+
+    /// The job lists that read a launch window (not a query by skip tag).
+    fn window_reads(&self) -> usize {
+        self.job_lists()
+            .iter()
+            .filter(|r| r.query.contains("created__gt"))
+            .count()
     }
 
     /// Sees every request the fake AAP receives from a live process (replacing the last).
@@ -316,6 +349,7 @@ impl World {
         let provider = AapProvider::builder(aap)
             .template_prefix("osac")
             .clock(clock.clone())
+            .tag_attempts(self.tagged)
             .build();
         let mut policy = LifecyclePolicy::default().with_poll_interval(TICK);
         policy.min_requeue = TICK;
@@ -1151,4 +1185,72 @@ async fn one_launch_costs_one_intent_write_and_one_launch_requirements_read() {
         before_writes,
         "no status write per poll"
     );
+}
+
+/// Tagged attempts (`AapProviderBuilder::tag_attempts`), crash point "launch sent, answer
+/// lost": the intent persisted on the object records the skip tag before the launch; the next
+/// process finds the job by one query by that tag, reads no launch window, and records it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tagged_crash_with_the_launch_sent_and_unanswered_gives_one_job_found_by_its_tag() {
+    let w = World::tagged().await;
+    w.aap()
+        .add_fault(Fault::new("POST", "/api/*/launch/", FaultAction::Latency(HOUR)).after());
+    let stack = w.process();
+    w.create_network().await;
+    until("AAP created the job", || w.aap().jobs().len() == 1).await;
+    stack.crash().await;
+    let marker = w.intent_marker().expect("the intent is pending");
+    assert!(marker.starts_with("pk1-"), "the key is the tag: {marker:?}");
+    let job = w.aap().jobs()[0].id;
+    let aap = AapClient::builder(w.aap.base_url())
+        .token(w.aap.token())
+        .build()
+        .unwrap();
+    let skip_tags = aap.get_job(job).await.unwrap().skip_tags;
+    assert_eq!(skip_tags, marker, "the launch carried the tag");
+    w.aap().clear_faults();
+    w.aap().clear_requests();
+    w.settle_and_check_one_job().await;
+    assert_eq!(w.window_reads(), 0, "no launch window was read");
+    assert!(
+        w.job_lists()
+            .iter()
+            .any(|r| r.query.contains("skip_tags__contains")),
+        "the job was found by its tag"
+    );
+}
+
+/// Tagged attempts, crash point "intent written, launch never handled": the next process's
+/// query by tag proves the absence once the window has closed (and the template still prompts
+/// for skip tags), then launches once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tagged_crash_after_the_intent_write_gives_one_job() {
+    let w = World::tagged().await;
+    w.crash_after_the_intent_write().await;
+    assert!(w.intent_marker().is_some_and(|m| !m.is_empty()));
+    assert_eq!(w.aap().jobs().len(), 0);
+    w.aap().clear_faults();
+    w.aap().clear_requests();
+    w.settle_and_check_one_job().await;
+    assert_eq!(w.window_reads(), 0, "absence proven by tag, no window read");
+}
+
+/// Tagged attempts, crash point "launch answered, flush lost".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tagged_crash_after_the_launch_answer_before_the_flush_gives_one_job() {
+    let w = World::tagged().await;
+    w.server.inject(hold_status_patches().skip(1));
+    let stack = w.process();
+    w.create_network().await;
+    until("the flush is on the wire", || {
+        stack.wire.status_patches() >= 2
+    })
+    .await;
+    assert_eq!(w.aap().jobs().len(), 1, "the launch was answered");
+    stack.crash().await;
+    assert!(w.intent_marker().is_some_and(|m| !m.is_empty()));
+    w.server.clear_faults();
+    w.aap().clear_requests();
+    w.settle_and_check_one_job().await;
+    assert_eq!(w.window_reads(), 0);
 }

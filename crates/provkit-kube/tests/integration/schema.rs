@@ -71,7 +71,8 @@ fn status_schema_snapshot() {
                         "jobType": {"type": "string"},
                         "configVersion": {"type": "string"},
                         "createdAt": {"format": "date-time", "type": "string"},
-                        "target": {"type": "string"}
+                        "target": {"type": "string"},
+                        "marker": {"type": "string"}
                     },
                     "required": ["createdAt", "idempotencyKey", "jobType"]
                 },

@@ -284,6 +284,28 @@ impl ProvisioningProvider for ViewedProvider {
             .await
     }
 
+    async fn launch_marker(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+        key: &IdempotencyKey,
+    ) -> Option<String> {
+        self.inner.launch_marker(resource, job_type, key).await
+    }
+
+    async fn find_job_by_marker(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+        key: &IdempotencyKey,
+        since: DateTime<Utc>,
+        marker: &str,
+    ) -> Result<Option<FoundJob>, ProviderError> {
+        self.inner
+            .find_job_by_marker(resource, job_type, key, since, marker)
+            .await
+    }
+
     fn error_status_text(&self, error: &ProviderError, text: String) -> String {
         self.inner.error_status_text(error, text)
     }

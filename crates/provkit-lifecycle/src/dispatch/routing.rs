@@ -296,7 +296,8 @@ impl ProvisioningProvider for RoutedProvider {
         ctx: &LaunchContext,
     ) -> Result<ProvisionResult, ProviderError> {
         let (route, provider) = self.chosen(resource)?;
-        let mut result = provider.trigger_provision(resource, ctx).await?;
+        let ctx = route_context(ctx, &route);
+        let mut result = provider.trigger_provision(resource, &ctx).await?;
         if !result.job_id.trim().is_empty() {
             result.job_id = self.routes.record(&route, &result.job_id);
         }
@@ -356,9 +357,6 @@ impl ProvisioningProvider for RoutedProvider {
         self.status(resource, job_id, true).await
     }
 
-    /// [`Unsupported`](IdempotencySupport::Unsupported) when no route supports lookups,
-    /// [`CheapLookup`](IdempotencySupport::CheapLookup) when every route's lookup is cheap,
-    /// [`Lookup`](IdempotencySupport::Lookup) otherwise.
     /// A provision's chosen route's answer; `None` for a deprovision (its route follows the
     /// recorded jobs).
     fn launch_refused_for(
@@ -375,6 +373,9 @@ impl ProvisioningProvider for RoutedProvider {
         }
     }
 
+    /// [`Unsupported`](IdempotencySupport::Unsupported) when no route supports lookups,
+    /// [`CheapLookup`](IdempotencySupport::CheapLookup) when every route's lookup is cheap,
+    /// [`Lookup`](IdempotencySupport::Lookup) otherwise.
     fn idempotency_support(&self) -> IdempotencySupport {
         let supports: Vec<IdempotencySupport> = self
             .routes
@@ -441,6 +442,69 @@ impl ProvisioningProvider for RoutedProvider {
         Ok(None)
     }
 
+    /// A provision's chosen route's marker, tagged with the route's name (only that route's
+    /// provider reads it); `None` for a deprovision (its route follows the recorded jobs).
+    async fn launch_marker(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+        key: &IdempotencyKey,
+    ) -> Option<String> {
+        if *job_type != JobType::Provision {
+            return None;
+        }
+        let (route, provider) = self.chosen(resource).ok()?;
+        let inner = provider.launch_marker(resource, job_type, key).await?;
+        Some(format!("{}:{route}{inner}", route.len()))
+    }
+
+    /// The route the marker names is looked up by it, every other route by the attempt's
+    /// window (as without a marker), in the same order.
+    async fn find_job_by_marker(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+        key: &IdempotencyKey,
+        since: DateTime<Utc>,
+        marker: &str,
+    ) -> Result<Option<FoundJob>, ProviderError> {
+        let marked = split_marker(marker);
+        let first = (self.choose)(resource);
+        let order = std::iter::once(first.as_str())
+            .filter(|r| self.routes.get(r).is_some())
+            .chain(self.routes.names().filter(|n| *n != first));
+        for route in order {
+            let Some(provider) = self.routes.get(route) else {
+                continue;
+            };
+            if provider.idempotency_support() == IdempotencySupport::Unsupported {
+                continue;
+            }
+            let answer = match marked {
+                Some((r, inner)) if r == route => {
+                    provider
+                        .find_job_by_marker(resource, job_type, key, since, inner)
+                        .await
+                }
+                _ => {
+                    provider
+                        .find_job_by_idempotency_key_since(resource, job_type, key, Some(since))
+                        .await
+                }
+            };
+            match answer {
+                Ok(Some(mut found)) => {
+                    found.job_id = self.routes.record(route, &found.job_id);
+                    return Ok(Some(found));
+                }
+                Ok(None) => {}
+                Err(e) if e.is_unsupported() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
     /// Every route's [`error_status_text`](ProvisioningProvider::error_status_text) in turn (each
     /// removes only its own request-scoped details).
     fn error_status_text(&self, error: &ProviderError, text: String) -> String {
@@ -448,5 +512,41 @@ impl ProvisioningProvider for RoutedProvider {
             .routes
             .iter()
             .fold(text, |text, (_, p)| p.error_status_text(error, text))
+    }
+}
+
+/// `ctx` as the route `route` launches it: the attempt's marker unwrapped when it is that
+/// route's, none otherwise (the route was chosen anew since the intent; its launch carries no
+/// marker, and the lookup reads its window).
+fn route_context(ctx: &LaunchContext, route: &str) -> LaunchContext {
+    let inner = ctx
+        .attempt_marker
+        .as_deref()
+        .and_then(split_marker)
+        .filter(|(r, _)| *r == route)
+        .map(|(_, inner)| inner.to_owned());
+    ctx.clone().with_attempt_marker(inner)
+}
+
+/// A routed marker's route and its route's own marker (`"<len>:<route><marker>"`).
+fn split_marker(marker: &str) -> Option<(&str, &str)> {
+    let (len, rest) = marker.split_once(':')?;
+    let len: usize = len.parse().ok()?;
+    let route = rest.get(..len)?;
+    Some((route, &rest[len..]))
+}
+
+#[cfg(test)]
+mod marker_tests {
+    use super::split_marker;
+
+    #[test]
+    fn a_routed_marker_names_its_route_whatever_the_route_holds() {
+        assert_eq!(split_marker("3:aapm-1"), Some(("aap", "m-1")));
+        assert_eq!(split_marker("5:a:b:cx"), Some(("a:b:c", "x")));
+        assert_eq!(split_marker("0:x"), Some(("", "x")));
+        assert_eq!(split_marker("9:short"), None);
+        assert_eq!(split_marker("x:y"), None);
+        assert_eq!(split_marker("plain"), None);
     }
 }

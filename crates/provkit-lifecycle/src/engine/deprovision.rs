@@ -6,7 +6,7 @@ use provkit_core::{
 };
 
 use super::Lifecycle;
-use super::launch::{FailedLaunch, Resolution, flush};
+use super::launch::{Attempt, FailedLaunch, Resolution, flush};
 use super::observe::Launch;
 use crate::decide::{backoff_remaining, compute_deprovision_backoff};
 use crate::engine_error::LifecycleError;
@@ -113,7 +113,7 @@ impl Lifecycle {
         }
         if self.lookup_before_intent(&key, &resolution)
             && let Some(found) = self
-                .lookup(resource, &JobType::Deprovision, &key, None)
+                .lookup(resource, &JobType::Deprovision, &key, &Attempt::default())
                 .await?
         {
             return Ok(self
@@ -123,14 +123,18 @@ impl Lifecycle {
         if let Some(retry_after) = self.launch_refused(resource, &JobType::Deprovision) {
             return Ok(self.deprovision_rate_limited(retry_after));
         }
-        let since = self
-            .persist_intent(store, &resolution, &key, &JobType::Deprovision, "")
+        let attempt = self
+            .persist_intent(
+                store,
+                &resolution,
+                resource,
+                &key,
+                &JobType::Deprovision,
+                "",
+            )
             .await?;
 
-        let call_ctx = ctx
-            .clone()
-            .with_idempotency_key(key.clone())
-            .with_attempt_started(since);
+        let call_ctx = attempt.context(ctx, &key);
         let result = match self
             .provider
             .trigger_deprovision(resource, jobs, &call_ctx)
@@ -145,7 +149,7 @@ impl Lifecycle {
             Err(e) => {
                 let e = e.redacted(&ctx.redactor());
                 return match self
-                    .launch_failed(store, resource, &JobType::Deprovision, &key, since, e)
+                    .launch_failed(store, resource, &JobType::Deprovision, &key, &attempt, e)
                     .await
                 {
                     FailedLaunch::RateLimited(retry_after) => {

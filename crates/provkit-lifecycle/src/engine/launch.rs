@@ -65,8 +65,8 @@ impl Lifecycle {
         }
     }
 
-    /// Asks the provider for a job carrying `key`, created since `since` when known.
-    /// `Unsupported` answers count as "none".
+    /// Asks the provider for a job carrying `key`, created since `since` when known (by the
+    /// attempt's marker, when its intent recorded one). `Unsupported` answers count as "none".
     ///
     /// A found job with an empty id is ignored (it cannot be recorded).
     pub(super) async fn lookup(
@@ -74,13 +74,21 @@ impl Lifecycle {
         resource: &ResourceView,
         job_type: &JobType,
         key: &IdempotencyKey,
-        since: Option<DateTime<Utc>>,
+        attempt: &Attempt,
     ) -> Result<Option<FoundJob>, LifecycleError> {
-        match self
-            .provider
-            .find_job_by_idempotency_key_since(resource, job_type, key, since)
-            .await
-        {
+        let answer = match (attempt.since, attempt.marker.as_deref()) {
+            (Some(since), Some(marker)) => {
+                self.provider
+                    .find_job_by_marker(resource, job_type, key, since, marker)
+                    .await
+            }
+            (since, _) => {
+                self.provider
+                    .find_job_by_idempotency_key_since(resource, job_type, key, since)
+                    .await
+            }
+        };
+        match answer {
             Ok(found) => Ok(found.filter(|f| !f.job_id.trim().is_empty())),
             Err(e) if e.is_unsupported() => Ok(None),
             Err(source) => Err(LifecycleError::IdempotencyLookup {
@@ -97,14 +105,19 @@ impl Lifecycle {
         resource: &ResourceView,
         job_type: &JobType,
         key: &IdempotencyKey,
-        since: Option<DateTime<Utc>>,
+        attempt: &Attempt,
     ) -> Option<FoundJob> {
         self.journal.insert(key.clone());
         if self.provider.idempotency_support() == IdempotencySupport::Unsupported {
             return None;
         }
-        match self.lookup(resource, job_type, key, since).await {
+        match self.lookup(resource, job_type, key, attempt).await {
             Ok(found) => found,
+            // The provider defers the lookup until the launch's window has closed: expected.
+            Err(e) if crate::find_retry_later(&e).is_some() => {
+                tracing::debug!(error = %crate::ErrorChain(&e), key = %key, "lookup after a launch with unknown outcome deferred");
+                None
+            }
             Err(e) => {
                 tracing::warn!(error = %crate::ErrorChain(&e), key = %key, "lookup after a launch with unknown outcome failed");
                 None
@@ -112,7 +125,7 @@ impl Lifecycle {
         }
     }
 
-    /// After the launch of `key` (written under the intent time `since`) failed with `e`
+    /// After the launch of `key` (written under the intent `attempt`) failed with `e`
     /// (redacted), what provision and deprovision alike do: a launch certainly not made
     /// resolves its intent (a rate limit is retried after its wait); one with an unknown outcome
     /// is remembered and looked up once at once; the launch counter notes what is known.
@@ -122,7 +135,7 @@ impl Lifecycle {
         resource: &ResourceView,
         job_type: &JobType,
         key: &IdempotencyKey,
-        since: Option<DateTime<Utc>>,
+        attempt: &Attempt,
         e: ProviderError,
     ) -> FailedLaunch {
         if let Some(retry_after) = e.retry_after() {
@@ -137,7 +150,7 @@ impl Lifecycle {
         }
         if certainty == LaunchCertainty::Unknown
             && let Some(found) = self
-                .recover_after_unknown(resource, job_type, key, since)
+                .recover_after_unknown(resource, job_type, key, attempt)
                 .await
         {
             return FailedLaunch::Found(found);
@@ -245,7 +258,7 @@ impl Lifecycle {
                 resource,
                 &pending.job_type,
                 &pending_key,
-                Some(pending.created_at),
+                &Attempt::of_intent(&pending),
             )
             .await?;
         let Some(found) = found else {
@@ -299,8 +312,9 @@ impl Lifecycle {
 
     /// Persists a fresh intent of the attempt about to launch (also when the same attempt's
     /// intent was pending and proven absent: a relaunch never reuses an older intent's time)
-    /// and returns its time, the start of any later lookup's window (and, with the provider's
-    /// launch deadline, its end).
+    /// with the provider's [`launch_marker`](crate::ProvisioningProvider::launch_marker), and
+    /// returns what it recorded: its time, the start of any later lookup's window (and, with
+    /// the provider's launch deadline, its end), and the marker the launch must carry.
     ///
     /// # Errors
     /// [`LifecycleError::IntentWrite`]: nothing may be launched.
@@ -308,23 +322,27 @@ impl Lifecycle {
         &self,
         store: Option<&dyn IntentStore>,
         resolution: &Resolution,
+        resource: &ResourceView,
         key: &IdempotencyKey,
         job_type: &JobType,
         config_version: &str,
-    ) -> Result<Option<DateTime<Utc>>, LifecycleError> {
+    ) -> Result<Attempt, LifecycleError> {
         let Some(store) = store else {
-            return Ok(None);
+            return Ok(Attempt::default());
         };
         if let Resolution::Clear { reuse: Some(at) } = resolution {
             tracing::debug!(key = %key, previous = %at, "relaunch after a proven absence: fresh intent");
         }
-        let intent = LaunchIntent::new(
+        let mut intent = LaunchIntent::new(
             key.as_str(),
             job_type.clone(),
             config_version,
             self.clock.now(),
         )
         .with_target(&self.target);
+        if let Some(marker) = self.provider.launch_marker(resource, job_type, key).await {
+            intent = intent.with_marker(marker);
+        }
         store
             .write(&intent)
             .await
@@ -333,7 +351,38 @@ impl Lifecycle {
                 key: key.clone(),
                 source,
             })?;
-        Ok(Some(intent.created_at))
+        Ok(Attempt::of_intent(&intent))
+    }
+}
+
+/// What the durable intent of a launch attempt recorded, as the lookups of that attempt need
+/// it (nothing without an intent store).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Attempt {
+    /// The intent's time.
+    pub(super) since: Option<DateTime<Utc>>,
+    /// The intent's marker (see [`LaunchIntent::marker`]).
+    pub(super) marker: Option<String>,
+}
+
+impl Attempt {
+    pub(super) fn of_intent(intent: &LaunchIntent) -> Self {
+        Self {
+            since: Some(intent.created_at),
+            marker: (!intent.marker.is_empty()).then(|| intent.marker.clone()),
+        }
+    }
+
+    /// The launch context of this attempt: `ctx` with the key, the intent time and the marker.
+    pub(super) fn context(
+        &self,
+        ctx: &crate::LaunchContext,
+        key: &IdempotencyKey,
+    ) -> crate::LaunchContext {
+        ctx.clone()
+            .with_idempotency_key(key.clone())
+            .with_attempt_started(self.since)
+            .with_attempt_marker(self.marker.clone())
     }
 }
 

@@ -5,7 +5,7 @@ use provkit_core::{
 };
 
 use super::Lifecycle;
-use super::launch::{FailedLaunch, Resolution, flush};
+use super::launch::{Attempt, FailedLaunch, Resolution, flush};
 use super::observe::Launch;
 use crate::decide::{
     Action, backoff_remaining, cache_is_stale, compute_backoff_from_jobs, evaluate_action,
@@ -186,7 +186,7 @@ impl Lifecycle {
         }
         if self.lookup_before_intent(&key, &resolution)
             && let Some(found) = self
-                .lookup(resource, &JobType::Provision, &key, None)
+                .lookup(resource, &JobType::Provision, &key, &Attempt::default())
                 .await?
         {
             return Ok(self
@@ -199,20 +199,24 @@ impl Lifecycle {
             return Ok(self.provision_rate_limited(Action::Trigger, retry_after));
         }
         // Write-ahead: the launch happens only once the intent is durable.
-        let since = self
-            .persist_intent(store, &resolution, &key, &JobType::Provision, desired)
+        let attempt = self
+            .persist_intent(
+                store,
+                &resolution,
+                resource,
+                &key,
+                &JobType::Provision,
+                desired,
+            )
             .await?;
 
-        let call_ctx = ctx
-            .clone()
-            .with_idempotency_key(key.clone())
-            .with_attempt_started(since);
+        let call_ctx = attempt.context(ctx, &key);
         let result = match self.provider.trigger_provision(resource, &call_ctx).await {
             Ok(result) => result,
             Err(e) => {
                 let e = e.redacted(&ctx.redactor());
                 return match self
-                    .launch_failed(store, resource, &JobType::Provision, &key, since, e)
+                    .launch_failed(store, resource, &JobType::Provision, &key, &attempt, e)
                     .await
                 {
                     FailedLaunch::RateLimited(retry_after) => {

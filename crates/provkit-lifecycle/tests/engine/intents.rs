@@ -8,7 +8,7 @@ use std::sync::Arc;
 use provkit_core::{JobType, LaunchIntent};
 use provkit_lifecycle::{
     BoxError, IntentStore, LaunchContext, Lifecycle, LifecycleError, MemoryIntentStore,
-    ProvisionHooks, ProvisionStep,
+    ProvisionHooks, ProvisionStep, ProvisioningProvider as _,
 };
 use provkit_testing::scripted::ScriptedProvider;
 
@@ -297,5 +297,188 @@ async fn a_deprovision_launch_certainly_not_made_resolves_its_intent() {
             .run_deprovisioning_lifecycle(&r, &mut jobs, &LaunchContext::new(), &mut hooks)
             .await;
         store.assert_one_intent_and_pending(name, stays_pending);
+    }
+}
+
+/// A provider that promises a marker (`m:<key>`) for every attempt and answers the lookup of a
+/// marked intent by the scripted provider's key lookup, noting each marked lookup.
+#[derive(Clone, Debug)]
+struct Marking {
+    inner: ScriptedProvider,
+    marked: Arc<std::sync::Mutex<Vec<(String, String)>>>,
+}
+
+#[async_trait::async_trait]
+impl provkit_lifecycle::ProvisioningProvider for Marking {
+    fn name(&self) -> &str {
+        "marking"
+    }
+    async fn trigger_provision(
+        &self,
+        resource: &provkit_lifecycle::ResourceView,
+        ctx: &LaunchContext,
+    ) -> Result<provkit_lifecycle::ProvisionResult, provkit_lifecycle::ProviderError> {
+        self.inner.trigger_provision(resource, ctx).await
+    }
+    async fn provision_status(
+        &self,
+        resource: &provkit_lifecycle::ResourceView,
+        job_id: &str,
+    ) -> Result<provkit_lifecycle::ProvisionStatus, provkit_lifecycle::ProviderError> {
+        self.inner.provision_status(resource, job_id).await
+    }
+    async fn trigger_deprovision(
+        &self,
+        resource: &provkit_lifecycle::ResourceView,
+        jobs: &[provkit_core::JobStatus],
+        ctx: &LaunchContext,
+    ) -> Result<provkit_lifecycle::DeprovisionResult, provkit_lifecycle::ProviderError> {
+        self.inner.trigger_deprovision(resource, jobs, ctx).await
+    }
+    async fn deprovision_status(
+        &self,
+        resource: &provkit_lifecycle::ResourceView,
+        job_id: &str,
+    ) -> Result<provkit_lifecycle::ProvisionStatus, provkit_lifecycle::ProviderError> {
+        self.inner.deprovision_status(resource, job_id).await
+    }
+    fn idempotency_support(&self) -> provkit_lifecycle::IdempotencySupport {
+        self.inner.idempotency_support()
+    }
+    async fn find_job_by_idempotency_key(
+        &self,
+        resource: &provkit_lifecycle::ResourceView,
+        job_type: &JobType,
+        key: &provkit_lifecycle::IdempotencyKey,
+    ) -> Result<Option<provkit_lifecycle::FoundJob>, provkit_lifecycle::ProviderError> {
+        self.inner
+            .find_job_by_idempotency_key(resource, job_type, key)
+            .await
+    }
+    async fn launch_marker(
+        &self,
+        _resource: &provkit_lifecycle::ResourceView,
+        _job_type: &JobType,
+        key: &provkit_lifecycle::IdempotencyKey,
+    ) -> Option<String> {
+        Some(format!("m:{key}"))
+    }
+    async fn find_job_by_marker(
+        &self,
+        resource: &provkit_lifecycle::ResourceView,
+        job_type: &JobType,
+        key: &provkit_lifecycle::IdempotencyKey,
+        _since: chrono::DateTime<chrono::Utc>,
+        marker: &str,
+    ) -> Result<Option<provkit_lifecycle::FoundJob>, provkit_lifecycle::ProviderError> {
+        self.marked
+            .lock()
+            .unwrap()
+            .push((key.to_string(), marker.to_owned()));
+        self.inner
+            .find_job_by_idempotency_key(resource, job_type, key)
+            .await
+    }
+}
+
+fn marking_engine() -> (Marking, Lifecycle) {
+    let provider = Marking {
+        inner: ScriptedProvider::new(),
+        marked: Arc::default(),
+    };
+    let (_, clock) = clock_at(t0());
+    (provider.clone(), Lifecycle::new(Arc::new(provider), clock))
+}
+
+/// The provider's marker is recorded in the intent before the launch, and the launch is told
+/// to carry it; a launch whose answer is lost is looked up by that marker.
+#[tokio::test]
+async fn the_intent_records_the_providers_marker_and_its_launch_carries_it() {
+    let (provider, engine) = marking_engine();
+    let r = resource("uid-1");
+    provider
+        .inner
+        .push_trigger("uid-1", provkit_testing::scripted::TriggerStep::LoseAnswer);
+    let store = Recording::default();
+    let mut jobs = Vec::new();
+    let out = run(&engine, &r, &mut jobs, &store).await.unwrap();
+    assert!(
+        matches!(out.step, ProvisionStep::Recovered { .. }),
+        "{out:?}"
+    );
+    let written = store.written.lock().unwrap().clone();
+    assert_eq!(written.len(), 1);
+    let key = written[0].idempotency_key.clone();
+    assert_eq!(written[0].marker, format!("m:{key}"));
+    let launched: Vec<_> = provider
+        .inner
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            provkit_testing::scripted::ProviderCall::TriggerProvision { ctx, .. } => {
+                Some(ctx.attempt_marker)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(launched, [Some(format!("m:{key}"))]);
+    assert_eq!(
+        *provider.marked.lock().unwrap(),
+        [(key.clone(), format!("m:{key}"))],
+        "the lookup after the lost answer went by the marker"
+    );
+    assert_eq!(provider.inner.jobs_created("uid-1", &JobType::Provision), 1);
+}
+
+/// Crash point "intent written, answer lost": a new engine resolving the pending intent looks
+/// it up by the marker the intent recorded; an intent without one (an older writer) by its
+/// window. Either way the job is adopted, not launched again.
+#[tokio::test]
+async fn a_pending_intent_is_looked_up_by_the_marker_it_recorded() {
+    for marker in ["m:recorded", ""] {
+        let (provider, engine) = marking_engine();
+        let r = resource("uid-1");
+        let key = provkit_lifecycle::IdempotencyKey::for_attempt(
+            "uid-1",
+            &JobType::Provision,
+            "v1",
+            None,
+        );
+        // The crashed process's launch created the job.
+        provider
+            .inner
+            .push_trigger("uid-1", provkit_testing::scripted::TriggerStep::LoseAnswer);
+        let _ = provider
+            .inner
+            .trigger_provision(&r, &LaunchContext::new().with_idempotency_key(key.clone()))
+            .await;
+        provider.inner.clear_calls();
+        let pending =
+            LaunchIntent::new(key.as_str(), JobType::Provision, "v1", t0()).with_marker(marker);
+        let store = MemoryIntentStore::with_pending(Some(pending));
+        let mut jobs = Vec::new();
+        let out = run(&engine, &r, &mut jobs, &store).await.unwrap();
+        assert!(
+            matches!(out.step, ProvisionStep::Recovered { .. }),
+            "{marker:?}: {out:?}"
+        );
+        let marked = provider.marked.lock().unwrap().clone();
+        if marker.is_empty() {
+            assert!(marked.is_empty(), "no marker: the window lookup");
+            assert!(
+                provider
+                    .inner
+                    .calls()
+                    .iter()
+                    .any(|c| matches!(c, provkit_testing::scripted::ProviderCall::FindJob { .. }))
+            );
+        } else {
+            assert_eq!(marked, [(key.to_string(), marker.to_owned())]);
+        }
+        assert_eq!(
+            provider.inner.jobs_created("uid-1", &JobType::Provision),
+            1,
+            "{marker:?}: adopted, not launched again"
+        );
     }
 }

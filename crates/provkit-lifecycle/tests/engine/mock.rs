@@ -94,6 +94,8 @@ async fn the_hook_and_clock_mocks_drive_a_launch_in_order() {
         .expect_idempotency_support()
         .return_const(IdempotencySupport::Unsupported);
     provider.expect_launch_refused_for().return_const(None);
+    // Asked right before the intent write (a mock must answer it, as any method it reaches).
+    provider.expect_launch_marker().return_const(None);
     provider.expect_name().return_const("mock".to_owned());
     provider
         .expect_trigger_provision()

@@ -529,6 +529,24 @@ impl AapProvider {
             })
     }
 
+    /// The name and the template whose jobs are `resource`'s jobs of `job_type`, for a lookup;
+    /// `None` for a job type this provider launches no job of.
+    async fn lookup_template(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+    ) -> Result<Option<(String, Template)>, ProviderError> {
+        let Some(action) = lookup_action(job_type) else {
+            return Ok(None);
+        };
+        let name = self.template_name(action, resource)?;
+        let template = self
+            .template(&name)
+            .await
+            .map_err(|e| in_context("idempotency lookup", e))?;
+        Ok(Some((name, template)))
+    }
+
     /// Attempts made at or before this instant are forgotten (`now - lookup_window`).
     fn horizon(&self, now: DateTime<Utc>) -> DateTime<Utc> {
         now - chrono::Duration::from_std(self.lookup_window).unwrap_or(chrono::Duration::days(1))
@@ -1100,11 +1118,7 @@ impl ProvisioningProvider for AapProvider {
         if !self.tag_attempts {
             return None;
         }
-        let action = match job_type {
-            JobType::Provision => TemplateAction::Create,
-            JobType::Deprovision => TemplateAction::Delete,
-            JobType::Other(_) => return None,
-        };
+        let action = lookup_action(job_type)?;
         let name = self.template_name(action, resource).ok()?;
         if self.prompt_stale(&name) {
             let template = self.template(&name).await.ok()?;
@@ -1151,16 +1165,9 @@ impl ProvisioningProvider for AapProvider {
         key: &IdempotencyKey,
         since: Option<DateTime<Utc>>,
     ) -> Result<Option<FoundJob>, ProviderError> {
-        let action = match job_type {
-            JobType::Provision => TemplateAction::Create,
-            JobType::Deprovision => TemplateAction::Delete,
-            JobType::Other(_) => return Ok(None),
+        let Some((_, template)) = self.lookup_template(resource, job_type).await? else {
+            return Ok(None);
         };
-        let name = self.template_name(action, resource)?;
-        let template = self
-            .template(&name)
-            .await
-            .map_err(|e| in_context("idempotency lookup", e))?;
         // An intent's attempt: its job was created between the intent and the launch deadline
         // (AAP's clock: the measured offset's bounds), read oldest first up to that end. Without
         // an intent: since the attempt began (or the lookup window), newest first, up to now.
@@ -1321,6 +1328,16 @@ impl ProvisioningProvider for AapProvider {
             map_status(job.status.as_str()),
             job.status.as_str(),
         )))
+    }
+}
+
+/// The template action whose jobs are `job_type`'s (none for other job types: this provider
+/// launches none).
+fn lookup_action(job_type: &JobType) -> Option<TemplateAction> {
+    match job_type {
+        JobType::Provision => Some(TemplateAction::Create),
+        JobType::Deprovision => Some(TemplateAction::Delete),
+        JobType::Other(_) => None,
     }
 }
 

@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 use provkit_lifecycle::{FoundJob, IdempotencyKey, ProviderError, ResourceView};
 use tokio::time::Instant;
 
-use super::{AapProvider, in_context, map_status, query_error, window_open_for};
+use super::{AapProvider, map_status, query_error, window_open_for};
 use crate::launch_check::LaunchRequirements;
 use crate::skip_tag::TagLookup;
 use crate::types::{Template, TemplateKind};
@@ -58,7 +58,8 @@ pub(super) struct SkipTags {
 }
 
 impl SkipTags {
-    /// Notes a read of `template`'s (named `name`) launch requirements made at `read`.
+    /// Notes a read of `template`'s (named `name`) launch requirements sent at `read`, unless
+    /// a read sent later already answered (reads may finish out of order).
     pub(super) fn note(
         &mut self,
         name: &str,
@@ -66,6 +67,13 @@ impl SkipTags {
         requirements: &LaunchRequirements,
         (read, read_at): (Instant, DateTime<Utc>),
     ) {
+        if self
+            .prompts
+            .get(name)
+            .is_some_and(|p| p.template_id == template.id && p.read_at > read_at)
+        {
+            return;
+        }
         self.prompts.insert(
             name.to_owned(),
             Prompt {
@@ -181,16 +189,9 @@ impl AapProvider {
     ) -> Result<Option<FoundJob>, ProviderError> {
         use provkit_lifecycle::ProvisioningProvider as _;
         let window = || self.find_job_by_idempotency_key_since(resource, job_type, key, Some(at));
-        let action = match job_type {
-            provkit_core::JobType::Provision => super::TemplateAction::Create,
-            provkit_core::JobType::Deprovision => super::TemplateAction::Delete,
-            provkit_core::JobType::Other(_) => return Ok(None),
+        let Some((name, template)) = self.lookup_template(resource, job_type).await? else {
+            return Ok(None);
         };
-        let name = self.template_name(action, resource)?;
-        let template = self
-            .template(&name)
-            .await
-            .map_err(|e| in_context("idempotency lookup", e))?;
         if template.kind != TemplateKind::JobTemplate {
             return window().await;
         }

@@ -55,6 +55,20 @@ fn job_lists_with(server: &FakeAapServer, needle: &str) -> usize {
         .count()
 }
 
+/// An admin turns "Prompt on launch" for skip tags off on template `tid` (variables stay).
+fn stop_prompting_for_skip_tags(server: &FakeAapServer, tid: u64) {
+    server
+        .aap()
+        .set_job_template_ask(
+            tid,
+            AskFlags {
+                variables: true,
+                ..AskFlags::default()
+            },
+        )
+        .unwrap();
+}
+
 fn tag_queries(server: &FakeAapServer) -> usize {
     job_lists_with(server, "skip_tags__contains")
 }
@@ -173,16 +187,7 @@ async fn a_tagged_launch_ignored_by_a_template_that_stopped_prompting_is_found_b
         .await
         .unwrap();
     let tid = template_id(&server, TEMPLATE);
-    server
-        .aap()
-        .set_job_template_ask(
-            tid,
-            AskFlags {
-                variables: true,
-                ..AskFlags::default()
-            },
-        )
-        .unwrap();
+    stop_prompting_for_skip_tags(&server, tid);
     // AWX creates the job, and its answer comes after the launch deadline.
     server.aap().add_fault(
         Fault::new(
@@ -224,16 +229,7 @@ async fn a_tagged_launch_ignored_by_a_template_that_stopped_prompting_is_found_b
 async fn a_launch_promised_a_tag_is_not_sent_when_the_template_no_longer_prompts() {
     let server = tagged_server().await;
     let tid = template_id(&server, TEMPLATE);
-    server
-        .aap()
-        .set_job_template_ask(
-            tid,
-            AskFlags {
-                variables: true,
-                ..AskFlags::default()
-            },
-        )
-        .unwrap();
+    stop_prompting_for_skip_tags(&server, tid);
     let a = provider(client(&server));
     let r = subnet("tagged-refused");
     let key = IdempotencyKey::new("pk1-uid-tagged-refused-p-0123456789abcdef");

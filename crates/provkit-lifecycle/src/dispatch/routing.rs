@@ -283,6 +283,55 @@ impl RoutedProvider {
     }
 }
 
+impl RoutedProvider {
+    /// Every route that supports lookups, the chosen one first, until one finds the job: the
+    /// route `marked` names (with its own marker) by its marker, the others by the attempt's
+    /// window from `since`.
+    async fn lookup_routes(
+        &self,
+        resource: &ResourceView,
+        job_type: &JobType,
+        key: &IdempotencyKey,
+        since: Option<DateTime<Utc>>,
+        marked: Option<(&str, &str)>,
+    ) -> Result<Option<FoundJob>, ProviderError> {
+        let first = (self.choose)(resource);
+        let order = std::iter::once(first.as_str())
+            .filter(|r| self.routes.get(r).is_some())
+            .chain(self.routes.names().filter(|n| *n != first));
+        for route in order {
+            let Some(provider) = self.routes.get(route) else {
+                continue;
+            };
+            if provider.idempotency_support() == IdempotencySupport::Unsupported {
+                continue;
+            }
+            let answer = match (marked, since) {
+                (Some((r, marker)), Some(since)) if r == route => {
+                    provider
+                        .find_job_by_marker(resource, job_type, key, since, marker)
+                        .await
+                }
+                _ => {
+                    provider
+                        .find_job_by_idempotency_key_since(resource, job_type, key, since)
+                        .await
+                }
+            };
+            match answer {
+                Ok(Some(mut found)) => {
+                    found.job_id = self.routes.record(route, &found.job_id);
+                    return Ok(Some(found));
+                }
+                Ok(None) => {}
+                Err(e) if e.is_unsupported() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+}
+
 #[async_trait::async_trait]
 impl ProvisioningProvider for RoutedProvider {
     /// `"routed"`.
@@ -415,31 +464,8 @@ impl ProvisioningProvider for RoutedProvider {
         key: &IdempotencyKey,
         since: Option<DateTime<Utc>>,
     ) -> Result<Option<FoundJob>, ProviderError> {
-        let first = (self.choose)(resource);
-        let order = std::iter::once(first.as_str())
-            .filter(|r| self.routes.get(r).is_some())
-            .chain(self.routes.names().filter(|n| *n != first));
-        for route in order {
-            let Some(provider) = self.routes.get(route) else {
-                continue;
-            };
-            if provider.idempotency_support() == IdempotencySupport::Unsupported {
-                continue;
-            }
-            match provider
-                .find_job_by_idempotency_key_since(resource, job_type, key, since)
-                .await
-            {
-                Ok(Some(mut found)) => {
-                    found.job_id = self.routes.record(route, &found.job_id);
-                    return Ok(Some(found));
-                }
-                Ok(None) => {}
-                Err(e) if e.is_unsupported() => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(None)
+        self.lookup_routes(resource, job_type, key, since, None)
+            .await
     }
 
     /// A provision's chosen route's marker, tagged with the route's name (only that route's
@@ -468,41 +494,8 @@ impl ProvisioningProvider for RoutedProvider {
         since: DateTime<Utc>,
         marker: &str,
     ) -> Result<Option<FoundJob>, ProviderError> {
-        let marked = split_marker(marker);
-        let first = (self.choose)(resource);
-        let order = std::iter::once(first.as_str())
-            .filter(|r| self.routes.get(r).is_some())
-            .chain(self.routes.names().filter(|n| *n != first));
-        for route in order {
-            let Some(provider) = self.routes.get(route) else {
-                continue;
-            };
-            if provider.idempotency_support() == IdempotencySupport::Unsupported {
-                continue;
-            }
-            let answer = match marked {
-                Some((r, inner)) if r == route => {
-                    provider
-                        .find_job_by_marker(resource, job_type, key, since, inner)
-                        .await
-                }
-                _ => {
-                    provider
-                        .find_job_by_idempotency_key_since(resource, job_type, key, Some(since))
-                        .await
-                }
-            };
-            match answer {
-                Ok(Some(mut found)) => {
-                    found.job_id = self.routes.record(route, &found.job_id);
-                    return Ok(Some(found));
-                }
-                Ok(None) => {}
-                Err(e) if e.is_unsupported() => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(None)
+        self.lookup_routes(resource, job_type, key, Some(since), split_marker(marker))
+            .await
     }
 
     /// Every route's [`error_status_text`](ProvisioningProvider::error_status_text) in turn (each

@@ -611,10 +611,15 @@ impl AapProvider {
         self.check_template(name, &template).await?;
         if let Some(tag) = &ctx.attempt_marker {
             // The intent promised this tag: a launch without it would be missed by the lookup.
-            let Some(skip_tags) = self.tagged_launch_value(name, tag) else {
+            // A marker other than the attempt's key is not this provider's: refused unsent too.
+            let own = ctx
+                .idempotency_key
+                .as_ref()
+                .is_some_and(|k| k.as_str() == tag);
+            let Some(skip_tags) = self.tagged_launch_value(name, tag).filter(|_| own) else {
                 return Err(ProviderError::launch_not_made(
                     format!(
-                        "launch not sent: the attempt's intent records that its launch carries the skip tag {tag:?}, but template {name:?} no longer prompts for skip tags (ask_skip_tags_on_launch); the next attempt records a fresh intent"
+                        "launch not sent: the attempt's intent records that its launch carries the skip tag {tag:?}, but template {name:?} no longer prompts for skip tags (ask_skip_tags_on_launch), or the marker is not this provider's (its key); the next attempt records a fresh intent"
                     ),
                     None,
                 ));

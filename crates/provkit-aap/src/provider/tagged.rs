@@ -192,7 +192,9 @@ impl AapProvider {
         let Some((name, template)) = self.lookup_template(resource, job_type).await? else {
             return Ok(None);
         };
-        if template.kind != TemplateKind::JobTemplate {
+        // Only this provider's own marker (the key) is a tag it launched with: another's (a
+        // routed provider's, before a configuration change) proves nothing about this backend.
+        if template.kind != TemplateKind::JobTemplate || tag != key.as_str() {
             return window().await;
         }
         if self.windows().is_jobless(key.as_str(), at) {

@@ -243,3 +243,38 @@ async fn a_launch_promised_a_tag_is_not_sent_when_the_template_no_longer_prompts
     // The next attempt is promised no tag.
     assert_eq!(a.launch_marker(&r, &JobType::Provision, &key).await, None);
 }
+
+/// A marker that is not this provider's own (a routed provider's `"<len>:<route><key>"`, read
+/// back after the operator dropped dual dispatch) is no tag this provider launched with: its
+/// lookup reads the window, and a launch promised it is refused unsent.
+#[tokio::test]
+async fn a_marker_that_is_not_the_providers_own_is_not_trusted() {
+    let server = tagged_server().await;
+    let a = provider(client(&server));
+    let r = subnet("tagged-foreign");
+    let key = IdempotencyKey::new("pk1-uid-tagged-foreign-p-0123456789abcdef");
+    let foreign = format!("3:aap{key}");
+    let err = a
+        .trigger_provision(&r, &attempt(&key, SystemClock.now(), &foreign))
+        .await
+        .unwrap_err();
+    assert_eq!(err.launch_certainty(), LaunchCertainty::NotMade, "{err}");
+    assert_eq!(server.aap().launch_count(template_id(&server, TEMPLATE)), 0);
+
+    // The attempt launched with its own tag; the intent read back holds the routed marker.
+    let at = SystemClock.now();
+    let id = a
+        .trigger_provision(&r, &attempt(&key, at, key.as_str()))
+        .await
+        .unwrap()
+        .job_id;
+    let b = provider(client(&server));
+    let (found, _) = marked_lookup_until_answered(&b, &r, &key, at, &foreign).await;
+    assert_eq!(found.map(|f| f.job_id), Some(id));
+    assert_eq!(
+        tag_queries(&server),
+        0,
+        "the foreign marker was not queried"
+    );
+    assert!(window_reads(&server) > 0, "the window was read");
+}
